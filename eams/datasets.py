@@ -1,0 +1,34 @@
+"""Where the real reference data lives (``../shared/data`` in the development layout).
+
+One setting finds it: the environment variable ``EAMS_DATA_DIR``, defaulting to
+``../shared/data`` relative to the repository root. Tests of the data tier skip with a clear
+reason only when the folder is absent; ``.ci/run`` refuses to run without it.
+"""
+
+import os
+from pathlib import Path
+
+DATA_DIR_ENV = "EAMS_DATA_DIR"
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    """Return the configured data directory (it may not exist).
+
+    Returns
+    -------
+    Path
+        ``$EAMS_DATA_DIR`` when set, else ``<repo>/../shared/data``.
+    """
+    configured = os.environ.get(DATA_DIR_ENV)
+    return Path(configured) if configured else _REPO_ROOT.parent / "shared" / "data"
+
+
+def data_file(relative: str) -> Path | None:
+    """Return ``data_dir() / relative`` if that file or folder exists, else ``None``.
+
+    Callers that can run without the file (the demo) use ``None`` to fall back to built-in
+    defaults and say which file they wanted.
+    """
+    path = data_dir() / relative
+    return path if path.exists() else None

@@ -1,0 +1,8 @@
+"""``eams meter``: read, check and simulate metered PDUs."""
+
+import click
+
+
+@click.group()
+def meter() -> None:
+    """Read per-outlet power from metered PDUs (SNMP) and serial meters."""

@@ -1,0 +1,13 @@
+"""``eams extender`` and ``eams bench``."""
+
+import click
+
+
+@click.group()
+def extender() -> None:
+    """Serve the ε-auction to kube-scheduler over the extender protocol."""
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks: the auction engine, and trace replay against baseline schedulers."""
