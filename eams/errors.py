@@ -6,7 +6,8 @@ Each component has its own ``errors.py`` whose classes derive from :class:`EamsE
     ├── eams.meter.errors.MeterError
     ├── eams.calibrate.errors.CalibrationError
     ├── eams.agent.errors.AgentError
-    └── eams.scheduler.errors.SchedulerError
+    ├── eams.scheduler.errors.SchedulerError
+    └── ProcStatError              /proc/stat missing or malformed (names the source and line)
 
 The CLI catches :class:`EamsError` at its edge and prints one line on stderr, no traceback,
 exit status 1. Anything else escaping is a bug.
@@ -15,3 +16,7 @@ exit status 1. Anything else escaping is a bug.
 
 class EamsError(Exception):
     """Base class of all deliberate EAMS errors; the message is meant for an operator."""
+
+
+class ProcStatError(EamsError):
+    """``/proc/stat`` (local or fetched from a node) is missing or malformed; names the source."""

@@ -1,0 +1,74 @@
+"""CPU utilisation from ``/proc/stat`` deltas, locally or from text read on a remote node.
+
+Source: proc(5), "/proc/stat": the ``cpu`` line gives cumulative time in USER_HZ units spent in
+user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice. Busy time excludes
+idle and iowait; guest and guest_nice are already counted in user and nice, so they are not
+added again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from eams.errors import ProcStatError
+
+PROC_STAT = Path("/proc/stat")
+
+
+@dataclass(frozen=True, slots=True)
+class CpuTimes:
+    """Cumulative CPU time of all CPUs, in USER_HZ ticks.
+
+    Attributes
+    ----------
+    busy_ticks, total_ticks : int
+        Ticks spent busy (user + nice + system + irq + softirq + steal) and in total
+        (busy + idle + iowait).
+    """
+
+    busy_ticks: int
+    total_ticks: int
+
+    @classmethod
+    def parse(cls, text: str, source: str = "/proc/stat") -> CpuTimes:
+        """Parse the aggregate ``cpu`` line of a ``/proc/stat`` text.
+
+        Raises
+        ------
+        ProcStatError
+            If there is no aggregate ``cpu`` line or it has fewer than 8 numeric columns;
+            the message names ``source``.
+        """
+        for line in text.splitlines():
+            columns = line.split()
+            if columns and columns[0] == "cpu":
+                try:
+                    user, nice, system, idle, iowait, irq, softirq, steal = map(int, columns[1:9])
+                except ValueError:
+                    raise ProcStatError(f"{source}: malformed cpu line {line!r}") from None
+                busy = user + nice + system + irq + softirq + steal
+                return cls(busy_ticks=busy, total_ticks=busy + idle + iowait)
+        raise ProcStatError(f"{source}: no aggregate 'cpu' line")
+
+    @classmethod
+    def read(cls, path: Path = PROC_STAT) -> CpuTimes:
+        """Read and parse this machine's ``/proc/stat`` (or ``path``, for tests)."""
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ProcStatError(f"{path}: {exc.strerror or exc}") from exc
+        return cls.parse(text, str(path))
+
+
+def utilisation_between(start: CpuTimes, end: CpuTimes) -> float | None:
+    """Fraction of CPU time busy between two snapshots, in [0, 1].
+
+    Returns ``None`` (not 0) when no time elapsed or the counters went backwards (a reboot, a
+    wrapped counter): the utilisation over that interval is unknown.
+    """
+    elapsed = end.total_ticks - start.total_ticks
+    busy = end.busy_ticks - start.busy_ticks
+    if elapsed <= 0 or busy < 0:
+        return None
+    return min(1.0, busy / elapsed)
