@@ -6,3 +6,8 @@ import click
 @click.group()
 def meter() -> None:
     """Read per-outlet power from metered PDUs (SNMP) and serial meters."""
+
+
+from eams.meter.simulator.cli import simulate  # noqa: E402
+
+meter.add_command(simulate)

@@ -1,0 +1,23 @@
+"""The PDU simulator: virtual nodes behind an SNMP-metered PDU on loopback.
+
+Each outlet feeds one virtual node whose power follows its load through a power curve. The demo
+and the tests of later components read it with the real meter drivers.
+"""
+
+from eams.meter.simulator.agent import OutletState, PduSimulator, VirtualOutlet
+from eams.meter.simulator.curves import LinearCurve, MeasuredCurve, SpecPowerRow, load_specpower
+from eams.meter.simulator.errors import SimulatorError, SpecPowerError
+from eams.meter.simulator.load import HostCpuLoad
+
+__all__ = [
+    "HostCpuLoad",
+    "LinearCurve",
+    "MeasuredCurve",
+    "OutletState",
+    "PduSimulator",
+    "SimulatorError",
+    "SpecPowerError",
+    "SpecPowerRow",
+    "VirtualOutlet",
+    "load_specpower",
+]
