@@ -1,0 +1,422 @@
+"""The calibration file: one versioned JSON document per node (issue 3, DESIGN.md §3).
+
+It holds the fitted line and its uncertainty, the measured active idle, the node's speed and
+its reference, the raw sweep it was fitted from (every meter sample with its timestamp), the
+meter URL with no secret in it, and the stress-ng and eams versions. The schema is the pydantic
+models below; ``schema_version`` is 1. A file of a newer schema is refused, never half-read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from eams.calibrate.errors import CalibrationFileError
+from eams.calibrate.fit import FitResult, fit_linear, wake_power
+from eams.calibrate.model import LinearPowerModel
+from eams.meter.errors import BadMeterUrl
+from eams.meter.url import parse_meter_url
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from eams import __version__
+
+SCHEMA_VERSION = 1
+
+Watts = Annotated[float, Field(allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _redact(value: str) -> str:
+    try:
+        return parse_meter_url(value).redacted()
+    except BadMeterUrl as exc:
+        raise ValueError(str(exc)) from None
+
+
+class PowerSample(_Strict):
+    """One meter reading of the node's outlet: ``read_at`` (UTC) and ``power_w`` (``None``
+    when the meter gave no value); ``below_floor`` when under the meter's metering floor."""
+
+    read_at: AwareDatetime
+    power_w: Watts | None
+    below_floor: bool = False
+
+
+class SweepLevel(_Strict):
+    """One load level of a sweep.
+
+    Attributes
+    ----------
+    commanded_pct : int
+        The stress-ng ``--cpu-load`` target (0 = active idle: no stress-ng running).
+    utilisation : float or None
+        Utilisation of the whole node measured from ``/proc/stat`` over the measurement
+        interval (fraction); ``None`` if unknown.
+    started_at : datetime
+        When the load was started (UTC).
+    settle_s : float
+        Time waited for power and utilisation to settle before measuring (s).
+    settled : bool
+        False when the settle limit ran out before the readings were steady.
+    measure_s : float
+        Length of the measurement interval (s).
+    samples : list of PowerSample
+        Every meter reading taken in the measurement interval.
+    bogo_ops_per_s : float or None
+        stress-ng's total bogo-ops per second (real time) at this level; ``None`` at idle.
+    attempts : int
+        How many times the level was run (a meter dropout repeats it).
+    """
+
+    commanded_pct: Annotated[int, Field(ge=0, le=100)]
+    utilisation: Fraction | None
+    started_at: AwareDatetime
+    settle_s: Annotated[float, Field(ge=0)]
+    settled: bool
+    measure_s: Annotated[float, Field(ge=0)]
+    samples: list[PowerSample]
+    bogo_ops_per_s: Annotated[float, Field(ge=0)] | None = None
+    attempts: Annotated[int, Field(ge=1)] = 1
+
+    @property
+    def mean_power_w(self) -> float | None:
+        """Mean of the samples that have a value (W); ``None`` when none has."""
+        values = [s.power_w for s in self.samples if s.power_w is not None]
+        return sum(values) / len(values) if values else None
+
+
+class SweepRecord(_Strict):
+    """The raw sweep: where and how it ran, and every level measured (in order).
+
+    ``complete`` is False for a sweep that stopped early (``stop_reason`` says why); such a
+    record is what ``eams calibrate sweep`` keeps as ``NAME.partial.json``.
+    """
+
+    node: Annotated[str, Field(min_length=1)]
+    target: str
+    meter: str
+    outlet: Annotated[int, Field(ge=1)]
+    floor_w: Watts | None = None
+    online_cpus: Annotated[int, Field(ge=1)]
+    stress_ng_version: str
+    eams_version: str = __version__
+    started_at: AwareDatetime
+    finished_at: AwareDatetime | None = None
+    complete: bool = False
+    stop_reason: str | None = None
+    levels: list[SweepLevel] = []
+
+    _redact_meter = field_validator("meter")(_redact)
+
+
+class LevelError(_Strict):
+    """The fitted line against the data at one level (see :class:`eams.calibrate.fit.LevelFit`)."""
+
+    utilisation: Fraction
+    n_points: Annotated[int, Field(ge=1)]
+    measured_w: Watts
+    model_w: Watts
+    error_w: Watts
+    error_pct: Watts
+    weight: Fraction
+
+
+class FitSummary(_Strict):
+    """The fit stored in the file (see :class:`eams.calibrate.fit.FitResult`)."""
+
+    p_idle_w: Watts
+    p_max_w: Watts
+    p_idle_ci95_w: tuple[float, float]
+    p_max_ci95_w: tuple[float, float]
+    r2: float
+    rmse_w: Annotated[float, Field(ge=0)]
+    n_points: Annotated[int, Field(ge=3)]
+    n_levels: Annotated[int, Field(ge=3)]
+    linear_ok: bool
+    linear_reason: str
+    curvature_p_value: float | None = None
+    method: str
+    levels: list[LevelError]
+
+    @classmethod
+    def from_result(cls, result: FitResult) -> FitSummary:
+        """Copy a :class:`~eams.calibrate.fit.FitResult` into the file's schema."""
+        return cls(
+            p_idle_w=result.p_idle_w,
+            p_max_w=result.p_max_w,
+            p_idle_ci95_w=result.p_idle_ci95_w,
+            p_max_ci95_w=result.p_max_ci95_w,
+            r2=result.r2,
+            rmse_w=result.rmse_w,
+            n_points=result.n_points,
+            n_levels=result.n_levels,
+            linear_ok=result.linear_ok,
+            linear_reason=result.linear_reason,
+            curvature_p_value=result.curvature_p_value,
+            method=result.method,
+            levels=[LevelError(**asdict(lv)) for lv in result.levels],
+        )
+
+
+class SpeedReference(_Strict):
+    """How ``speed`` was obtained: this node's stress-ng bogo-ops/s at 100 % load over the
+    reference's. ``reference`` names it (``"self"``: the node is its own reference)."""
+
+    bogo_ops_per_s: Annotated[float, Field(gt=0)]
+    reference: str
+    reference_bogo_ops_per_s: Annotated[float, Field(gt=0)]
+
+
+class Calibration(_Strict):
+    """One node's calibration (the ``calibration/NAME.json`` file).
+
+    Attributes
+    ----------
+    schema_version : 1
+    node : str
+    created_at : datetime (UTC)
+    meter : str
+        Meter URL, redacted (:meth:`eams.meter.url.MeterUrl.redacted`): no community or key.
+    outlet : int
+    fit : FitSummary
+        The line and its 95 % intervals, R², RMSE, per-level error and the linearity verdict.
+    p_active_idle_w : float or None
+        Power measured at active idle (no load started), W: beside the line's intercept.
+    speed : float or None
+        s_n: bogo-ops/s at full load relative to the reference (study §5.1); ``None`` unknown.
+    speed_reference : SpeedReference or None
+    sweep : SweepRecord or None
+        The raw sweep; ``None`` for a calibration made from other data.
+    eams_version : str
+    """
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    node: Annotated[str, Field(min_length=1)]
+    created_at: AwareDatetime
+    meter: str
+    outlet: Annotated[int, Field(ge=1)]
+    fit: FitSummary
+    p_active_idle_w: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None
+    speed: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None
+    speed_reference: SpeedReference | None = None
+    sweep: SweepRecord | None = None
+    eams_version: str = __version__
+
+    _redact_meter = field_validator("meter")(_redact)
+
+    @property
+    def p_idle_w(self) -> float:
+        """The line's intercept P_idle (W)."""
+        return self.fit.p_idle_w
+
+    @property
+    def p_max_w(self) -> float:
+        """The line at full load P_max (W)."""
+        return self.fit.p_max_w
+
+    @property
+    def p_idle_ci95_w(self) -> tuple[float, float]:
+        """95 % interval of P_idle (W)."""
+        return self.fit.p_idle_ci95_w
+
+    @property
+    def p_max_ci95_w(self) -> tuple[float, float]:
+        """95 % interval of P_max (W)."""
+        return self.fit.p_max_ci95_w
+
+    @property
+    def r2(self) -> float:
+        """R² of the line."""
+        return self.fit.r2
+
+    @property
+    def rmse_w(self) -> float:
+        """RMSE of the line (W)."""
+        return self.fit.rmse_w
+
+    @property
+    def linear_ok(self) -> bool:
+        """False when a straight line is the wrong model (``fit.linear_reason`` says why)."""
+        return self.fit.linear_ok
+
+    @property
+    def wake_power_w(self) -> float:
+        """Idle power to charge for waking an empty node (W), study §5.1's wake term.
+
+        The measured active idle when there is one, else the line's intercept: see
+        :func:`eams.calibrate.fit.wake_power` for why.
+        """
+        return wake_power(self.p_active_idle_w, self.fit.p_idle_w)[0]
+
+    @property
+    def wake_power_note(self) -> str:
+        """One sentence saying which idle power applies for waking an empty node."""
+        return wake_power(self.p_active_idle_w, self.fit.p_idle_w)[1]
+
+    def model(self) -> LinearPowerModel:
+        """The fitted line as a :class:`~eams.calibrate.model.LinearPowerModel`.
+
+        Raises
+        ------
+        ModelError
+            If the fitted line is impossible (P_idle < 0 or P_max < P_idle).
+        """
+        return LinearPowerModel(self.fit.p_idle_w, self.fit.p_max_w)
+
+
+def fit_sweep(record: SweepRecord) -> FitResult:
+    """Fit the line to a sweep: one point per level (measured utilisation, mean power).
+
+    Level means, not single samples, are the points: the samples of a level share one
+    utilisation measurement, so its error is common to them and only the level-to-level
+    scatter tells how well the line is known.
+
+    Raises
+    ------
+    FitError
+        If a level's power is at or below the meter floor (naming the outlet), or fewer than
+        3 levels have both a utilisation and a power.
+    """
+    usable = [
+        lv for lv in record.levels if lv.utilisation is not None and lv.mean_power_w is not None
+    ]
+    return fit_linear(
+        [lv.utilisation for lv in usable],
+        [lv.mean_power_w for lv in usable],
+        floor_w=record.floor_w,
+        outlet=record.outlet,
+        labels=[f"level {lv.commanded_pct} %" for lv in usable],
+        columns=("utilisation", "power_w"),
+    )
+
+
+def calibration_from_sweep(
+    record: SweepRecord,
+    *,
+    created_at: datetime,
+    reference: str = "self",
+    reference_bogo_ops_per_s: float | None = None,
+) -> Calibration:
+    """Fit a sweep and build the node's :class:`Calibration`.
+
+    Parameters
+    ----------
+    record : SweepRecord
+    created_at : datetime
+        Timezone-aware creation time.
+    reference, reference_bogo_ops_per_s :
+        The speed reference: its name and its bogo-ops/s at 100 % load. By default the node is
+        its own reference (speed 1.0).
+
+    Raises
+    ------
+    FitError
+        As :func:`fit_sweep`.
+    """
+    result = fit_sweep(record)
+    full = [lv for lv in record.levels if lv.commanded_pct == 100 and lv.bogo_ops_per_s]
+    speed_ref = None
+    if full:
+        ops = full[-1].bogo_ops_per_s
+        assert ops is not None
+        speed_ref = SpeedReference(
+            bogo_ops_per_s=ops,
+            reference=reference,
+            reference_bogo_ops_per_s=reference_bogo_ops_per_s or ops,
+        )
+    idle = [lv.mean_power_w for lv in record.levels if lv.commanded_pct == 0]
+    return Calibration(
+        node=record.node,
+        created_at=created_at,
+        meter=record.meter,
+        outlet=record.outlet,
+        fit=FitSummary.from_result(result),
+        p_active_idle_w=idle[-1] if idle else None,
+        speed=speed_ref.bogo_ops_per_s / speed_ref.reference_bogo_ops_per_s if speed_ref else None,
+        speed_reference=speed_ref,
+        sweep=record,
+    )
+
+
+def _field_error(path: Path, exc: ValidationError) -> CalibrationFileError:
+    first = exc.errors()[0]
+    loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return CalibrationFileError(f"{path}: field '{loc}': {first['msg']}{more}")
+
+
+def load_calibration(path: str | Path, expect_node: str | None = None) -> Calibration:
+    """Read and validate a calibration file.
+
+    Parameters
+    ----------
+    path : str or Path
+    expect_node : str, optional
+        Refuse a file whose ``node`` is another one.
+
+    Returns
+    -------
+    Calibration
+
+    Raises
+    ------
+    CalibrationFileError
+        Naming the path and the field: unreadable, not JSON, missing or malformed field, a
+        newer ``schema_version`` than this eams reads, or a file of another node.
+    """
+    path = Path(path)
+    try:
+        raw: Any = json.loads(path.read_text())
+    except OSError as exc:
+        raise CalibrationFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CalibrationFileError(f"{path}: not a JSON calibration file: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise CalibrationFileError(f"{path}: field '(top level)': must be a JSON object")
+    version = raw.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise CalibrationFileError(
+            f"{path}: field 'schema_version': {version} is newer than this eams "
+            f"{__version__} reads ({SCHEMA_VERSION}); upgrade eams"
+        )
+    try:
+        calibration = Calibration.model_validate(raw)
+    except ValidationError as exc:
+        raise _field_error(path, exc) from exc
+    if expect_node is not None and calibration.node != expect_node:
+        raise CalibrationFileError(
+            f"{path}: field 'node': the file is for node {calibration.node!r}, not {expect_node!r}"
+        )
+    return calibration
+
+
+def save_calibration(calibration: Calibration, path: str | Path) -> Path:
+    """Write a calibration file atomically (a reader never sees half a file).
+
+    Returns
+    -------
+    Path
+        The path written. Parent folders are created.
+    """
+    return _write_json(calibration, Path(path))
+
+
+def save_sweep_record(record: SweepRecord, path: str | Path) -> Path:
+    """Write a (partial) sweep record atomically, as :func:`save_calibration` does."""
+    return _write_json(record, Path(path))
+
+
+def _write_json(model: BaseModel, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(model.model_dump_json(indent=2) + "\n")
+    os.replace(tmp, path)
+    return path

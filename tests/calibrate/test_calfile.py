@@ -1,0 +1,138 @@
+"""Calibration files: round trip, the contract's properties, and refusals naming the field."""
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from eams.calibrate.calfile import (
+    PowerSample,
+    SweepLevel,
+    SweepRecord,
+    calibration_from_sweep,
+    load_calibration,
+    save_calibration,
+)
+from eams.calibrate.errors import CalibrationFileError, FitError
+
+T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+
+
+def _record(powers: dict[int, list[float]], floor_w: float | None = None) -> SweepRecord:
+    levels = []
+    for i, (pct, samples) in enumerate(powers.items()):
+        start = T0 + timedelta(seconds=10 * i)
+        levels.append(
+            SweepLevel(
+                commanded_pct=pct,
+                utilisation=0.02 + 0.96 * pct / 100,
+                started_at=start,
+                settle_s=2.0,
+                settled=True,
+                measure_s=3.0,
+                samples=[
+                    PowerSample(read_at=start + timedelta(seconds=2 + j), power_w=p)
+                    for j, p in enumerate(samples)
+                ],
+                bogo_ops_per_s=None if pct == 0 else 18.0 * pct,
+            )
+        )
+    return SweepRecord(
+        node="mini-1",
+        target="local",
+        meter="snmp://s3cret@127.0.0.1:16100",
+        outlet=3,
+        floor_w=floor_w,
+        online_cpus=4,
+        stress_ng_version="0.15.06",
+        started_at=T0,
+        complete=True,
+        levels=levels,
+    )
+
+
+def _powers(p_idle: float = 9.0, p_max: float = 31.0) -> dict[int, list[float]]:
+    rng = np.random.default_rng(1)
+    return {
+        pct: list(p_idle + (p_max - p_idle) * (0.02 + 0.96 * pct / 100) + rng.normal(0, 0.2, 3))
+        for pct in (0, 20, 40, 60, 80, 100)
+    }
+
+
+def test_round_trip_keeps_everything_and_redacts_the_meter(tmp_path: Path) -> None:
+    cal = calibration_from_sweep(
+        _record(_powers()), created_at=T0, reference="mini-0", reference_bogo_ops_per_s=900.0
+    )
+    path = save_calibration(cal, tmp_path / "calibration" / "mini-1.json")
+    text = path.read_text()
+    assert "s3cret" not in text and "snmp://***@127.0.0.1:16100" in text
+    loaded = load_calibration(path, expect_node="mini-1")
+    assert loaded == cal
+    assert loaded.schema_version == 1
+    assert loaded.p_idle_w == pytest.approx(9.0, abs=0.6)
+    assert loaded.p_max_w == pytest.approx(31.0, abs=0.6)
+    assert loaded.p_idle_ci95_w[0] < loaded.p_idle_w < loaded.p_idle_ci95_w[1]
+    assert loaded.model().power_w(1.0) == loaded.p_max_w
+    assert loaded.speed == pytest.approx(1800.0 / 900.0)
+    assert loaded.p_active_idle_w == pytest.approx(np.mean(_powers()[0]))
+    assert loaded.wake_power_w == loaded.p_active_idle_w
+    assert len(loaded.sweep.levels[2].samples) == 3
+    assert loaded.sweep.levels[2].samples[0].read_at.tzinfo is not None
+
+
+def test_own_reference_means_speed_one() -> None:
+    cal = calibration_from_sweep(_record(_powers()), created_at=T0)
+    assert cal.speed == 1.0 and cal.speed_reference.reference == "self"
+
+
+def test_readings_under_the_floor_are_refused_naming_the_outlet() -> None:
+    powers = {0: [0.0, 0.0], 50: [0.0, 0.0], 100: [60.0, 61.0]}  # an APC outlet under 50 W
+    with pytest.raises(FitError, match=r"outlet 3: 2 of 3 .*level 0 %, level 50 %"):
+        calibration_from_sweep(_record(powers, floor_w=50.0), created_at=T0)
+
+
+def _saved(tmp_path: Path) -> tuple[Path, dict]:
+    cal = calibration_from_sweep(_record(_powers()), created_at=T0)
+    path = save_calibration(cal, tmp_path / "c.json")
+    return path, json.loads(path.read_text())
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda d: d["fit"].pop("p_max_w"), r"field 'fit.p_max_w': Field required"),
+        (lambda d: d["fit"].update(p_max_w="lots"), r"field 'fit.p_max_w': Input should be"),
+        (lambda d: d.update(schema_version=2), r"field 'schema_version': 2 is newer"),
+        (lambda d: d.update(schema_version=0), r"field 'schema_version'"),
+        (lambda d: d.update(node=""), r"field 'node'"),
+        (lambda d: d.update(surprise=1), r"field 'surprise': Extra inputs"),
+        (lambda d: d["sweep"]["levels"][1].update(utilisation=1.7), r"sweep.levels.1.utilisation"),
+        (lambda d: d.update(created_at="2026-11-29T09:00:00"), r"field 'created_at'.*timezone"),
+        (lambda d: d.update(meter="http://pdu"), r"field 'meter'.*unknown scheme"),
+    ],
+)
+def test_malformed_files_are_refused_naming_the_field(tmp_path: Path, edit, match: str) -> None:
+    path, data = _saved(tmp_path)
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationFileError, match=match):
+        load_calibration(path)
+
+
+def test_a_file_of_another_node_is_refused(tmp_path: Path) -> None:
+    path, _ = _saved(tmp_path)
+    with pytest.raises(CalibrationFileError, match=r"field 'node'.*'mini-1', not 'mini-2'"):
+        load_calibration(path, expect_node="mini-2")
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [(None, "cannot read"), ("{not json", "not a JSON"), ("[1, 2]", "must be a JSON object")],
+)
+def test_unreadable_files_are_refused(tmp_path: Path, content: str | None, match: str) -> None:
+    path = tmp_path / "c.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(CalibrationFileError, match=match):
+        load_calibration(path)

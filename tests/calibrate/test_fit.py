@@ -1,0 +1,135 @@
+"""The robust line fit: known lines, noise, outliers, interval coverage, curvature, refusals."""
+
+import numpy as np
+import pytest
+from eams.calibrate.errors import FitError
+from eams.calibrate.fit import fit_linear, fit_linear_batch
+
+P_IDLE, P_MAX = 20.0, 65.0
+
+
+def _line(u: np.ndarray) -> np.ndarray:
+    return P_IDLE + (P_MAX - P_IDLE) * u
+
+
+def test_exact_line_is_recovered() -> None:
+    u = np.linspace(0, 1, 11)
+    result = fit_linear(u, _line(u))
+    assert result.p_idle_w == pytest.approx(P_IDLE, abs=1e-9)
+    assert result.p_max_w == pytest.approx(P_MAX, abs=1e-9)
+    assert result.r2 == pytest.approx(1.0)
+    assert result.n_points == 11 and result.n_levels == 11
+    assert result.linear_ok
+    assert result.p_active_idle_w == pytest.approx(P_IDLE)
+
+
+def test_noisy_line_has_intervals_of_the_ordinary_size() -> None:
+    rng = np.random.default_rng(7)
+    u = np.repeat(np.linspace(0, 1, 6), 4)
+    result = fit_linear(u, _line(u) + rng.normal(0, 1.0, u.size))
+    # Ordinary least squares at σ = 1 W: se(P_idle) = se(P_max) ≈ 0.38 W here, so the 95 %
+    # half-width is ≈ 0.8 W; a robust fit of clean data should be close to that.
+    for (lo, hi), truth in ((result.p_idle_ci95_w, P_IDLE), (result.p_max_ci95_w, P_MAX)):
+        assert 0.4 < (hi - lo) / 2 < 1.6
+        assert abs((lo + hi) / 2 - truth) < 1.5
+    assert 0.5 < result.rmse_w < 1.5
+    assert [lv.n_points for lv in result.levels] == [4] * 6
+    assert sum(lv.error_w * lv.n_points for lv in result.levels) == pytest.approx(
+        -sum(result.residuals_w), abs=1e-6
+    )
+
+
+def test_a_bad_reading_does_not_move_the_line() -> None:
+    rng = np.random.default_rng(3)
+    u = np.linspace(0, 1, 11)
+    power = _line(u) + rng.normal(0, 0.5, u.size)
+    clean = fit_linear(u, power)
+    power[4] += 150.0  # a meter glitch
+    power[9] = 0.5 * power[9]
+    robust = fit_linear(u, power)
+    assert robust.weights[4] == 0.0 and robust.weights[9] == 0.0
+    assert robust.p_idle_w == pytest.approx(clean.p_idle_w, abs=0.5)
+    assert robust.p_max_w == pytest.approx(clean.p_max_w, abs=0.5)
+    assert robust.p_idle_ci95_w[0] < P_IDLE < robust.p_idle_ci95_w[1]
+    assert robust.levels[4].weight == 0.0
+    ordinary = np.polyfit(u, power, 1)
+    assert abs(ordinary[1] - P_IDLE) > 2 * abs(robust.p_idle_w - P_IDLE)
+
+
+@pytest.mark.parametrize(("levels", "replicates"), [(4, 1), (6, 1), (11, 1), (11, 3)])
+def test_interval_coverage_is_95_percent(levels: int, replicates: int) -> None:
+    rng = np.random.default_rng(levels * 10 + replicates)
+    trials = 3000
+    u = np.tile(np.repeat(np.linspace(0, 1, levels), replicates), (trials, 1))
+    batch = fit_linear_batch(u, _line(u) + rng.normal(0, 1.0, u.shape))
+    for ci, truth in ((batch.p_idle_ci_w, P_IDLE), (batch.p_max_ci_w, P_MAX)):
+        coverage = np.mean((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
+        # 3000 trials: the binomial standard error at 95 % is 0.4 %.
+        assert 0.93 <= coverage <= 0.97, coverage
+    assert np.mean(batch.linear_ok) > 0.98
+
+
+def test_batch_and_single_fits_agree_and_nan_marks_missing() -> None:
+    rng = np.random.default_rng(5)
+    u = np.linspace(0, 1, 8)
+    power = _line(u) + rng.normal(0, 1, 8)
+    single = fit_linear(u[:7], power[:7])
+    batch = fit_linear_batch(np.vstack([u, u]), np.vstack([power, np.append(power[:7], np.nan)]))
+    assert batch.n_points.tolist() == [8, 7]
+    assert batch.p_idle_w[1] == pytest.approx(single.p_idle_w)
+    assert batch.p_max_ci_w[1] == pytest.approx(single.p_max_ci95_w)
+
+
+def test_a_bent_curve_is_flagged_and_explained() -> None:
+    u = np.repeat(np.linspace(0, 1, 11), 3)
+    rng = np.random.default_rng(11)
+    power = 20 + 80 * np.sqrt(u) + rng.normal(0, 0.5, u.size)  # concave, like many servers
+    result = fit_linear(u, power)
+    assert not result.linear_ok
+    assert result.curvature_p_value is not None and result.curvature_p_value < 0.01
+    assert "wrong model" in result.linear_reason and "concave" in result.linear_reason
+
+
+def test_tiny_significant_curvature_is_not_material() -> None:
+    u = np.repeat(np.linspace(0, 1, 11), 20)
+    rng = np.random.default_rng(2)
+    power = 20 + 45 * u - 1.0 * u * u + rng.normal(0, 0.05, u.size)
+    result = fit_linear(u, power)
+    assert result.curvature_p_value is not None and result.curvature_p_value < 0.01
+    assert result.linear_ok and "within 5 %" in result.linear_reason
+
+
+def test_three_levels_are_fitted_but_curvature_is_not_tested() -> None:
+    result = fit_linear([0.0, 0.5, 1.0, 1.0], [20.0, 42.0, 65.0, 65.5])
+    assert result.curvature_p_value is None and "Not tested" in result.linear_reason
+
+
+def test_wake_power_prefers_measured_idle() -> None:
+    u = np.array([0.0, 0.1, 0.3, 0.5, 0.7, 1.0])
+    power = np.array([12.0, 30.0, 36.0, 42.0, 48.0, 57.0])  # steps up from idle
+    payload = fit_linear(u, power).to_json()
+    assert payload["p_active_idle_w"] == 12.0 and payload["wake_power_w"] == 12.0
+    assert "measured active idle 12.0 W" in payload["wake_power_note"]
+    assert payload["p_idle_w"] > 20
+
+
+@pytest.mark.parametrize(
+    ("u", "power", "kwargs", "match"),
+    [
+        ([0, 0.5, np.nan, 1], [1, 2, 3, 4], {}, r"point 2, column 'utilization': nan"),
+        ([0, 0.5, 0.7, 1], [1, np.inf, 3, 4], {}, r"point 1, column 'power_w'"),
+        ([0, 50, 70, 100], [1, 2, 3, 4], {}, r"point 1, column 'utilization': 50 is outside"),
+        ([0, 0.5, 1], [0.0, 40.0, 60.0], {"outlet": 4}, r"outlet 4: 1 of 3 .*point 0"),
+        ([0, 0.5, 1], [45.0, 60.0, 80.0], {"floor_w": 50, "outlet": 2}, r"outlet 2: .*floor of 50"),
+    ],
+)
+def test_bad_points_are_refused_naming_point_and_column(
+    u: list, power: list, kwargs: dict, match: str
+) -> None:
+    with pytest.raises(FitError, match=match):
+        fit_linear(u, power, **kwargs)
+
+
+def test_two_levels_are_refused() -> None:
+    with pytest.raises(FitError, match="only 2 distinct level"):
+        fit_linear([0, 0, 1, 1], [10, 11, 30, 31])
