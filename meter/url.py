@@ -1,9 +1,10 @@
 """Meter URLs: the one way an operator names a meter (CLI contract of issue 2).
 
 - ``snmp://[COMMUNITY@]HOST[:PORT]`` — SNMP v2c, community ``public`` and port 161 by default.
-- ``snmpv3://USER@HOST[:PORT]?auth=SHA&priv=AES`` — SNMP v3 authPriv; the keys come from the
-  environment (``EAMS_SNMP_AUTH_KEY``, ``EAMS_SNMP_PRIV_KEY``), never from the URL, so a URL can
-  be logged and stored in a calibration file.
+- ``snmpv3://USER@HOST[:PORT]?auth=SHA&priv=AES[&context=NAME]`` — SNMP v3 authPriv (empty
+  context unless ``context`` is given); the keys come from the environment
+  (``EAMS_SNMP_AUTH_KEY``, ``EAMS_SNMP_PRIV_KEY``), never from the URL, so a URL can be logged
+  and stored in a calibration file.
 - ``serial://DEVICE?protocol=sdm120|sdm630|wattsup&baudrate=9600&unit=1`` — a serial meter.
 """
 
@@ -153,7 +154,7 @@ def parse_meter_url(url: str) -> MeterUrl:
         community, host, port = _split_host(parts.netloc, url)
         return MeterUrl("snmp", host, _port(port, 161, url), community=community or "public")
     if scheme == "snmpv3":
-        _check_known(options, {"auth", "priv"}, url)
+        _check_known(options, {"auth", "priv", "context"}, url)
         user, host, port = _split_host(parts.netloc, url)
         if not user:
             raise BadMeterUrl(f"{url!r}: snmpv3 needs a user, as snmpv3://USER@HOST")
@@ -161,7 +162,7 @@ def parse_meter_url(url: str) -> MeterUrl:
         options.setdefault("priv", "AES")
         _check_choice(options, "auth", SNMP_AUTH_PROTOCOLS, url)
         _check_choice(options, "priv", SNMP_PRIV_PROTOCOLS, url)
-        options = {k: v.upper() for k, v in options.items()}
+        options = {k: v if k == "context" else v.upper() for k, v in options.items()}
         return MeterUrl("snmpv3", host, _port(port, 161, url), user=user, options=options)
     if scheme == "serial":
         _check_known(options, {"protocol", "baudrate", "unit"}, url)

@@ -1,0 +1,309 @@
+"""The SNMP transport: GET and GETBULK walks over pysnmp 7 (asyncio), with one error translator.
+
+This is the only module of EAMS that imports pysnmp. Everything above it sees plain Python
+values (:data:`Value`) and :mod:`eams.meter.errors` exceptions, so a driver can be tested with
+:class:`~eams.meter.snmp.fake.FakeSnmpClient` (an ``.snmprec`` file) instead.
+
+Every request is bounded by ``asyncio.timeout(timeout_s × (retries + 1) + slack)``: pysnmp's own
+retry loop should end first, the outer deadline is the guarantee that a black-holed agent cannot
+hang a read. Walks (RFC 3416 GETBULK) fetch several columns per request and stop each column at
+the first OID outside its subtree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from eams.meter.errors import (
+    MeterAuthError,
+    MeterError,
+    MeterProtocolError,
+    MeterTimeout,
+    MeterUnreachable,
+)
+from eams.meter.url import MeterUrl
+from pysnmp.hlapi.v3arch.asyncio import (
+    CommunityData,
+    ContextData,
+    ObjectIdentity,
+    ObjectType,
+    SnmpEngine,
+    UdpTransportTarget,
+    UsmUserData,
+    bulk_cmd,
+    get_cmd,
+)
+from pysnmp.hlapi.v3arch.asyncio import auth as _auth
+from pysnmp.proto import errind
+from pysnmp.proto.rfc1905 import EndOfMibView, NoSuchInstance, NoSuchObject
+
+#: A decoded SNMP value: ``int`` (Integer32, Gauge32, Counter32/64, TimeTicks), ``str``
+#: (OctetString that is valid UTF-8, OBJECT IDENTIFIER in dotted form, IpAddress) or ``bytes``
+#: (any other OctetString); ``None`` for noSuchObject / noSuchInstance / endOfMibView.
+Value = int | str | bytes | None
+
+#: Seconds added to timeout × (retries + 1) for the outer deadline of one request.
+DEADLINE_SLACK_S = 0.5
+#: Safety cap on GETBULK requests in one walk (a broken agent must not loop us forever).
+MAX_WALK_REQUESTS = 500
+
+_AUTH = {
+    "MD5": _auth.USM_AUTH_HMAC96_MD5,
+    "SHA": _auth.USM_AUTH_HMAC96_SHA,
+    "SHA224": _auth.USM_AUTH_HMAC128_SHA224,
+    "SHA256": _auth.USM_AUTH_HMAC192_SHA256,
+    "SHA384": _auth.USM_AUTH_HMAC256_SHA384,
+    "SHA512": _auth.USM_AUTH_HMAC384_SHA512,
+}
+_PRIV = {
+    "DES": _auth.USM_PRIV_CBC56_DES,
+    "AES": _auth.USM_PRIV_CFB128_AES,
+    "AES192": _auth.USM_PRIV_CFB192_AES,
+    "AES256": _auth.USM_PRIV_CFB256_AES,
+}
+# Reports a v3 agent sends for bad credentials (RFC 3414 §3.2: usmStatsWrongDigests,
+# usmStatsDecryptionErrors, usmStatsUnknownUserNames...), as pysnmp names them.
+_AUTH_ERRORS = (
+    errind.WrongDigest,
+    errind.DecryptionError,
+    errind.UnknownUserName,
+    errind.UnknownSecurityName,
+    errind.AuthenticationFailure,
+    errind.AuthenticationError,
+    errind.UnsupportedSecurityLevel,
+    errind.UnknownCommunityName,
+)
+
+
+def deadline_s(timeout_s: float, retries: int) -> float:
+    """The outer bound of one request: ``timeout_s × (retries + 1) + DEADLINE_SLACK_S`` (s)."""
+    return timeout_s * (retries + 1) + DEADLINE_SLACK_S
+
+
+def oid_in_subtree(oid: str, root: str) -> bool:
+    """True when dotted ``oid`` is ``root`` or lies below it (``1.2.10`` is not in ``1.2.1``)."""
+    return oid == root or oid.startswith(root + ".")
+
+
+def _to_value(obj: Any) -> Value:
+    if isinstance(obj, NoSuchObject | NoSuchInstance | EndOfMibView):
+        return None
+    tag = obj.__class__.__name__
+    if tag == "ObjectIdentifier" or tag == "ObjectName":
+        return str(obj)
+    if tag == "IpAddress":
+        return ".".join(str(b) for b in obj.asOctets())
+    if tag in ("OctetString", "DisplayString", "Opaque", "Bits"):
+        raw = obj.asOctets()
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw
+    return int(obj)
+
+
+class SnmpClient:
+    """GET and GETBULK against one agent, named by a :class:`~eams.meter.url.MeterUrl`.
+
+    Parameters
+    ----------
+    url : MeterUrl
+        ``snmp://`` (v2c, community from the URL) or ``snmpv3://`` (authPriv; keys from
+        :meth:`MeterUrl.snmp_keys`).
+    timeout_s : float
+        Seconds to wait for one answer before pysnmp retries.
+    retries : int
+        Retries after the first try (0 = one try).
+    max_repetitions : int
+        GETBULK max-repetitions (rows per column per request).
+
+    Attributes
+    ----------
+    requests : int
+        SNMP requests sent so far (GET and GETBULK PDUs, not counting pysnmp's retries); the
+        benchmark reads it.
+
+    Raises
+    ------
+    BadMeterUrl
+        For ``snmpv3://`` without the key environment variables.
+    """
+
+    def __init__(
+        self, url: MeterUrl, *, timeout_s: float = 1.0, retries: int = 1, max_repetitions: int = 25
+    ) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.max_repetitions = max_repetitions
+        self.requests = 0
+        self._where = f"{url.host}:{url.port}"
+        if url.scheme == "snmpv3":
+            auth_key, priv_key = url.snmp_keys()
+            self._auth: Any = UsmUserData(
+                url.user,
+                authKey=auth_key,
+                privKey=priv_key,
+                authProtocol=_AUTH[url.options["auth"]],
+                privProtocol=_PRIV[url.options["priv"]],
+            )
+        else:
+            self._auth = CommunityData(url.community or "public", mpModel=1)
+        self._context = ContextData(contextName=url.options.get("context", ""))
+        self._engine: SnmpEngine | None = None
+        self._target: UdpTransportTarget | None = None
+
+    async def _connect(self) -> tuple[SnmpEngine, UdpTransportTarget]:
+        if self._engine is None or self._target is None:
+            with self._translate("(connect)"):
+                self._target = await UdpTransportTarget.create(
+                    (self.url.host, self.url.port), timeout=self.timeout_s, retries=self.retries
+                )
+            self._engine = SnmpEngine()
+        return self._engine, self._target
+
+    @contextlib.contextmanager
+    def _translate(self, oid: str) -> Iterator[None]:
+        """Turn every pysnmp/OS failure of one request into a MeterError naming host:port, OID."""
+        try:
+            yield
+        except MeterError:
+            raise
+        except TimeoutError:
+            raise self._no_answer(oid) from None
+        except OSError as exc:
+            raise MeterUnreachable(f"{self._where}: {oid}: {exc.strerror or exc}") from exc
+        except Exception as exc:  # pysnmp raises PySnmpError and plain errors alike
+            raise MeterProtocolError(f"{self._where}: {oid}: {exc}") from exc
+
+    def _no_answer(self, oid: str) -> MeterTimeout:
+        limit = deadline_s(self.timeout_s, self.retries)
+        hint = (
+            "no answer; wrong community or host down"
+            if self.url.scheme == "snmp"
+            else "no answer; host down or not an SNMPv3 agent"
+        )
+        return MeterTimeout(f"{self._where}: {oid}: {hint} (waited {limit:.1f} s)")
+
+    def _check(self, oid: str, indication: Any, status: Any, index: Any, var_binds: Any) -> None:
+        if indication:
+            if isinstance(indication, errind.RequestTimedOut):
+                raise self._no_answer(oid)
+            if isinstance(indication, _AUTH_ERRORS):
+                raise MeterAuthError(
+                    f"{self._where}: {oid}: SNMPv3 credentials refused ({indication}); "
+                    f"check user, auth/priv protocol and keys"
+                )
+            raise MeterProtocolError(f"{self._where}: {oid}: {indication}")
+        if status:
+            bad = oid
+            if index and 0 < int(index) <= len(var_binds):
+                bad = str(var_binds[int(index) - 1][0])
+            raise MeterProtocolError(f"{self._where}: {bad}: agent error {status.prettyPrint()}")
+
+    async def get(self, oids: Sequence[str]) -> dict[str, Value]:
+        """GET ``oids`` in one request.
+
+        Returns
+        -------
+        dict of str to Value
+            Every requested OID; ``None`` where the agent answered noSuchObject/noSuchInstance.
+
+        Raises
+        ------
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        """
+        engine, target = await self._connect()
+        label = oids[0] if len(oids) == 1 else f"{oids[0]} (+{len(oids) - 1} more)"
+        self.requests += 1
+        with self._translate(label):
+            async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
+                indication, status, index, var_binds = await get_cmd(
+                    engine,
+                    self._auth,
+                    target,
+                    self._context,
+                    *(ObjectType(ObjectIdentity(o)) for o in oids),
+                    lookupMib=False,
+                )
+        self._check(label, indication, status, index, var_binds)
+        return {str(name): _to_value(value) for name, value in var_binds}
+
+    async def walk(self, roots: Sequence[str]) -> dict[str, list[tuple[str, Value]]]:
+        """Walk every subtree in ``roots`` together with GETBULK (RFC 3416 §4.2.3).
+
+        All unfinished columns share each request; a column ends at its first OID outside its
+        subtree (that varbind is dropped), at endOfMibView, or when an answer does not advance.
+
+        Returns
+        -------
+        dict of str to list of (oid, Value)
+            Per root, its instances in agent order (empty when the subtree is empty).
+
+        Raises
+        ------
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        """
+        engine, target = await self._connect()
+        found: dict[str, list[tuple[str, Value]]] = {root: [] for root in roots}
+        cursor = {root: root for root in roots}
+        active = list(dict.fromkeys(roots))
+        for _ in range(MAX_WALK_REQUESTS):
+            if not active:
+                return found
+            self.requests += 1
+            with self._translate(active[0]):
+                async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
+                    indication, status, index, var_binds = await bulk_cmd(
+                        engine,
+                        self._auth,
+                        target,
+                        self._context,
+                        0,
+                        self.max_repetitions,
+                        *(ObjectType(ObjectIdentity(cursor[r])) for r in active),
+                        lookupMib=False,
+                    )
+            self._check(active[0], indication, status, index, var_binds)
+            active = self._absorb(active, var_binds, found, cursor)
+        raise MeterProtocolError(
+            f"{self._where}: walk of {', '.join(roots)} did not end after "
+            f"{MAX_WALK_REQUESTS} requests"
+        )
+
+    @staticmethod
+    def _absorb(
+        active: list[str],
+        var_binds: Sequence[Any],
+        found: dict[str, list[tuple[str, Value]]],
+        cursor: dict[str, str],
+    ) -> list[str]:
+        """File one GETBULK answer (repetition-major order) under its roots; return those left."""
+        done: set[str] = set()
+        width = len(active)
+        for position, (name, value) in enumerate(var_binds):
+            root = active[position % width]
+            if root in done:
+                continue
+            oid = str(name)
+            if isinstance(value, EndOfMibView) or not oid_in_subtree(oid, root):
+                done.add(root)
+                continue
+            if found[root] and found[root][-1][0] == oid:
+                done.add(root)  # not increasing: stop rather than loop
+                continue
+            found[root].append((oid, _to_value(value)))
+            cursor[root] = oid
+        if not var_binds:
+            return []
+        return [root for root in active if root not in done]
+
+    async def close(self) -> None:
+        """Close the transport. Idempotent."""
+        if self._engine is not None:
+            self._engine.close_dispatcher()
+        self._engine = None
+        self._target = None

@@ -1,0 +1,185 @@
+"""``SnmpMeter``: one PDU over SNMP, read in one call into a :class:`~eams.meter.reading.Reading`.
+
+On the first read it GETs sysObjectID and sysDescr and picks the family (unless a driver was
+named), then every read is one parallel GETBULK walk of that family's columns, decoded by
+:mod:`eams.meter.snmp.profile`.
+
+A value that fails to decode (noSuchObject, a string where a number belongs, a vendor's
+"not available" code) becomes ``None`` and is listed in :attr:`SnmpMeter.last_problems`; the
+read still succeeds. Only when *nothing at all* decodes does the read raise
+:class:`~eams.meter.errors.MeterProtocolError`, naming the first problems.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from eams.meter.errors import MeterProtocolError
+from eams.meter.reading import OutletReading, Reading
+from eams.meter.snmp.client import Value
+from eams.meter.snmp.profile import OUTLET_FIELDS, Decoded, rows_of
+from eams.meter.snmp.registry import Family, detect, family
+from eams.meter.url import MeterUrl
+
+log = logging.getLogger(__name__)
+
+SYS_DESCR = "1.3.6.1.2.1.1.1.0"
+SYS_OBJECT_ID = "1.3.6.1.2.1.1.2.0"
+
+
+class SnmpTransport(Protocol):
+    """What a meter needs of a client: :class:`~eams.meter.snmp.client.SnmpClient` or a fake."""
+
+    requests: int
+
+    async def get(self, oids: list[str]) -> dict[str, Value]: ...
+
+    async def walk(self, roots: list[str]) -> dict[str, list[tuple[str, Value]]]: ...
+
+    async def close(self) -> None: ...
+
+
+def decode(fam: Family, walked: dict[str, list[tuple[str, Value]]]) -> Decoded:
+    """Turn one walk of ``fam.roots()`` into outlet rows, totals, sources and problems."""
+    out = Decoded()
+    columns = {f: r.read(walked, out.problems) for f, r in fam.outlets.items()}
+    names = (
+        {i: v for i, (_, v) in rows_of(walked, fam.outlet_name).items()} if fam.outlet_name else {}
+    )
+    numbers = (
+        {i: v for i, (_, v) in rows_of(walked, fam.outlet_number).items()}
+        if fam.outlet_number
+        else {}
+    )
+    indexes = sorted({i for rows in columns.values() for i in rows})
+    ordinal = 0
+    for index in indexes:
+        number = numbers.get(index)
+        if isinstance(number, int) and number <= 0:
+            continue  # an empty slot of a fixed-size table (APC cPDU rows 41-64): no outlet
+        ordinal += 1
+        if not isinstance(number, int):
+            number = index[-1] if fam.numbering == "last" and index else ordinal
+        name = names.get(index)
+        row: dict[str, Any] = {
+            "outlet": number,
+            "name": name.strip() or None if isinstance(name, str) else None,
+        }
+        for f in OUTLET_FIELDS:
+            value, oid = columns.get(f, {}).get(index, (None, ""))
+            row[f] = value
+            if value is not None:
+                out.sources[(number, f)] = (oid,)
+        out.outlets.append(row)
+    for f, reader in fam.total.items():
+        rows = reader.read(walked, out.problems)
+        values = [v for v, _ in rows.values() if v is not None]
+        out.total[f] = sum(values) if values else None
+        if values:
+            out.sources[(None, f)] = tuple(oid for v, oid in rows.values() if v is not None)
+    return out
+
+
+class SnmpMeter:
+    """A metered PDU reached over SNMP (implements :class:`eams.meter.base.Meter`).
+
+    Parameters
+    ----------
+    url : MeterUrl
+        ``snmp://`` or ``snmpv3://``.
+    client : SnmpTransport
+        The transport (``SnmpClient`` for a real agent).
+    driver : str, optional
+        A family name from ``profiles.yaml``; skips auto-detection.
+
+    Attributes
+    ----------
+    family : Family or None
+        The family in use (known after the first read, or at once when ``driver`` is given).
+    last_decoded : Decoded or None
+        Everything the last read decoded, with the OIDs of each value.
+    """
+
+    def __init__(self, url: MeterUrl, client: SnmpTransport, driver: str | None = None) -> None:
+        self.url = url
+        self.client = client
+        self.family: Family | None = family(driver) if driver else None
+        self.last_decoded: Decoded | None = None
+
+    @property
+    def last_problems(self) -> list[str]:
+        """The values of the last read that failed to decode (OID and why)."""
+        return list(self.last_decoded.problems) if self.last_decoded else []
+
+    async def detect(self) -> Family:
+        """GET sysObjectID and sysDescr and pick the family (cached).
+
+        Raises
+        ------
+        UnknownDevice
+            If no family matches.
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        """
+        if self.family is None:
+            answer = await self.client.get([SYS_OBJECT_ID, SYS_DESCR])
+            oid, descr = answer.get(SYS_OBJECT_ID), answer.get(SYS_DESCR)
+            where = f"{self.url.host}:{self.url.port}"
+            if not isinstance(oid, str):
+                raise MeterProtocolError(f"{where}: {SYS_OBJECT_ID}: no sysObjectID ({oid!r})")
+            descr_text = descr if isinstance(descr, str) else ""
+            self.family = detect(oid, descr_text, where)
+        return self.family
+
+    async def read(self) -> Reading:
+        """Read every outlet and the device total in one parallel GETBULK walk.
+
+        Returns
+        -------
+        Reading
+            In W, A, V and Wh; ``read_at`` is when the last answer arrived (UTC).
+
+        Raises
+        ------
+        MeterProtocolError
+            If the device answered but no value at all decodes, or it publishes no metering.
+        UnknownDevice, MeterTimeout, MeterAuthError, MeterUnreachable
+        """
+        fam = await self.detect()
+        where = f"{self.url.host}:{self.url.port}"
+        if fam.no_power_data:
+            raise MeterProtocolError(f"{where}: {fam.title}: {fam.no_power_data}")
+        walked = await self.client.walk(fam.roots())
+        read_at = datetime.now(UTC)
+        decoded = decode(fam, walked)
+        self.last_decoded = decoded
+        if decoded.value_count() == 0:
+            why = "; ".join(decoded.problems[:3]) or f"nothing under {', '.join(fam.roots()[:3])}"
+            raise MeterProtocolError(f"{where}: {fam.name}: no value decodes ({why})")
+        for problem in decoded.problems:
+            log.warning("%s: %s", where, problem)
+        return Reading(
+            meter=self.url.redacted(),
+            read_at=read_at,
+            driver=fam.name,
+            outlets=tuple(self._outlet(fam, row) for row in decoded.outlets),
+            total_power_w=decoded.total.get("power_w"),
+            total_energy_wh=decoded.total.get("energy_wh"),
+            accuracy_pct=fam.accuracy_pct,
+            floor_w=fam.floor_w,
+        )
+
+    @staticmethod
+    def _outlet(fam: Family, row: dict[str, Any]) -> OutletReading:
+        power, current = row["power_w"], row["current_a"]
+        below = False
+        if power is not None and fam.floor_w is not None:
+            below = power < fam.floor_w
+        elif current is not None and fam.floor_a is not None:
+            below = current < fam.floor_a
+        return OutletReading(**row, below_floor=below)
+
+    async def close(self) -> None:
+        """Close the transport. Idempotent."""
+        await self.client.close()
