@@ -1,0 +1,156 @@
+"""One sink's delivery thread: live writes, spooling while the sink is down, ordered replay.
+
+Order is kept by one rule: new records are never written while older ones wait in the spool.
+The thread first replays the spool (oldest first, ``batch_size`` at a time, each batch deleted
+only after the sink acknowledged it), then writes the records that arrived meanwhile. When a
+write fails with a retryable :class:`~eams.agent.errors.SinkError`, the batch and everything
+behind it go to the spool and the thread waits (exponential backoff 1, 2, 4 … ``max_backoff_s``
+seconds, or the server's ``Retry-After``); records arriving during the wait go straight to the
+spool, so they survive a restart. A non-retryable error (the server rejects the points) drops
+that batch, counted with reason ``rejected``: resending it could only block the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from eams.agent.errors import SinkError
+from eams.agent.metrics import AgentMetrics
+from eams.agent.sinks.base import Sink
+from eams.agent.spool import Spool
+
+log = logging.getLogger(__name__)
+
+FIRST_BACKOFF_S = 1.0
+
+
+class SinkChannel:
+    """Deliver encoded records to one sink from a background thread.
+
+    Parameters
+    ----------
+    sink : Sink
+        The destination; its :meth:`~.sinks.base.Sink.close` is called by :meth:`stop`.
+    spool : Spool
+        This sink's spool; closed by :meth:`stop`.
+    metrics : AgentMetrics
+        Updated with spool depth, written points, write errors and drops.
+    batch_size : int
+        Records per write request.
+    max_backoff_s : float
+        Longest wait between retries (s).
+    """
+
+    def __init__(
+        self,
+        sink: Sink,
+        spool: Spool,
+        metrics: AgentMetrics,
+        *,
+        batch_size: int,
+        max_backoff_s: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
+        self.sink = sink
+        self.spool = spool
+        self._metrics = metrics
+        self._batch_size = batch_size
+        self._max_backoff_s = max_backoff_s
+        self._monotonic = monotonic
+        self._inbox: queue.SimpleQueue[list[str]] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._backoff_s = 0.0
+        self._retry_at = 0.0
+        self._thread = threading.Thread(target=self._run, name=f"sink-{sink.name}", daemon=True)
+        self._update_depth()
+
+    def start(self) -> None:
+        """Start the delivery thread (it first replays whatever the spool holds)."""
+        self._thread.start()
+
+    def submit(self, records: list[str]) -> None:
+        """Queue records (oldest first) for delivery; returns at once."""
+        self._inbox.put(records)
+        self._wake.set()
+
+    def stop(self, timeout_s: float) -> None:
+        """Flush and close: a last write of the queued records if the spool is empty and the
+        sink is up, else they are spooled for the next start; then close sink and spool."""
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            log.error("sink %s: delivery did not stop within %.0f s", self.sink.name, timeout_s)
+            return
+        self.sink.close()
+        self.spool.close()
+
+    def _run(self) -> None:
+        buffer: list[str] = []
+        while True:
+            self._wake.clear()
+            stopping = self._stopping.is_set()
+            while not self._inbox.empty():
+                buffer.extend(self._inbox.get())
+            if self._monotonic() >= self._retry_at:
+                self._deliver(buffer, replay=not stopping)
+            self._to_spool(buffer)  # whatever is left: the sink is down (or we are stopping)
+            if stopping:
+                return
+            wait_s = self._retry_at - self._monotonic()
+            self._wake.wait(wait_s if wait_s > 0 else None)
+
+    def _deliver(self, buffer: list[str], *, replay: bool) -> None:
+        """Replay the spool, then write ``buffer`` (emptied as it is acknowledged)."""
+        while self.spool.depth_points:
+            if not replay or self._stopping.is_set():
+                return  # keep order: the buffer goes behind the spool
+            rows = self.spool.peek(self._batch_size)
+            if not rows:
+                return  # the spool file cannot be read now; retry later
+            if not self._send([record for _, record in rows]):
+                return
+            self.spool.ack(rows)
+            self._update_depth()
+        while buffer:
+            chunk = buffer[: self._batch_size]
+            if not self._send(chunk):
+                return
+            del buffer[: len(chunk)]
+
+    def _send(self, records: list[str]) -> bool:
+        """One write; True when the records are done with (acknowledged, or rejected)."""
+        try:
+            self.sink.write(records)
+        except SinkError as exc:
+            self._metrics.write_errors.labels(self.sink.name).inc()
+            if not exc.retryable:
+                log.error("%s; %d records dropped", exc, len(records))
+                self._metrics.dropped.labels(self.sink.name, "rejected").inc(len(records))
+                return True
+            self._backoff_s = min(self._max_backoff_s, max(FIRST_BACKOFF_S, 2 * self._backoff_s))
+            delay_s = exc.retry_after_s if exc.retry_after_s is not None else self._backoff_s
+            self._retry_at = self._monotonic() + delay_s
+            log.warning("%s; spooling, next try in %.1f s", exc, delay_s)
+            return False
+        self._backoff_s = 0.0
+        self._metrics.written.labels(self.sink.name).inc(len(records))
+        return True
+
+    def _to_spool(self, buffer: list[str]) -> None:
+        if not buffer:
+            return
+        result = self.spool.append(buffer)
+        buffer.clear()
+        for reason, count in result.dropped.items():
+            self._metrics.dropped.labels(self.sink.name, reason).inc(count)
+        self._update_depth()
+
+    def _update_depth(self) -> None:
+        self._metrics.spool_points.labels(self.sink.name).set(self.spool.depth_points)
+        self._metrics.spool_bytes.labels(self.sink.name).set(self.spool.depth_bytes)

@@ -1,0 +1,137 @@
+"""Wire a configuration into a running agent: sampler, meter poller, sink channels, metrics.
+
+The main loop ticks on the monotonic clock every ``sample_period_s`` (a late tick is not
+repeated: the next one comes at the next multiple of the period). :meth:`Agent.run` returns
+after its stop event is set, having flushed and closed every sink.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from eams.agent.channel import SinkChannel
+from eams.agent.config import AgentConfig, MeterConfig, load_node_calibration
+from eams.agent.metrics import AgentMetrics
+from eams.agent.poller import MeterPoller, SyncMeter
+from eams.agent.sampler import NodeSpec, Sampler
+from eams.agent.sinks import SINKS
+from eams.agent.spool import Spool
+
+log = logging.getLogger(__name__)
+
+#: How long :meth:`Agent.close` waits for each sink's last write (s).
+STOP_TIMEOUT_S = 10.0
+
+
+def open_blocking_meter(config: MeterConfig) -> SyncMeter:
+    """The PDU as a synchronous meter (:class:`eams.meter.blocking.BlockingMeter`)."""
+    from eams.meter.blocking import BlockingMeter  # the SNMP stack loads only on the PDU owner
+
+    return BlockingMeter(
+        config.url, driver=config.driver, timeout_s=config.timeout_s, retries=config.retries
+    )
+
+
+class Agent:
+    """A configured agent.
+
+    Parameters
+    ----------
+    config : AgentConfig
+        Validated configuration (see :func:`eams.agent.config.load_config`).
+    open_meter : callable
+        ``MeterConfig -> SyncMeter``; :func:`open_blocking_meter` by default.
+    sampler_options : dict
+        Passed to :class:`~eams.agent.sampler.Sampler` (``wall_ns``, ``mono_ns``, ``read_cpu``).
+
+    Raises
+    ------
+    ConfigError
+        When the calibration file is unreadable or another node's.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        open_meter: Callable[[MeterConfig], SyncMeter] = open_blocking_meter,
+        **sampler_options: Callable[[], object],
+    ):
+        self.config = config
+        self.metrics = AgentMetrics()
+        calibration = load_node_calibration(config)
+        model = calibration.model().power_w if calibration is not None else None
+        self.poller = (
+            MeterPoller(open_meter(config.meter), config.sample_period_s, self.metrics)
+            if config.meter is not None
+            else None
+        )
+        outlets = config.outlet_nodes()
+        own_outlet = next((o for o, (node, _) in outlets.items() if node == config.node), None)
+        self.sampler = Sampler(
+            NodeSpec(config.node, config.power_cap_w, own_outlet),
+            [NodeSpec(node, cap, o) for o, (node, cap) in outlets.items() if node != config.node],
+            model,
+            self.poller.latest if self.poller is not None else None,
+            config.meter.stale_after_s if config.meter is not None else 0.0,
+            self.metrics,
+            **sampler_options,  # type: ignore[arg-type]
+        )
+        spool = config.spool
+        self.channels = [
+            SinkChannel(
+                SINKS[sink.type](name, sink),
+                Spool(
+                    spool.dir / f"{name}.sqlite",
+                    max_points=spool.max_points,
+                    max_bytes=spool.max_bytes,
+                    policy=spool.policy,
+                ),
+                self.metrics,
+                batch_size=sink.batch_size,
+                max_backoff_s=sink.max_backoff_s,
+            )
+            for name, sink in zip(config.sink_names(), config.sinks, strict=True)
+        ]
+        self.metrics_port: int | None = None
+
+    def run(self, stop: threading.Event) -> None:
+        """Serve metrics, start polling and delivery, tick until ``stop`` is set, then
+        flush and close everything (:meth:`close`)."""
+        try:
+            self.metrics_port = self.metrics.serve(
+                self.config.metrics.host, self.config.metrics.port
+            )
+            log.info("metrics on http://%s:%d/metrics", self.config.metrics.host, self.metrics_port)
+            if self.poller is not None:
+                self.poller.start()
+            for channel in self.channels:
+                channel.start()
+            period_s = self.config.sample_period_s
+            next_tick = time.monotonic() + period_s
+            while not stop.wait(max(0.0, next_tick - time.monotonic())):
+                self.tick()
+                now = time.monotonic()
+                next_tick += period_s * max(1, int((now - next_tick) // period_s) + 1)
+        finally:
+            self.close()
+
+    def tick(self) -> None:
+        """Take one period's samples and hand them to every sink."""
+        samples = self.sampler.sample()
+        for sample in samples:
+            self.metrics.observe(sample)
+        if samples:
+            for channel in self.channels:
+                channel.submit([channel.sink.encode(s) for s in samples])
+
+    def close(self) -> None:
+        """Stop the poller, flush and close every sink and spool, stop the metrics server."""
+        if self.poller is not None:
+            self.poller.stop(STOP_TIMEOUT_S)
+        for channel in self.channels:
+            channel.stop(STOP_TIMEOUT_S)
+        self.metrics.close()

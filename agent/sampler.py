@@ -1,0 +1,205 @@
+"""One sample per node per period: utilisation, metered or modelled power, headroom, time.
+
+Power, per node:
+
+* **own node** (``config.node``): *metered* from its PDU outlet when the latest reading is
+  fresh (younger than ``stale_after_s`` by the monotonic clock) and that outlet has a power
+  value above the device's metering floor; otherwise *modelled* from the calibration,
+  P(u) = P_idle + (P_max − P_idle)·u (DESIGN.md §3); otherwise missing (``None``), never 0.
+* **other nodes on the PDU owner's outlet map**: only the meter knows them (their utilisation
+  lives on their own machine), so they are *metered* when the reading is fresh and missing
+  otherwise (``power_w``, ``source``, ``headroom`` and ``utilisation`` absent). A point is
+  still written for them each period, so a consumer sees a fresh "unknown" rather than an
+  old value that looks current; the node's own agent publishes its modelled power meanwhile.
+
+Headroom h = 1 − P/P_cap (study §5.2). Every sample of one tick carries the same *measured*
+time: the wall clock (ns) when /proc/stat was read at the end of the utilisation window.
+
+Clock policy: the wall clock can be stepped back (NTP, an operator). Each tick compares the
+progress of the wall clock with that of the monotonic clock; a step back of more than
+:data:`CLOCK_STEP_TOLERANCE_NS` is counted (``eams_agent_clock_steps_back_total``) and
+logged. A tick whose wall time is not later than the last published timestamp is *not
+published* (counted as ``eams_agent_skipped_samples_total{reason="clock_back"}``) until the
+wall clock passes that timestamp again. Points are thus never reordered or duplicated
+(InfluxDB would overwrite a point at an equal timestamp), and no timestamp is invented: a
+sample's time is always the wall clock at which it was measured, which is what consumers need
+to compute its age.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from eams.agent.metrics import AgentMetrics
+from eams.agent.schema import PowerSource, TelemetrySample
+from eams.meter.reading import Reading
+
+from eams.errors import ProcStatError
+from eams.procstat import CpuTimes, utilisation_between
+
+log = logging.getLogger(__name__)
+
+#: Wall-clock steps back smaller than this (50 ms) are jitter, not counted.
+CLOCK_STEP_TOLERANCE_NS = 50_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class TimedReading:
+    """A meter reading and the monotonic time (ns) at which it arrived."""
+
+    reading: Reading
+    received_mono_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """A node the agent publishes: its name, P_cap (W) and PDU outlet (``None``: unmetered)."""
+
+    node: str
+    power_cap_w: float
+    outlet: int | None
+
+
+class Sampler:
+    """Turn /proc/stat, the latest meter reading and the power model into samples.
+
+    Parameters
+    ----------
+    own : NodeSpec
+        This machine's node.
+    others : list of NodeSpec
+        Other nodes on the PDU owner's outlet map (empty elsewhere).
+    model : callable or None
+        Utilisation (0–1) → power (W), e.g. ``Calibration.model().power_w``; ``None`` when
+        the node has no calibration.
+    latest_reading : callable or None
+        Returns the latest :class:`TimedReading` or ``None``; ``None`` on a node without
+        a meter.
+    stale_after_s : float
+        A reading older than this is not used.
+    metrics : AgentMetrics
+        Counts clock steps and skipped ticks.
+    read_cpu, wall_ns, mono_ns : callable
+        ``CpuTimes.read``, ``time.time_ns``, ``time.monotonic_ns``; replaceable in tests
+        (a wall clock that is stepped back cannot be produced on a shared machine).
+    """
+
+    def __init__(
+        self,
+        own: NodeSpec,
+        others: list[NodeSpec],
+        model: Callable[[float], float] | None,
+        latest_reading: Callable[[], TimedReading | None] | None,
+        stale_after_s: float,
+        metrics: AgentMetrics,
+        *,
+        read_cpu: Callable[[], CpuTimes] = CpuTimes.read,
+        wall_ns: Callable[[], int] = time.time_ns,
+        mono_ns: Callable[[], int] = time.monotonic_ns,
+    ):
+        self._own = own
+        self._others = others
+        self._model = model
+        self._latest_reading = latest_reading
+        self._stale_after_ns = int(stale_after_s * 1e9)
+        self._metrics = metrics
+        self._read_cpu = read_cpu
+        self._wall_ns = wall_ns
+        self._mono_ns = mono_ns
+        self._cpu = self._cpu_times()
+        self._previous = (wall_ns(), mono_ns())
+        self._last_published_ns: int | None = None
+
+    def _cpu_times(self) -> CpuTimes | None:
+        try:
+            return self._read_cpu()
+        except ProcStatError as exc:
+            log.warning("utilisation unknown: %s", exc)
+            return None
+
+    def sample(self) -> list[TelemetrySample]:
+        """Take this tick's samples: own node first, then the outlet map's other nodes.
+
+        Returns
+        -------
+        list of TelemetrySample
+            Empty when the tick is skipped because the wall clock stepped back (see the
+            module docstring).
+        """
+        cpu = self._cpu_times()
+        wall, mono = self._wall_ns(), self._mono_ns()
+        utilisation = utilisation_between(self._cpu, cpu) if self._cpu and cpu else None
+        self._cpu = cpu
+        self._check_clock(wall, mono)
+        if self._last_published_ns is not None and wall <= self._last_published_ns:
+            self._metrics.skipped.labels("clock_back").inc()
+            return []
+        self._last_published_ns = wall
+        reading = self._fresh_reading(mono)
+        samples = [self._own_sample(wall, utilisation, reading)]
+        samples += [self._metered_sample(spec, wall, reading) for spec in self._others]
+        return samples
+
+    def _check_clock(self, wall: int, mono: int) -> None:
+        previous_wall, previous_mono = self._previous
+        self._previous = (wall, mono)
+        step_ns = (wall - previous_wall) - (mono - previous_mono)
+        if step_ns < -CLOCK_STEP_TOLERANCE_NS:
+            self._metrics.clock_steps_back.inc()
+            log.warning(
+                "wall clock stepped back by %.3f s: samples are held back until it passes "
+                "the last published time again",
+                -step_ns / 1e9,
+            )
+
+    def _fresh_reading(self, mono: int) -> Reading | None:
+        latest = self._latest_reading() if self._latest_reading is not None else None
+        if latest is None or mono - latest.received_mono_ns > self._stale_after_ns:
+            return None
+        return latest.reading
+
+    def _own_sample(
+        self, wall: int, utilisation: float | None, reading: Reading | None
+    ) -> TelemetrySample:
+        metered = self._metered_sample(self._own, wall, reading, utilisation)
+        if metered.power_w is not None or self._model is None or utilisation is None:
+            return metered
+        power_w = float(self._model(utilisation))
+        return _with_power(self._own, wall, utilisation, power_w, PowerSource.MODELLED, None)
+
+    def _metered_sample(
+        self,
+        spec: NodeSpec,
+        wall: int,
+        reading: Reading | None,
+        utilisation: float | None = None,
+    ) -> TelemetrySample:
+        outlet = reading.outlet(spec.outlet) if reading and spec.outlet is not None else None
+        if outlet is None or outlet.power_w is None or outlet.below_floor:
+            return TelemetrySample(spec.node, wall, spec.power_cap_w, utilisation=utilisation)
+        return _with_power(
+            spec, wall, utilisation, outlet.power_w, PowerSource.METERED, outlet.energy_wh
+        )
+
+
+def _with_power(
+    spec: NodeSpec,
+    wall: int,
+    utilisation: float | None,
+    power_w: float,
+    source: PowerSource,
+    energy_wh: float | None,
+) -> TelemetrySample:
+    return TelemetrySample(
+        node=spec.node,
+        measured_at_ns=wall,
+        power_cap_w=spec.power_cap_w,
+        utilisation=utilisation,
+        power_w=power_w,
+        source=source,
+        headroom=1.0 - power_w / spec.power_cap_w,
+        energy_wh=energy_wh,
+    )

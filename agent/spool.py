@@ -1,0 +1,243 @@
+"""A bounded on-disk spool per sink: SQLite (stdlib ``sqlite3``), one file per sink.
+
+Records (the sink's encoded strings, see :mod:`eams.agent.sinks.base`) are kept in arrival
+order under an increasing row id. A replay reads the oldest rows (:meth:`Spool.peek`), writes
+them, and deletes them only after the sink acknowledged (:meth:`Spool.ack`): an acknowledged
+point is never sent again. If the agent dies between the acknowledgement and the delete, the
+same rows are sent once more on restart; for InfluxDB that is harmless, because a point's
+identity is measurement + tag set + timestamp and writing it again with the same fields
+overwrites it (InfluxDB docs, "Duplicate points"), and the timestamps in the stored lines are
+the original measured ones.
+
+Bounds: ``max_points`` and/or ``max_bytes`` (bytes of stored records; the file itself is a
+little larger). When full, ``drop_oldest`` deletes the oldest rows to make room and
+``drop_newest`` refuses the newest incoming records; either way the count is returned.
+A full disk (SQLITE_FULL, ENOSPC) or another SQLite failure never raises: the records are
+reported as dropped with reason ``disk_full`` or ``spool_error``, and the spool retries the
+disk on the next call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+log = logging.getLogger(__name__)
+
+SpoolPolicy = Literal["drop_oldest", "drop_newest"]
+
+
+@dataclass
+class AppendResult:
+    """What :meth:`Spool.append` did with the records it was given.
+
+    Attributes
+    ----------
+    stored : int
+        Records now in the spool.
+    dropped : dict of str to int
+        Records lost, by reason: ``spool_full`` (the policy dropped them, incoming or oldest),
+        ``disk_full`` (ENOSPC), ``spool_error`` (any other SQLite failure).
+    """
+
+    stored: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+class Spool:
+    """One sink's spool file.
+
+    Parameters
+    ----------
+    path : Path
+        The SQLite file (created with its directory when missing).
+    max_points, max_bytes : int or None
+        Bounds; at least one must be given.
+    policy : {"drop_oldest", "drop_newest"}
+        What to drop when full.
+
+    Attributes
+    ----------
+    depth_points, depth_bytes : int
+        Records and record bytes held now.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_points: int | None,
+        max_bytes: int | None,
+        policy: SpoolPolicy,
+    ):
+        if max_points is None and max_bytes is None:
+            raise ValueError("a spool needs max_points or max_bytes")
+        self.path = path
+        self._max_points = max_points
+        self._max_bytes = max_bytes
+        self._policy = policy
+        self._db: sqlite3.Connection | None = None
+        self._open_failure = "spool_error"
+        self._acked_id = 0  # rows up to here are acknowledged, even if their delete failed
+        self.depth_points = 0
+        self.depth_bytes = 0
+        self._open()
+
+    def _open(self) -> bool:
+        if self._db is not None:
+            return True
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            # WAL + synchronous=NORMAL: a commit survives the process dying (the agent being
+            # killed), the common failure; only an OS crash may lose the last commits.
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS spool (id INTEGER PRIMARY KEY, record TEXT)")
+            count, size = db.execute("SELECT count(*), total(length(record)) FROM spool").fetchone()
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("spool %s unavailable: %s", self.path, exc)
+            self._open_failure = _reason(exc)
+            return False
+        self._db, self.depth_points, self.depth_bytes = db, int(count), int(size)
+        return True
+
+    def append(self, records: Sequence[str]) -> AppendResult:
+        """Store ``records`` (oldest first) after those already held, applying the bound.
+
+        Returns
+        -------
+        AppendResult
+            Never raises for a full spool or a full disk: the losses are in ``dropped``.
+        """
+        result = AppendResult()
+        if not records:
+            return result
+        if not self._open():
+            result.dropped[self._open_failure] = len(records)
+            return result
+        assert self._db is not None
+        keep = self._fit(list(records), result)
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany("INSERT INTO spool (record) VALUES (?)", ((r,) for r in keep))
+            evicted = self._evict(len(keep), sum(len(r) for r in keep))
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            reason = _reason(exc)
+            log.warning("spool %s: %s; %d records lost", self.path, exc, len(keep))
+            result.dropped[reason] = result.dropped.get(reason, 0) + len(keep)
+            return result
+        self.depth_points += len(keep) - evicted[0]
+        self.depth_bytes += sum(len(r) for r in keep) - evicted[1]
+        if evicted[0]:
+            result.dropped["spool_full"] = result.dropped.get("spool_full", 0) + evicted[0]
+        result.stored = len(keep)
+        return result
+
+    def _fit(self, records: list[str], result: AppendResult) -> list[str]:
+        """Cut the incoming records to what the bound can hold at all (drop_oldest) or
+        what fits beside the held ones (drop_newest)."""
+        points_room = self._max_points if self._max_points is not None else len(records)
+        bytes_room = self._max_bytes if self._max_bytes is not None else None
+        if self._policy == "drop_newest":
+            points_room -= self.depth_points
+            if bytes_room is not None:
+                bytes_room -= self.depth_bytes
+        keep: list[str] = []
+        used = 0
+        candidates = records if self._policy == "drop_newest" else reversed(records)
+        for record in candidates:
+            if len(keep) >= points_room or (
+                bytes_room is not None and used + len(record) > bytes_room
+            ):
+                break
+            keep.append(record)
+            used += len(record)
+        if self._policy == "drop_oldest":
+            keep.reverse()
+        if len(keep) < len(records):
+            result.dropped["spool_full"] = len(records) - len(keep)
+        return keep
+
+    def _evict(self, added_points: int, added_bytes: int) -> tuple[int, int]:
+        """Inside the append transaction: delete the oldest rows beyond the bound."""
+        assert self._db is not None
+        excess_points = 0
+        if self._max_points is not None:
+            excess_points = max(0, self.depth_points + added_points - self._max_points)
+        excess_bytes = 0
+        if self._max_bytes is not None:
+            excess_bytes = max(0, self.depth_bytes + added_bytes - self._max_bytes)
+        if not excess_points and not excess_bytes:
+            return 0, 0
+        points = freed = 0
+        last_id = None
+        rows = self._db.execute(
+            "SELECT id, length(record) FROM spool WHERE id > ? ORDER BY id", (self._acked_id,)
+        )
+        for row_id, size in rows:
+            if points >= excess_points and freed >= excess_bytes:
+                break
+            points, freed, last_id = points + 1, freed + size, row_id
+        self._db.execute("DELETE FROM spool WHERE id <= ?", (last_id,))
+        return points, freed
+
+    def peek(self, limit: int) -> list[tuple[int, str]]:
+        """The oldest ``limit`` records as ``(row id, record)``, without removing them."""
+        if self._db is None or not self.depth_points:
+            return []
+        try:
+            return self._db.execute(
+                "SELECT id, record FROM spool WHERE id > ? ORDER BY id LIMIT ?",
+                (self._acked_id, limit),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            log.warning("spool %s: cannot read: %s", self.path, exc)
+            return []
+
+    def ack(self, rows: Sequence[tuple[int, str]]) -> None:
+        """Delete ``rows`` (from :meth:`peek`) after the sink acknowledged them.
+
+        The rows are never peeked again by this process. A failed delete (full disk) is
+        logged and retried with the next ack; only if the agent restarts before that are they
+        sent again, which InfluxDB absorbs as an idempotent overwrite.
+        """
+        if not rows or self._db is None:
+            return
+        self._acked_id = rows[-1][0]
+        self.depth_points -= len(rows)
+        self.depth_bytes -= sum(len(record) for _, record in rows)
+        try:
+            self._db.execute("DELETE FROM spool WHERE id <= ?", (self._acked_id,))
+        except sqlite3.Error as exc:
+            log.warning("spool %s: cannot delete acknowledged rows: %s", self.path, exc)
+
+    def _rollback(self) -> None:
+        assert self._db is not None
+        with contextlib.suppress(sqlite3.Error):  # no transaction open: BEGIN itself failed
+            self._db.execute("ROLLBACK")
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def _reason(exc: OSError | sqlite3.Error) -> str:
+    """``disk_full`` for ENOSPC / SQLITE_FULL (result code 13, sqlite.org/rescode.html),
+    else ``spool_error``."""
+    full = (
+        exc.errno == errno.ENOSPC
+        if isinstance(exc, OSError)
+        else getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    )
+    return "disk_full" if full else "spool_error"

@@ -1,0 +1,117 @@
+"""The on-disk spool: order, acknowledgement, bounds with their policies, restart, full disk."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from eams.agent.spool import Spool
+
+
+def records(start: int, stop: int) -> list[str]:
+    return [
+        f"eams_node,node=n power_w={i}.0 {1_700_000_000_000_000_000 + i}"
+        for i in range(start, stop)
+    ]
+
+
+def bodies(spool: Spool) -> list[str]:
+    return [record for _, record in spool.peek(1_000_000)]
+
+
+def test_replay_is_in_order_and_acknowledged_rows_never_come_back(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "s.sqlite", max_points=1000, max_bytes=None, policy="drop_oldest")
+    assert spool.append(records(0, 5)).stored == 5
+    assert spool.append(records(5, 8)).stored == 3
+    first = spool.peek(4)
+    assert [r for _, r in first] == records(0, 4)
+    spool.ack(first)
+    assert bodies(spool) == records(4, 8)
+    assert (spool.depth_points, spool.depth_bytes) == (4, sum(map(len, records(4, 8))))
+    spool.close()
+    reopened = Spool(tmp_path / "s.sqlite", max_points=1000, max_bytes=None, policy="drop_oldest")
+    assert bodies(reopened) == records(4, 8)
+    assert reopened.depth_points == 4
+    reopened.close()
+
+
+def test_drop_oldest_keeps_the_newest_and_counts(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "s.sqlite", max_points=10, max_bytes=None, policy="drop_oldest")
+    spool.append(records(0, 8))
+    result = spool.append(records(8, 14))
+    assert (result.stored, result.dropped) == (6, {"spool_full": 4})
+    assert bodies(spool) == records(4, 14)
+    result = spool.append(records(14, 40))  # more than the whole bound at once
+    assert result.dropped == {"spool_full": 26}
+    assert bodies(spool) == records(30, 40)
+
+
+def test_drop_newest_refuses_what_does_not_fit_and_counts(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "s.sqlite", max_points=10, max_bytes=None, policy="drop_newest")
+    spool.append(records(0, 8))
+    result = spool.append(records(8, 14))
+    assert (result.stored, result.dropped) == (2, {"spool_full": 4})
+    assert bodies(spool) == records(0, 10)
+
+
+def test_byte_bound(tmp_path: Path) -> None:
+    size = len(records(0, 1)[0])
+    spool = Spool(tmp_path / "s.sqlite", max_points=None, max_bytes=5 * size, policy="drop_oldest")
+    result = spool.append(records(0, 7))
+    assert result.dropped == {"spool_full": 2}
+    assert bodies(spool) == records(2, 7)
+    assert spool.depth_bytes == 5 * size
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 KiB tmpfs (needs root, which the test machines give)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs to produce a real ENOSPC needs root")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def fill(directory: Path) -> Path:
+    """Write a file until the filesystem says ENOSPC; return it."""
+    filler = directory / "filler"
+    with filler.open("wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"x" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler
+
+
+def test_full_disk_is_counted_not_raised(tiny_disk: Path) -> None:
+    spool = Spool(tiny_disk / "s.sqlite", max_points=100_000, max_bytes=None, policy="drop_oldest")
+    assert spool.append(records(0, 10)).stored == 10
+    filler = fill(tiny_disk)
+    result = spool.append(records(10, 2000))
+    assert result.stored == 0
+    assert result.dropped == {"disk_full": 1990}
+    assert bodies(spool) == records(0, 10)  # what was stored is intact
+    filler.unlink()
+    assert spool.append(records(2000, 2005)).stored == 5
+    assert bodies(spool) == records(0, 10) + records(2000, 2005)
+    spool.close()
+
+
+def test_spool_created_on_a_full_disk_recovers(tiny_disk: Path) -> None:
+    filler = fill(tiny_disk)
+    spool = Spool(tiny_disk / "s.sqlite", max_points=100, max_bytes=None, policy="drop_oldest")
+    assert spool.append(records(0, 3)).dropped == {"disk_full": 3}
+    filler.unlink()
+    assert spool.append(records(3, 5)).stored == 2
+    assert bodies(spool) == records(3, 5)
+    spool.close()

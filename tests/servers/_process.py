@@ -1,0 +1,78 @@
+"""A server subprocess on loopback that tests start, wait for, kill, restart and stop."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+
+class ServerProcess:
+    """Run ``argv`` with output to ``log_path``; ready when GET ``ready_url`` answers 2xx.
+
+    Subclasses set ``argv``, ``ready_url`` and ``log_path``. Usable as a context manager;
+    :meth:`stop` is idempotent, so fixtures can always call it in their finalizer.
+    """
+
+    argv: list[str]
+    ready_url: str
+    log_path: Path
+    start_timeout_s = 30.0
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until it answers.
+
+        Raises
+        ------
+        RuntimeError
+            It exited or did not answer within ``start_timeout_s``; names the log file.
+        """
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.argv[0]} exited ({self.process.returncode}); see {self.log_path}"
+                )
+            try:
+                if httpx.get(self.ready_url, timeout=1.0).is_success:
+                    return
+            except httpx.TransportError:
+                pass  # not listening yet
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{self.argv[0]} did not answer {self.ready_url}; see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL the server (no clean shutdown) and reap it."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 10 s; idempotent."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
