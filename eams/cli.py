@@ -7,6 +7,7 @@ import click
 from eams import __version__
 from eams.agent.cli import agent
 from eams.calibrate.cli import calibrate
+from eams.calibrate.wallpower.cli import wallpower
 from eams.errors import EamsError
 from eams.meter.cli import meter
 from eams.scheduler.cli import bench, extender
@@ -18,7 +19,7 @@ def cli() -> None:
     """EAMS: metered power, per-node power models and energy-aware pod placement."""
 
 
-for group in (meter, calibrate, agent, extender, bench):
+for group in (meter, calibrate, agent, extender, bench, wallpower):
     cli.add_command(group)
 
 

@@ -1,0 +1,335 @@
+"""The VT-5 comparison: metered vs modelled saving of run B over run A, with its uncertainty.
+
+Study §9, VT-5: "Metered saving within ±3 points of model". Saving S = 1 − e_B/e_A, where e is
+a run's energy normalised by (in this order of preference):
+
+1. the work it completed (both SPECs give ``work_core_s``): energy per unit of work;
+2. its duration, when the windows differ by more than :data:`SAME_LENGTH_TOL` and no work is
+   given: mean power (a run that is merely longer is not charged for it);
+3. nothing (same-length windows): total energy.
+
+The same normaliser is used for the metered and the modelled saving, so it cancels in their
+difference D = S_metered − S_modelled. PASS when |D| ≤ tolerance (3 points).
+
+Uncertainty (standard, k = 1; the report draws ±2σ), propagated linearly, terms independent:
+
+- *meter gain*, correlated: the stated ``accuracy_pct`` ±a is taken as a uniform bound of a
+  per-outlet gain error (σ = a/√3) that is the same for every reading of that outlet, in both
+  runs (same PDU, same outlets). It cancels in e_B/e_A except through shifts of the energy
+  shares f_n = E_n/E: σ_S = (1 − S)·σ_g·√Σ(f_Bn − f_An)².
+- *meter readings*, uncorrelated: the same bound applied to every reading independently
+  (σ = a/√3 per reading); averages down over many readings. Assuming both fully present is
+  conservative.
+- *sampling*: unresolved variation between samples, gaps, counter quantisation
+  (see :mod:`eams.calibrate.wallpower.energy`).
+- *calibration* (modelled saving only): each node's P_idle and P_max standard uncertainty,
+  correlated between runs (same model).
+
+Per-node model error: (E_modelled − E_metered)/E_metered per run, and each node's share of D:
+D minus D recomputed with that node's modelled energy replaced by its metered energy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from eams.calibrate.wallpower.errors import RunMismatchError
+from eams.calibrate.wallpower.load import Run
+from eams.calibrate.wallpower.nodes import NodeEnergy, NodeModel, run_energy
+
+TOLERANCE_PTS = 3.0
+SAME_LENGTH_TOL = 0.01
+MODEL_ERROR_WARN_PCT = 5.0
+_SQRT3 = math.sqrt(3.0)
+_BRIDGE = {"power": "metered power", "restart": "counter restarted at 0"}
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """One run's totals.
+
+    Attributes
+    ----------
+    label : str
+    spec : str
+    duration_s : float
+    work_core_s : float or None
+    normaliser : float
+        What energy (Wh) is divided by: work in core-hours (giving J/core-s), duration in
+        hours (giving W), or 1.
+    nodes : dict of str to NodeEnergy
+    metered_wh, modelled_wh : float
+        Totals over all nodes (Wh).
+    """
+
+    label: str
+    spec: str
+    duration_s: float
+    work_core_s: float | None
+    normaliser: float
+    nodes: dict[str, NodeEnergy]
+    metered_wh: float
+    modelled_wh: float
+
+    @property
+    def metered_normalised(self) -> float:
+        """Metered energy over the normaliser (J/core-s, W or Wh; see ``CheckResult.unit``)."""
+        return self.metered_wh / self.normaliser
+
+    @property
+    def modelled_normalised(self) -> float:
+        """Modelled energy over the normaliser (same unit)."""
+        return self.modelled_wh / self.normaliser
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The VT-5 verdict and everything a reader needs to see why.
+
+    Attributes
+    ----------
+    a, b : RunResult
+    normalised_by : {"work", "time", "none"}
+    unit : str
+        Unit of the normalised energy (``J/core-s``, ``W``, ``Wh``).
+    saving_metered, saving_modelled : float
+        Fractions (0.12 = 12 %).
+    sd_metered, sd_modelled : dict of str to float
+        Standard uncertainty of each saving by component (fractions).
+    difference_pts, sd_difference_pts : float
+        D = (S_metered − S_modelled) × 100 and its standard uncertainty (points).
+    tolerance_pts : float
+    passed : bool
+        |D| ≤ tolerance.
+    resolvable : bool
+        2σ_D ≤ tolerance: the measurement can tell a pass from a fail.
+    disagreement_pts : dict of str to float
+        Each node's share of D (points).
+    warnings : tuple of str
+    accuracy_pct : float
+    """
+
+    a: RunResult
+    b: RunResult
+    normalised_by: str
+    unit: str
+    saving_metered: float
+    saving_modelled: float
+    sd_metered: dict[str, float]
+    sd_modelled: dict[str, float]
+    difference_pts: float
+    sd_difference_pts: float
+    tolerance_pts: float
+    passed: bool
+    resolvable: bool
+    disagreement_pts: dict[str, float]
+    warnings: tuple[str, ...]
+    accuracy_pct: float
+
+    @property
+    def verdict(self) -> str:
+        """``PASS`` or ``FAIL``."""
+        return "PASS" if self.passed else "FAIL"
+
+
+def _check_fleet(a: Run, b: Run, models: dict[str, NodeModel]) -> None:
+    only_a, only_b = sorted(set(a.nodes) - set(b.nodes)), sorted(set(b.nodes) - set(a.nodes))
+    if only_a or only_b:
+        parts = [f"node(s) {', '.join(only_a)} only in run {a.label}"] if only_a else []
+        parts += [f"node(s) {', '.join(only_b)} only in run {b.label}"] if only_b else []
+        raise RunMismatchError(
+            "; ".join(parts) + ": both runs must cover the same nodes (a node without telemetry "
+            "is unknown, not 0 W)"
+        )
+    missing = sorted(set(a.nodes) - set(models))
+    if missing:
+        raise RunMismatchError(f"no calibration for node(s) {', '.join(missing)}")
+
+
+def _normalisers(a: Run, b: Run) -> tuple[str, str, float, float, list[str]]:
+    notes = []
+    if (a.work_core_s is None) != (b.work_core_s is None):
+        given = a if a.work_core_s is not None else b
+        raise RunMismatchError(
+            f"only run {given.label} states work_core_s; give it for both runs or for neither"
+        )
+    differ = abs(a.duration_s - b.duration_s) > SAME_LENGTH_TOL * max(a.duration_s, b.duration_s)
+    if a.work_core_s is not None and b.work_core_s is not None:
+        if differ:
+            notes.append(
+                f"runs differ in length ({a.duration_s:.1f} s vs {b.duration_s:.1f} s): "
+                "compared per unit of work"
+            )
+        return "work", "J/core-s", a.work_core_s / 3600, b.work_core_s / 3600, notes
+    if differ:
+        notes.append(
+            f"runs differ in length ({a.duration_s:.1f} s vs {b.duration_s:.1f} s) and no "
+            "work_core_s was given: compared per unit time (mean power), which assumes both "
+            "runs did the same work per second"
+        )
+        return "time", "W", a.duration_s / 3600, b.duration_s / 3600, notes
+    return "none", "Wh", 1.0, 1.0, notes
+
+
+def _saving(e_a: float, e_b: float, ratio: float) -> float:
+    return 1.0 - ratio * e_b / e_a
+
+
+def _run_result(run: Run, nodes: dict[str, NodeEnergy], normaliser: float) -> RunResult:
+    return RunResult(
+        label=run.label,
+        spec=run.spec.text,
+        duration_s=run.duration_s,
+        work_core_s=run.work_core_s,
+        normaliser=normaliser,
+        nodes=nodes,
+        metered_wh=sum(n.metered_wh for n in nodes.values()),
+        modelled_wh=sum(n.modelled_wh for n in nodes.values()),
+    )
+
+
+def _warnings(results: tuple[RunResult, RunResult]) -> list[str]:
+    out = []
+    for run in results:
+        for n in run.nodes.values():
+            where = f"run {run.label}, node {n.node}"
+            if n.gaps:
+                total = sum(g.length_s for g in n.gaps)
+                spans = ", ".join(f"{g.start_s:.1f}–{g.end_s:.1f} s" for g in n.gaps[:4])
+                more = f" and {len(n.gaps) - 4} more" if len(n.gaps) > 4 else ""
+                bridge = (
+                    "the counter kept counting"
+                    if n.method == "counter"
+                    else (
+                        "bridged linearly, never zero-filled; charged to the sampling uncertainty"
+                    )
+                )
+                out.append(
+                    f"{where}: {len(n.gaps)} gap(s) in metered data, {total:.1f} s "
+                    f"({spans}{more}); {bridge}"
+                )
+            for e in n.counter_events:
+                out.append(
+                    f"{where}: energy counter went back at {e.at_s:.1f} s from {e.before_wh:g} "
+                    f"to {e.after_wh:g} Wh (wrap or reset); stitched, {e.bridged_wh:.4g} Wh "
+                    f"credited across it ({_BRIDGE[e.how]})"
+                )
+            if n.counter_note:
+                out.append(f"{where}: {n.counter_note}")
+            if n.modelled_samples:
+                out.append(
+                    f"{where}: {n.modelled_samples} sample(s) carried modelled, not "
+                    "metered, power; treated as missing metered power"
+                )
+            if abs(n.model_error_pct) > MODEL_ERROR_WARN_PCT:
+                out.append(f"{where}: model error {n.model_error_pct:+.1f} % of metered energy")
+    return out
+
+
+def check_runs(
+    a: Run,
+    b: Run,
+    models: dict[str, NodeModel],
+    *,
+    accuracy_pct: float = 3.0,
+    tolerance_pts: float = TOLERANCE_PTS,
+) -> CheckResult:
+    """Compare the metered and the modelled saving of run ``b`` over run ``a`` (VT-5).
+
+    Parameters
+    ----------
+    a, b : Run
+        The baseline run (e.g. default scoring) and the candidate (e.g. EAMS).
+    models : dict of str to NodeModel
+        Every node's calibrated model.
+    accuracy_pct : float
+        The meter's stated accuracy (±%), > 0; APC rPDU2 states ±3 % (hence the default).
+    tolerance_pts : float
+        VT-5 tolerance in percentage points.
+
+    Returns
+    -------
+    CheckResult
+
+    Raises
+    ------
+    RunMismatchError
+        A node missing in one run, a node without calibration, work given for one run only.
+    RunDataError
+        A node without usable metered power or utilisation.
+    """
+    _check_fleet(a, b, models)
+    how, unit, n_a, n_b, notes = _normalisers(a, b)
+    ratio = n_a / n_b
+    res_a = _run_result(a, run_energy(a, models, accuracy_pct), n_a)
+    res_b = _run_result(b, run_energy(b, models, accuracy_pct), n_b)
+    names = list(res_a.nodes)
+    pairs = [(res_a.nodes[n], res_b.nodes[n]) for n in names]
+    ea_met, eb_met = res_a.metered_wh, res_b.metered_wh
+    ea_mod, eb_mod = res_a.modelled_wh, res_b.modelled_wh
+    s_met, s_mod = _saving(ea_met, eb_met, ratio), _saving(ea_mod, eb_mod, ratio)
+
+    shift = np.array([nb.metered_wh / eb_met - na.metered_wh / ea_met for na, nb in pairs])
+    sd_gain = (1 - s_met) * accuracy_pct / 100 / _SQRT3 * float(np.linalg.norm(shift))
+
+    def combined(attr: str, e_a: float, e_b: float) -> float:
+        # independent per node and run: ∂S/∂E_Bn = −R/E_A, ∂S/∂E_An = R·E_B/E_A²
+        terms = [
+            math.hypot(ratio / e_a * getattr(nb, attr), ratio * e_b / e_a**2 * getattr(na, attr))
+            for na, nb in pairs
+        ]
+        return float(np.linalg.norm(terms))
+
+    sd_met = {
+        "meter_gain": sd_gain,
+        "meter_readings": combined("metered_reading_sd_wh", ea_met, eb_met),
+        "sampling": combined("metered_sampling_sd_wh", ea_met, eb_met),
+    }
+    calibration_terms = []
+    for name, (na, nb) in zip(names, pairs, strict=True):
+        model = models[name]
+        for sd, da, db in (
+            (model.p_idle_sd_w, na.dE_dpidle_h, nb.dE_dpidle_h),
+            (model.p_max_sd_w, na.dE_dpmax_h, nb.dE_dpmax_h),
+        ):
+            if sd is not None:
+                calibration_terms.append(ratio * (eb_mod * da / ea_mod**2 - db / ea_mod) * sd)
+    sd_mod = {
+        "calibration": float(np.linalg.norm(calibration_terms)),
+        "sampling": combined("modelled_sampling_sd_wh", ea_mod, eb_mod),
+    }
+    diff_pts = (s_met - s_mod) * 100
+    sd_diff_pts = (
+        math.sqrt(sum(v**2 for v in sd_met.values()) + sum(v**2 for v in sd_mod.values())) * 100
+    )
+    disagreement = {}
+    for name, (na, nb) in zip(names, pairs, strict=True):
+        s_mod_swapped = _saving(
+            ea_mod - na.modelled_wh + na.metered_wh, eb_mod - nb.modelled_wh + nb.metered_wh, ratio
+        )
+        disagreement[name] = diff_pts - (s_met - s_mod_swapped) * 100
+    if 2 * sd_diff_pts > tolerance_pts:
+        notes.append(
+            f"the uncertainty of the difference (±{2 * sd_diff_pts:.1f} points at 2σ) exceeds "
+            f"the ±{tolerance_pts:g}-point tolerance: this measurement cannot resolve VT-5"
+        )
+    return CheckResult(
+        a=res_a,
+        b=res_b,
+        normalised_by=how,
+        unit=unit,
+        saving_metered=s_met,
+        saving_modelled=s_mod,
+        sd_metered=sd_met,
+        sd_modelled=sd_mod,
+        difference_pts=diff_pts,
+        sd_difference_pts=sd_diff_pts,
+        tolerance_pts=tolerance_pts,
+        passed=abs(diff_pts) <= tolerance_pts,
+        resolvable=2 * sd_diff_pts <= tolerance_pts,
+        disagreement_pts=disagreement,
+        warnings=tuple(notes + _warnings((res_a, res_b))),
+        accuracy_pct=accuracy_pct,
+    )

@@ -1,0 +1,96 @@
+"""``eams wallpower``: the VT-5 wall-power check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from eams.calibrate.wallpower.check import TOLERANCE_PTS, CheckResult, check_runs
+from eams.calibrate.wallpower.fleet import load_fleet
+from eams.calibrate.wallpower.load import load_run
+from eams.calibrate.wallpower.report import write_report
+from eams.calibrate.wallpower.spec import FORMS, parse_run_spec
+
+EXIT_FAIL = 3
+
+
+def summary_lines(result: CheckResult) -> list[str]:
+    """The check's outcome as a few plain lines (CLI and demo)."""
+    r = result
+    lines = [
+        f"VT-5 {r.verdict}: metered saving {r.saving_metered * 100:.2f} % vs modelled "
+        f"{r.saving_modelled * 100:.2f} % → difference {r.difference_pts:+.2f} points "
+        f"(±{2 * r.sd_difference_pts:.2f} at 2σ; pass within ±{r.tolerance_pts:g})",
+    ]
+    for run in (r.a, r.b):
+        lines.append(
+            f"  run {run.label}: {run.duration_s:.1f} s, metered {run.metered_wh:.3f} Wh, "
+            f"modelled {run.modelled_wh:.3f} Wh"
+        )
+    worst = max(r.disagreement_pts.items(), key=lambda kv: abs(kv[1]))
+    lines.append(f"  largest share of the difference: node {worst[0]} ({worst[1]:+.2f} points)")
+    lines += [f"  note: {w}" for w in r.warnings]
+    return lines
+
+
+@click.group()
+def wallpower() -> None:
+    """VT-5: does the saving the model predicts appear at the wall?"""
+
+
+@wallpower.command()
+@click.option("--run-a", "run_a", required=True, metavar="SPEC", help=f"Baseline run: {FORMS}.")
+@click.option("--run-b", "run_b", required=True, metavar="SPEC", help="Candidate run, same forms.")
+@click.option(
+    "--calibration",
+    "calibration_dir",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory of calibration files (NODE.json), one per node.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default=Path("wallpower-report"),
+    show_default=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where wallpower_report.html and wallpower_summary.json go.",
+)
+@click.option(
+    "--accuracy-pct",
+    default=3.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="The meter's stated accuracy, ±% per reading (APC rPDU2: 3).",
+)
+@click.option(
+    "--tolerance-pts",
+    default=TOLERANCE_PTS,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="VT-5 tolerance on metered − modelled saving (percentage points).",
+)
+def check(
+    run_a: str,
+    run_b: str,
+    calibration_dir: Path,
+    out_dir: Path,
+    accuracy_pct: float,
+    tolerance_pts: float,
+) -> None:
+    """Compare the metered and the modelled saving of run B over run A.
+
+    Writes an HTML report and a JSON summary to --out and prints the verdict. Exit status 0 on
+    PASS, 3 on FAIL (the report is written either way), 1 on an error (one line on stderr).
+    """
+    specs = parse_run_spec(run_a), parse_run_spec(run_b)
+    fleet = load_fleet(calibration_dir)
+    runs = load_run(specs[0], "A"), load_run(specs[1], "B")
+    result = check_runs(*runs, fleet, accuracy_pct=accuracy_pct, tolerance_pts=tolerance_pts)
+    html_path, json_path = write_report(result, out_dir)
+    for line in summary_lines(result):
+        click.echo(line)
+    click.echo(f"report: {html_path}\nsummary: {json_path}")
+    if not result.passed:
+        sys.exit(EXIT_FAIL)

@@ -1,0 +1,61 @@
+"""The fleet's calibrated models, read from a directory of calibration files (``NODE.json``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eams.calibrate.calfile import Calibration, load_calibration
+from eams.calibrate.wallpower.errors import RunMismatchError
+from eams.calibrate.wallpower.nodes import NodeModel
+
+Z95 = 1.959964
+"""Two-sided 95 % quantile of the standard normal: a 95 % CI half-width / Z95 = σ."""
+
+
+def node_model(calibration: Calibration, source: str = "") -> NodeModel:
+    """A node's model with σ of P_idle and P_max from the calibration's 95 % intervals."""
+    lo_i, hi_i = calibration.p_idle_ci95_w
+    lo_m, hi_m = calibration.p_max_ci95_w
+    return NodeModel(
+        node=calibration.node,
+        model=calibration.model(),
+        p_idle_sd_w=(hi_i - lo_i) / 2 / Z95,
+        p_max_sd_w=(hi_m - lo_m) / 2 / Z95,
+        source=source,
+    )
+
+
+def load_fleet(directory: Path) -> dict[str, NodeModel]:
+    """Every ``*.json`` calibration in ``directory`` (``*.partial.json`` sweeps are skipped).
+
+    Parameters
+    ----------
+    directory : Path
+
+    Returns
+    -------
+    dict of str to NodeModel
+        Keyed by the file's ``node`` field.
+
+    Raises
+    ------
+    RunMismatchError
+        The directory does not exist, holds no calibration, or two files claim one node.
+    CalibrationFileError
+        A file is malformed (naming it and the field).
+    """
+    if not directory.is_dir():
+        raise RunMismatchError(f"calibration directory {directory} does not exist")
+    fleet: dict[str, NodeModel] = {}
+    for path in sorted(directory.glob("*.json")):
+        if path.name.endswith(".partial.json"):
+            continue
+        model = node_model(load_calibration(path), str(path))
+        if model.node in fleet:
+            raise RunMismatchError(
+                f"{path} and {fleet[model.node].source} both calibrate node {model.node}"
+            )
+        fleet[model.node] = model
+    if not fleet:
+        raise RunMismatchError(f"no calibration file (NODE.json) in {directory}")
+    return fleet

@@ -1,0 +1,199 @@
+"""Per-node metered and modelled energy of one run (the inputs of the VT-5 comparison)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from eams.calibrate.model import LinearPowerModel
+from eams.calibrate.wallpower.energy import (
+    CounterEvent,
+    CounterIntegral,
+    Gap,
+    counter_energy,
+    integrate,
+    sample_period_s,
+)
+from eams.calibrate.wallpower.errors import RunDataError
+from eams.calibrate.wallpower.load import NodeSeries, Run
+
+_SQRT3 = math.sqrt(3.0)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeModel:
+    """One node's calibrated model and the standard uncertainty of its parameters.
+
+    Attributes
+    ----------
+    node : str
+    model : LinearPowerModel
+    p_idle_sd_w, p_max_sd_w : float or None
+        Standard uncertainty of P_idle and P_max (W), e.g. a 95 % CI half-width / 1.96;
+        ``None`` when the calibration does not say (then it adds no uncertainty).
+    source : str
+        Where the calibration came from (file path), for the report.
+    """
+
+    node: str
+    model: LinearPowerModel
+    p_idle_sd_w: float | None = None
+    p_max_sd_w: float | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEnergy:
+    """One node in one run.
+
+    Attributes
+    ----------
+    node : str
+    metered_wh : float
+        Energy at the wall over the window (Wh).
+    method : {"counter", "power"}
+        How it was obtained; ``counter_note`` says why the counter was not used.
+    metered_sampling_sd_wh : float
+        Standard uncertainty from sampling, gaps and counter quantisation (Wh).
+    metered_reading_sd_wh : float
+        Standard uncertainty from independent per-reading meter error (Wh): each reading off by
+        up to ±accuracy_pct, uniformly (σ = a/√3), independently; 0 for the counter.
+    modelled_wh : float
+        The calibrated model applied to the measured utilisation, integrated the same way (Wh).
+    modelled_sampling_sd_wh : float
+    dE_dpidle_h, dE_dpmax_h : float
+        ∂E_modelled/∂P_idle and ∂E_modelled/∂P_max (hours): ∫(1 − u) dt and ∫u dt.
+    gaps : tuple of Gap
+        Gaps in the metered series (power, or counter readings when the counter is used).
+    utilisation_gaps : tuple of Gap
+    counter_events : tuple of CounterEvent
+    counter_note : str or None
+    modelled_samples : int
+        Samples with the agent's modelled power (counted as missing metered power).
+    power_rmse_w : float or None
+        RMS of modelled − metered power at samples having both (W).
+    t_s, power_w, modelled_w : ndarray, shape (K,)
+        The series for plotting (NaN = missing).
+    """
+
+    node: str
+    metered_wh: float
+    method: str
+    metered_sampling_sd_wh: float
+    metered_reading_sd_wh: float
+    modelled_wh: float
+    modelled_sampling_sd_wh: float
+    dE_dpidle_h: float
+    dE_dpmax_h: float
+    gaps: tuple[Gap, ...]
+    utilisation_gaps: tuple[Gap, ...]
+    counter_events: tuple[CounterEvent, ...]
+    counter_note: str | None
+    modelled_samples: int
+    power_rmse_w: float | None
+    t_s: np.ndarray
+    power_w: np.ndarray
+    modelled_w: np.ndarray
+
+    @property
+    def model_error_pct(self) -> float:
+        """(modelled − metered) / metered × 100."""
+        return (self.modelled_wh - self.metered_wh) / self.metered_wh * 100
+
+
+def node_energy(
+    series: NodeSeries, model: NodeModel, span_s: float, accuracy_pct: float, run: str
+) -> NodeEnergy:
+    """Metered and modelled energy of one node over ``[0, span_s]`` (see ``energy`` module doc).
+
+    Parameters
+    ----------
+    series : NodeSeries
+    model : NodeModel
+    span_s : float
+        The run's window length (s).
+    accuracy_pct : float
+        The meter's stated per-reading accuracy (±%).
+    run : str
+        Run label, for messages.
+
+    Raises
+    ------
+    RunDataError
+        The node has neither metered power nor a counter, or no utilisation, in the window.
+    """
+    where = f"run {run}, node {series.node}"
+    period_s = sample_period_s(series.t_s)
+    if period_s is None or period_s <= 0:
+        raise RunDataError(f"{where}: fewer than two samples in the window")
+    power = integrate(series.t_s, series.power_w, span_s, period_s)
+    counter = counter_energy(series.t_s, series.energy_wh, series.power_w, span_s, period_s)
+    if power is None and not isinstance(counter, CounterIntegral):
+        raise RunDataError(f"{where}: no metered power and {counter} in the window")
+    util = integrate(series.t_s, series.utilisation, span_s, period_s)
+    if util is None:
+        raise RunDataError(f"{where}: no utilisation sample in the window")
+    modelled_w = np.asarray(model.model.power_w(series.utilisation), dtype=float)
+    modelled = integrate(series.t_s, modelled_w, span_s, period_s)
+    assert modelled is not None  # same validity as util
+    reading_sd_frac = accuracy_pct / 100 / _SQRT3
+    if isinstance(counter, CounterIntegral):
+        metered_wh, method = counter.energy_wh, "counter"
+        sampling_sd_wh, reading_sd_wh = counter.sampling_sd_wh, 0.0
+        gaps, events, note = counter.gaps, counter.events, None
+    else:
+        assert power is not None
+        metered_wh, method = power.value / 3600, "power"
+        sampling_sd_wh = power.sampling_sd / 3600
+        reading_sd_wh = (
+            float(np.linalg.norm(power.weights_s * power.values)) * reading_sd_frac / 3600
+        )
+        gaps, events = power.gaps, ()
+        note = None if counter == "no energy counter" else counter
+    if not metered_wh > 0:
+        raise RunDataError(f"{where}: metered energy is {metered_wh:g} Wh; nothing to compare")
+    both = np.isfinite(series.power_w) & np.isfinite(modelled_w)
+    rmse = (
+        float(np.sqrt(np.mean((modelled_w[both] - series.power_w[both]) ** 2)))
+        if both.any()
+        else None
+    )
+    return NodeEnergy(
+        node=series.node,
+        metered_wh=metered_wh,
+        method=method,
+        metered_sampling_sd_wh=sampling_sd_wh,
+        metered_reading_sd_wh=reading_sd_wh,
+        modelled_wh=modelled.value / 3600,
+        modelled_sampling_sd_wh=modelled.sampling_sd / 3600,
+        dE_dpidle_h=(span_s - util.value) / 3600,
+        dE_dpmax_h=util.value / 3600,
+        gaps=gaps,
+        utilisation_gaps=util.gaps,
+        counter_events=events,
+        counter_note=note,
+        modelled_samples=series.modelled_samples,
+        power_rmse_w=rmse,
+        t_s=series.t_s,
+        power_w=series.power_w,
+        modelled_w=modelled_w,
+    )
+
+
+def run_energy(
+    run: Run, models: dict[str, NodeModel], accuracy_pct: float
+) -> dict[str, NodeEnergy]:
+    """:func:`node_energy` of every node of ``run`` (in node-name order).
+
+    Raises
+    ------
+    RunDataError
+        From :func:`node_energy`.
+    KeyError
+        A node without a model (the caller checks the fleet first).
+    """
+    return {
+        name: node_energy(series, models[name], run.duration_s, accuracy_pct, run.label)
+        for name, series in run.nodes.items()
+    }

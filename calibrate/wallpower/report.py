@@ -1,0 +1,215 @@
+"""The check's outputs: a self-contained HTML report (PNG plots inlined) and a JSON summary."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from eams.calibrate.wallpower import plots
+from eams.calibrate.wallpower.check import CheckResult, RunResult
+from eams.calibrate.wallpower.energy import COUNTER_MIN_STEPS, GAP_FACTOR
+from eams.calibrate.wallpower.errors import WallPowerError
+
+HTML_NAME = "wallpower_report.html"
+JSON_NAME = "wallpower_summary.json"
+
+_CSS = """
+body{font:15px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1120px;color:#222}
+h1{font-size:24px;margin:0 0 4px} h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+.verdict{display:inline-block;padding:6px 16px;border-radius:6px;color:#fff;font-weight:700;
+ font-size:22px;margin:8px 0} .PASS{background:#2e7d32} .FAIL{background:#c62828}
+table{border-collapse:collapse;margin:6px 0 12px} td,th{border:1px solid #ccc;padding:4px 9px;
+ text-align:right} th{background:#f3f3f3} td.l,th.l{text-align:left}
+.warn{background:#fff8e1;border-left:4px solid #f9a825;padding:6px 10px;margin:4px 0}
+img{max-width:100%;border:1px solid #eee} .small{color:#555;font-size:13px}
+"""
+
+
+def _per_node_rows(run: RunResult, disagreement: dict[str, float]) -> str:
+    rows = []
+    for name, n in run.nodes.items():
+        sd = math.hypot(n.metered_sampling_sd_wh, n.metered_reading_sd_wh)
+        rmse = "—" if n.power_rmse_w is None else f"{n.power_rmse_w:.2f}"
+        rows.append(
+            f"<tr><td class=l>{escape(name)}</td><td class=l>{n.method}</td>"
+            f"<td>{n.metered_wh:.3f} ± {sd:.3f}</td><td>{n.modelled_wh:.3f}</td>"
+            f"<td>{n.model_error_pct:+.2f}</td><td>{rmse}</td>"
+            f"<td>{len(n.gaps)} ({sum(g.length_s for g in n.gaps):.1f} s)</td>"
+            f"<td>{len(n.counter_events)}</td><td>{disagreement[name]:+.2f}</td></tr>"
+        )
+    return "".join(rows)
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+
+
+def _sd_pts(parts: dict[str, float]) -> float:
+    return math.sqrt(sum(v**2 for v in parts.values())) * 100
+
+
+def render_html(result: CheckResult, title: str = "VT-5 wall-power check") -> str:
+    """The report as one HTML document with its figures inlined (base64 PNG).
+
+    Parameters
+    ----------
+    result : CheckResult
+    title : str
+    """
+    r = result
+    a, b = r.a, r.b
+    norm = {"work": "energy per unit of work", "time": "mean power", "none": "total energy"}
+    runs_rows = "".join(
+        f"<tr><td class=l>{escape(run.label)}</td><td class=l>{escape(run.spec)}</td>"
+        f"<td>{run.duration_s:.1f}</td>"
+        f"<td>{'—' if run.work_core_s is None else f'{run.work_core_s:.1f}'}</td>"
+        f"<td>{run.metered_wh:.3f}</td><td>{run.modelled_wh:.3f}</td>"
+        f"<td>{run.metered_normalised:.4g}</td>"
+        f"<td>{run.modelled_normalised:.4g}</td></tr>"
+        for run in (a, b)
+    )
+    sd_rows = "".join(
+        f"<tr><td class=l>{kind}: {name.replace('_', ' ')}</td><td>{value * 100:.2f}</td></tr>"
+        for kind, parts in (("metered", r.sd_metered), ("modelled", r.sd_modelled))
+        for name, value in parts.items()
+    )
+    warnings = "".join(f"<div class=warn>{escape(w)}</div>" for w in r.warnings) or (
+        "<p>None: no gaps, no counter drops, no modelled samples.</p>"
+    )
+    node_header = (
+        "<tr><th class=l>node</th><th class=l>method</th><th>metered Wh ±1σ</th>"
+        "<th>modelled Wh</th><th>model error %</th><th>power RMSE W</th><th>gaps</th>"
+        "<th>counter drops</th><th>share of D (points)</th></tr>"
+    )
+    per_node = "".join(
+        f"<h2>Per node: run {escape(run.label)}</h2>"
+        f"<table>{node_header}{_per_node_rows(run, r.disagreement_pts)}</table>"
+        for run in (a, b)
+    )
+    return f"""<!doctype html><html lang=en><head><meta charset=utf-8>
+<title>{escape(title)}</title><style>{_CSS}</style></head><body>
+<h1>{escape(title)}: run {escape(b.label)} vs run {escape(a.label)}</h1>
+<div class="verdict {r.verdict}">{r.verdict}</div>
+<p>Metered saving at the wall <b>{r.saving_metered * 100:.2f} %</b>
+ (±{2 * _sd_pts(r.sd_metered):.2f} at 2σ); modelled saving <b>{r.saving_modelled * 100:.2f} %</b>
+ (±{2 * _sd_pts(r.sd_modelled):.2f}). Difference <b>{r.difference_pts:+.2f} points</b>
+ (±{2 * r.sd_difference_pts:.2f} at 2σ); VT-5 passes within ±{r.tolerance_pts:g} points.
+ Compared by {norm[r.normalised_by]} ({escape(r.unit)}).</p>
+{_img(plots.savings(r), "metered and modelled saving with error bars")}
+<h2>Runs</h2>
+<table><tr><th class=l>run</th><th class=l>SPEC</th><th>window s</th><th>work core-s</th>
+<th>metered Wh</th><th>modelled Wh</th><th>metered, {norm[r.normalised_by]}
+({escape(r.unit)})</th><th>modelled, {norm[r.normalised_by]} ({escape(r.unit)})</th></tr>
+{runs_rows}</table>
+<h2>Uncertainty of the savings (points, 1σ)</h2>
+<table>{sd_rows}<tr><th class=l>difference D</th><th>{r.sd_difference_pts:.2f}</th></tr></table>
+<h2>Findings</h2>{warnings}
+{per_node}
+<p class=small>“share of D”: how many points of the metered−modelled difference vanish when
+this node's modelled energy is replaced by its metered energy (in both runs).</p>
+<h2>Energy per node</h2>{_img(plots.energy_per_node(r), "energy per node")}
+<h2>Power over time</h2>{_img(plots.power_over_time(r), "power per node over time")}
+<h2>How this was computed</h2><ul class=small>
+<li>Metered energy: the PDU outlet's cumulative counter where it advanced at least
+ {COUNTER_MIN_STEPS} steps (a drop is a wrap or reset: stitched with the metered power across
+ it), else the trapezoid of metered power samples. Samples whose power the agent modelled count
+ as missing.</li>
+<li>A gap is an interval longer than {GAP_FACTOR:g} × the node's median sample period; it is
+ bridged linearly (never with zeros) and charged range × length / √12 of uncertainty.</li>
+<li>Modelled energy: each node's calibrated P(u) = P_idle + (P_max − P_idle)·u applied to the
+ measured utilisation, integrated the same way.</li>
+<li>Meter accuracy ±{r.accuracy_pct:g} % taken as a uniform bound (σ = a/√3), both as a per-outlet
+ gain shared by runs A and B (cancels except through shifts of energy share) and as independent
+ per-reading error. Calibration uncertainty from each node's P_idle/P_max CI.</li>
+</ul></body></html>"""
+
+
+def summary_json(result: CheckResult) -> dict[str, Any]:
+    """The JSON summary: verdict, savings, uncertainty components and per-node figures."""
+
+    def run_json(run: RunResult) -> dict[str, Any]:
+        return {
+            "label": run.label,
+            "spec": run.spec,
+            "duration_s": run.duration_s,
+            "work_core_s": run.work_core_s,
+            "metered_wh": run.metered_wh,
+            "modelled_wh": run.modelled_wh,
+            "metered_normalised": run.metered_normalised,
+            "modelled_normalised": run.modelled_normalised,
+            "nodes": {
+                name: {
+                    "method": n.method,
+                    "metered_wh": n.metered_wh,
+                    "metered_sampling_sd_wh": n.metered_sampling_sd_wh,
+                    "metered_reading_sd_wh": n.metered_reading_sd_wh,
+                    "modelled_wh": n.modelled_wh,
+                    "model_error_pct": n.model_error_pct,
+                    "power_rmse_w": n.power_rmse_w,
+                    "gaps_s": [[g.start_s, g.end_s] for g in n.gaps],
+                    "counter_events": [
+                        {
+                            "at_s": e.at_s,
+                            "before_wh": e.before_wh,
+                            "after_wh": e.after_wh,
+                            "bridged_wh": e.bridged_wh,
+                            "how": e.how,
+                        }
+                        for e in n.counter_events
+                    ],
+                    "counter_note": n.counter_note,
+                    "modelled_samples": n.modelled_samples,
+                }
+                for name, n in run.nodes.items()
+            },
+        }
+
+    return {
+        "verdict": result.verdict,
+        "passed": result.passed,
+        "resolvable": result.resolvable,
+        "tolerance_pts": result.tolerance_pts,
+        "normalised_by": result.normalised_by,
+        "unit": result.unit,
+        "saving_metered": result.saving_metered,
+        "saving_modelled": result.saving_modelled,
+        "difference_pts": result.difference_pts,
+        "sd_difference_pts": result.sd_difference_pts,
+        "sd_metered": result.sd_metered,
+        "sd_modelled": result.sd_modelled,
+        "disagreement_pts": result.disagreement_pts,
+        "accuracy_pct": result.accuracy_pct,
+        "warnings": list(result.warnings),
+        "runs": {"a": run_json(result.a), "b": run_json(result.b)},
+    }
+
+
+def write_report(
+    result: CheckResult, out_dir: Path, title: str = "VT-5 wall-power check"
+) -> tuple[Path, Path]:
+    """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
+
+    Returns
+    -------
+    (Path, Path)
+        The HTML and the JSON file.
+
+    Raises
+    ------
+    WallPowerError
+        The directory cannot be created or written (naming it).
+    """
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
+        html_path.write_text(render_html(result, title))
+        json_path.write_text(json.dumps(summary_json(result), indent=2) + "\n")
+    except OSError as exc:
+        raise WallPowerError(
+            f"cannot write the report into {out_dir}: {exc.strerror or exc}"
+        ) from exc
+    return html_path, json_path

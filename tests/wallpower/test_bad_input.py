@@ -1,0 +1,123 @@
+"""Bad input gives one clear message naming what was wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from eams.calibrate.wallpower import (
+    InfluxUnreachable,
+    RunDataError,
+    RunMismatchError,
+    RunSpecError,
+    check_runs,
+    load_fleet,
+    load_run,
+    parse_run_spec,
+)
+
+from eams.cli import cli
+from tests.conftest import free_port
+from tests.wallpower.synth import RunPlan, simulate, spread
+
+
+def test_window_without_data_names_the_span_held(two_runs) -> None:
+    spec = parse_run_spec(
+        f"jsonl:{two_runs[0]}?start=2030-01-01T00:00:00Z&end=2030-01-01T01:00:00Z"
+    )
+    with pytest.raises(
+        RunDataError, match=r"no telemetry in 2030-01-01T00:00:00Z .*holds 2026-11-29T10:00:00Z"
+    ):
+        load_run(spec, "A")
+
+
+def test_node_missing_in_one_run(tmp_path: Path, two_runs, fleet_dir: Path) -> None:
+    plan = RunPlan({k: v for k, v in spread(0.5).items() if k != "n5"}, duration_s=60)
+    simulate(plan, tmp_path)
+    a = load_run(parse_run_spec(f"jsonl:{two_runs[0]}"), "A")
+    b = load_run(parse_run_spec(f"jsonl:{tmp_path}"), "B")
+    with pytest.raises(RunMismatchError, match=r"node\(s\) n5 only in run A"):
+        check_runs(a, b, load_fleet(fleet_dir))
+
+
+def test_node_without_calibration(two_runs, fleet_dir: Path, tmp_path: Path) -> None:
+    partial = tmp_path / "cal"
+    partial.mkdir()
+    for path in fleet_dir.glob("*.json"):
+        if path.stem != "n6":
+            (partial / path.name).write_text(path.read_text())
+    a = load_run(parse_run_spec(f"jsonl:{two_runs[0]}"), "A")
+    with pytest.raises(RunMismatchError, match=r"no calibration for node.* n6"):
+        check_runs(a, a, load_fleet(partial))
+
+
+def test_runs_of_different_length(tmp_path: Path, fleet_dir: Path) -> None:
+    simulate(RunPlan(spread(0.5), duration_s=60), tmp_path / "a")
+    simulate(RunPlan(spread(0.5), duration_s=90), tmp_path / "b")
+    fleet = load_fleet(fleet_dir)
+    a = load_run(parse_run_spec(f"jsonl:{tmp_path / 'a'}"), "A")
+    b = load_run(parse_run_spec(f"jsonl:{tmp_path / 'b'}"), "B")
+    by_time = check_runs(a, b, fleet)
+    assert by_time.normalised_by == "time"
+    assert abs(by_time.saving_metered) < 0.01  # same power: no saving although B is longer
+    assert any("differ in length" in w for w in by_time.warnings)
+    a = load_run(parse_run_spec(f"jsonl:{tmp_path / 'a'}?work_core_s=300"), "A")
+    b = load_run(parse_run_spec(f"jsonl:{tmp_path / 'b'}?work_core_s=600"), "B")
+    by_work = check_runs(a, b, fleet)
+    assert by_work.normalised_by == "work" and by_work.unit == "J/core-s"
+    assert by_work.saving_metered == pytest.approx(1 - 1.5 / 2, abs=0.01)
+    b_only = load_run(parse_run_spec(f"jsonl:{tmp_path / 'b'}"), "B")
+    with pytest.raises(RunMismatchError, match="only run A states work_core_s"):
+        check_runs(a, b_only, fleet)
+
+
+def test_unreachable_influx_is_one_line_on_the_cli(fleet_dir: Path, tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    spec = f"influx://127.0.0.1:{port}/eams?start=2026-11-29T10:00:00Z&end=2026-11-29T10:01:00Z"
+    with pytest.raises(InfluxUnreachable, match=f"127.0.0.1:{port}: cannot reach InfluxDB"):
+        load_run(parse_run_spec(spec), "A")
+    result = CliRunner().invoke(
+        cli,
+        [
+            "wallpower",
+            "check",
+            "--run-a",
+            spec,
+            "--run-b",
+            spec,
+            "--calibration",
+            str(fleet_dir),
+            "--out",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 1
+    assert isinstance(result.exception, InfluxUnreachable)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("csv:/tmp/x", "unknown form"),
+        ("jsonl:/nonexistent/dir/x.jsonl", "no JSONL file at"),
+        ("influx://127.0.0.1:8086/eams?start=0", "needs start=T and end=T"),
+        ("influx://127.0.0.1:8086/?start=0&end=1", "needs a host and a database"),
+        ("influx://127.0.0.1:8086/db?start=5&end=1", "end is not after start"),
+        ("influx://127.0.0.1:8086/db?start=yesterday&end=1", "neither ISO-8601"),
+        ("influx://127.0.0.1:8086/db?start=0&end=1&colour=red", "unknown option 'colour'"),
+        ("influx://127.0.0.1:8086/db?start=0&end=1&work_core_s=-3", "work_core_s must be"),
+    ],
+)
+def test_bad_specs(text: str, message: str) -> None:
+    with pytest.raises(RunSpecError, match=message):
+        parse_run_spec(text)
+
+
+def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "n1.jsonl"
+    path.write_text('{"node": "n1", "measured_at_ns": 1, "power_cap_w": 50}\n{"node": "n1"}\n')
+    with pytest.raises(
+        RunDataError, match=rf"{path}:2: telemetry sample: missing key 'measured_at_ns'"
+    ):
+        load_run(parse_run_spec(f"jsonl:{path}"), "A")

@@ -1,0 +1,78 @@
+"""Reading a run from a real InfluxDB 1.6 over the v1 query API gives the same check as JSONL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from eams.agent.schema import TelemetrySample
+from eams.calibrate.wallpower import RunDataError, check_runs, load_fleet, load_run, parse_run_spec
+
+from tests.servers.influxdb import INFLUXD, InfluxDB
+from tests.wallpower.synth import START_NS
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def influx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InfluxDB]:
+    if INFLUXD is None:
+        pytest.skip("influxd not installed (Debian package influxdb)")
+    server = InfluxDB(tmp_path_factory.mktemp("influxdb"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _load_into(influx: InfluxDB, database: str, directory: Path) -> None:
+    """Write a JSONL run into ``database`` with the agent's own line-protocol writer."""
+    influx.create_database(database)
+    lines = [
+        TelemetrySample.from_json(json.loads(line)).to_line_protocol()
+        for path in sorted(directory.glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+    answer = httpx.post(
+        f"{influx.url}/write",
+        params={"db": database, "precision": "ns"},
+        content="\n".join(lines),
+        timeout=10,
+    )
+    assert answer.status_code == 204, answer.text
+
+
+def test_influx_run_equals_jsonl_run(influx: InfluxDB, two_runs, fleet_dir: Path) -> None:
+    dir_a, dir_b, _, _ = two_runs
+    _load_into(influx, "run_a", dir_a)
+    _load_into(influx, "run_b", dir_b)
+    host = influx.url.removeprefix("http://")
+    window = f"start={START_NS / 1e9}&end={START_NS / 1e9 + 60}"
+    fleet = load_fleet(fleet_dir)
+    from_influx = check_runs(
+        load_run(parse_run_spec(f"influx://{host}/run_a?{window}"), "A"),
+        load_run(parse_run_spec(f"influx://{host}/run_b?{window}"), "B"),
+        fleet,
+    )
+    from_jsonl = check_runs(
+        load_run(parse_run_spec(f"jsonl:{dir_a}"), "A"),
+        load_run(parse_run_spec(f"jsonl:{dir_b}"), "B"),
+        fleet,
+    )
+    assert from_influx.saving_metered == pytest.approx(from_jsonl.saving_metered, abs=1e-12)
+    assert from_influx.saving_modelled == pytest.approx(from_jsonl.saving_modelled, abs=1e-12)
+    assert list(from_influx.a.nodes) == list(from_jsonl.a.nodes)
+    assert from_influx.a.nodes["n1"].method == "counter"
+
+
+def test_influx_empty_window_and_unknown_database(influx: InfluxDB, two_runs) -> None:
+    _load_into(influx, "run_w", two_runs[0])
+    host = influx.url.removeprefix("http://")
+    with pytest.raises(RunDataError, match=r"no telemetry in .*the source holds no sample"):
+        load_run(parse_run_spec(f"influx://{host}/run_w?start=0&end=60"), "A")
+    with pytest.raises(RunDataError, match="database not found"):
+        load_run(parse_run_spec(f"influx://{host}/nosuchdb?start=0&end=60"), "A")

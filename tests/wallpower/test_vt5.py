@@ -1,0 +1,76 @@
+"""VT-5 on simulated runs whose hidden truth is known: a right fleet passes, a wrong one fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
+from eams.calibrate.wallpower.cli import EXIT_FAIL
+
+from eams.cli import cli
+from tests.wallpower.synth import write_calibrations
+
+
+def _runs(two_runs: tuple) -> tuple:
+    dir_a, dir_b, _, _ = two_runs
+    return (
+        load_run(parse_run_spec(f"jsonl:{dir_a}"), "A"),
+        load_run(parse_run_spec(f"jsonl:{dir_b}"), "B"),
+    )
+
+
+def test_correct_fleet_passes_and_metered_saving_matches_truth(two_runs, fleet_dir) -> None:
+    a, b = _runs(two_runs)
+    result = check_runs(a, b, load_fleet(fleet_dir))
+    truth_a, truth_b = two_runs[2], two_runs[3]
+    true_saving = 1 - sum(truth_b.values()) / sum(truth_a.values())
+    assert result.passed
+    assert abs(result.difference_pts) < 1.5
+    assert result.saving_metered == pytest.approx(true_saving, abs=0.002)
+    for name, node in result.a.nodes.items():
+        assert node.method == "counter"
+        assert node.metered_wh == pytest.approx(truth_a[name], rel=0.01)
+    assert result.resolvable
+
+
+def test_miscalibrated_node_fails_and_is_named(two_runs, tmp_path: Path) -> None:
+    wrong = load_fleet(write_calibrations(tmp_path / "cal", scale_pmax={"n4": 2.0}))
+    a, b = _runs(two_runs)
+    result = check_runs(a, b, wrong)
+    assert not result.passed
+    assert abs(result.difference_pts) > 3
+    worst = max(result.disagreement_pts, key=lambda n: abs(result.disagreement_pts[n]))
+    assert worst == "n4"
+    assert any("n4: model error" in w for w in result.warnings)
+
+
+def test_cli_writes_report_and_exits_by_verdict(two_runs, fleet_dir, tmp_path: Path) -> None:
+    dir_a, dir_b, _, _ = two_runs
+    args = [
+        "wallpower",
+        "check",
+        "--run-a",
+        f"jsonl:{dir_a}?label=default",
+        "--run-b",
+        f"jsonl:{dir_b}?label=eams",
+        "--calibration",
+        str(fleet_dir),
+    ]
+    ok = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "ok")])
+    assert ok.exit_code == 0, ok.output
+    assert "VT-5 PASS" in ok.output
+    summary = json.loads((tmp_path / "ok" / "wallpower_summary.json").read_text())
+    assert summary["verdict"] == "PASS"
+    assert set(summary["runs"]["a"]["nodes"]) == {f"n{i}" for i in range(1, 7)}
+    html = (tmp_path / "ok" / "wallpower_report.html").read_text()
+    assert html.count('src="data:image/png;base64,') == 3
+    assert "http://" not in html and "https://" not in html  # self-contained
+
+    wrong = write_calibrations(tmp_path / "wrong", scale_pmax={"n4": 2.0})
+    fail = CliRunner().invoke(cli, [*args[:-1], str(wrong), "--out", str(tmp_path / "bad")])
+    assert fail.exit_code == EXIT_FAIL
+    assert "VT-5 FAIL" in fail.output
+    assert (tmp_path / "bad" / "wallpower_report.html").is_file()
