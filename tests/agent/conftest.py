@@ -3,6 +3,7 @@ and the real servers (influxd 1.6, VictoriaMetrics) through the shared launchers
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ import pytest
 import yaml
 from eams.agent.config import load_config
 from eams.agent.runner import Agent
+from eams.agent.schema import TelemetrySample
 from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
 from prometheus_client.parser import text_string_to_metric_families
@@ -130,3 +132,10 @@ def victoriametrics(tmp_path: Path) -> Iterator[VictoriaMetrics]:
         yield server
     finally:
         server.stop()
+
+
+def jsonl_samples(path: Path) -> list[TelemetrySample]:
+    """The samples a JSONL sink wrote (the ground truth of what the agent measured)."""
+    if not path.exists():
+        return []
+    return [TelemetrySample.from_json(json.loads(line)) for line in path.read_text().splitlines()]
