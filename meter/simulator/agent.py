@@ -252,6 +252,11 @@ class PduSimulator:
             )
 
     @property
+    def voltage_v(self) -> float:
+        """Outlet RMS voltage (V) the simulator serves."""
+        return self._voltage_v
+
+    @property
     def outlet_count(self) -> int:
         """Number of outlets."""
         return len(self._outlets)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 
@@ -10,6 +11,9 @@ from eams.meter.simulator.agent import PduSimulator, PowerCurve, VirtualOutlet
 from eams.meter.simulator.control import ControlServer
 from eams.meter.simulator.curves import LinearCurve, MeasuredCurve, load_specpower
 from eams.meter.simulator.load import HostCpuLoad
+from eams.meter.simulator.modbus import ModbusMeterSimulator
+
+_MODBUS_MODELS = {1: "sdm120", 3: "sdm630"}
 
 
 def _parse_curve(text: str) -> LinearCurve:
@@ -70,6 +74,21 @@ def _parse_curve(text: str) -> LinearCurve:
     multiple=True,
     help="Drive this outlet from this machine's CPU utilisation (repeatable).",
 )
+@click.option(
+    "--modbus-device",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also serve an Eastron meter (Modbus-RTU) on this serial device, e.g. one end of a "
+    "socat pty pair.",
+)
+@click.option(
+    "--modbus-outlet",
+    "modbus_outlets",
+    type=click.IntRange(1),
+    multiple=True,
+    help="Outlet(s) the Modbus meter measures: once for an SDM120, three times for an SDM630 "
+    "(default: outlet 1).",
+)
 def simulate(
     n_outlets: int,
     curve: str,
@@ -79,6 +98,8 @@ def simulate(
     community: str,
     control_port: int,
     host_cpu_outlets: tuple[int, ...],
+    modbus_device: str | None,
+    modbus_outlets: tuple[int, ...],
 ) -> None:
     """Serve a simulated APC rPDU2 Metered-by-Outlet PDU over SNMP until Ctrl-C or SIGTERM.
 
@@ -91,6 +112,10 @@ def simulate(
         curl -X PUT -d '{"utilisation": 0.8}' http://127.0.0.1:CONTROL_PORT/outlets/2/load
 
     and read every outlet's ground truth (W, A, Wh) with ``GET /outlets``.
+
+    With ``--modbus-device``, the same virtual nodes also feed an Eastron SDM120 (one
+    ``--modbus-outlet``) or SDM630 (three) served on that serial device; read the other end of
+    its pty pair with ``serial://OTHER_END?protocol=sdm120``.
 
     Errors: a bad curve or outlet number exits 2; a port in use or a missing SPECpower file
     exits 1 with one line on stderr.
@@ -106,10 +131,16 @@ def simulate(
                     param_hint="--specpower-row",
                 )
             curves[outlet] = MeasuredCurve.from_specpower(table[row])
-    for outlet in host_cpu_outlets:
+    modbus_outlets = modbus_outlets or (1,)
+    if modbus_device and len(modbus_outlets) not in _MODBUS_MODELS:
+        raise click.BadParameter(
+            "give one (SDM120) or three (SDM630) outlets", param_hint="--modbus-outlet"
+        )
+    for outlet in (*host_cpu_outlets, *modbus_outlets):
         if outlet > n_outlets:
             raise click.BadParameter(
-                f"outlet {outlet} > --outlets {n_outlets}", param_hint="--host-cpu-outlet"
+                f"outlet {outlet} > --outlets {n_outlets}",
+                param_hint="--host-cpu-outlet/--modbus-outlet",
             )
     outlets = [VirtualOutlet(f"node{n}", c) for n, c in enumerate(curves, start=1)]
     stop = threading.Event()
@@ -118,7 +149,14 @@ def simulate(
     with PduSimulator(outlets, host=host, port=port, community=community) as sim:
         for outlet in host_cpu_outlets:
             sim.set_load_source(outlet, HostCpuLoad())
-        with ControlServer(sim, host=host, port=control_port) as control:
+        with contextlib.ExitStack() as stack:
+            control = stack.enter_context(ControlServer(sim, host=host, port=control_port))
             click.echo(sim.url)
             click.echo(f"control: {control.url}/outlets")
+            if modbus_device:
+                model = _MODBUS_MODELS[len(modbus_outlets)]
+                stack.enter_context(
+                    ModbusMeterSimulator(sim, modbus_outlets, modbus_device, model=model)
+                )
+                click.echo(f"modbus: {model} on {modbus_device}")
             stop.wait()
