@@ -2,6 +2,8 @@
 
 import click
 
+from eams.scheduler.bench.cli import sweep
+
 
 @click.group()
 def extender() -> None:
@@ -11,3 +13,6 @@ def extender() -> None:
 @click.group()
 def bench() -> None:
     """Benchmarks: the auction engine, and trace replay against baseline schedulers."""
+
+
+bench.add_command(sweep)

@@ -1,0 +1,33 @@
+"""Errors of the benchmark harness::
+
+    eams.errors.EamsError
+    └── BenchError
+        ├── TraceError        a workload trace is unusable (names the file, row and column)
+        ├── ManifestError     an invalid sweep manifest (names the field, e.g. unknown scheduler)
+        ├── LoadError         an offered load ρ cannot be reached with this workload and cluster
+        └── ClusterError      the simulated cluster cannot be built (no server matches the filter)
+
+Each message names what was wrong and where, so that the CLI can print it as one line.
+"""
+
+from eams.errors import EamsError
+
+
+class BenchError(EamsError):
+    """Base class of the harness's deliberate errors."""
+
+
+class TraceError(BenchError, ValueError):
+    """A trace file is missing, lacks a column, or has a bad row (named by its line number)."""
+
+
+class ManifestError(BenchError, ValueError):
+    """A sweep manifest does not validate; the message names the offending field."""
+
+
+class LoadError(BenchError, ValueError):
+    """The requested offered load ρ cannot be reached with the given workload and cluster."""
+
+
+class ClusterError(BenchError, ValueError):
+    """The simulated cluster cannot be built from the requested servers and parameters."""

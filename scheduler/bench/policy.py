@@ -1,0 +1,170 @@
+"""What a scheduler plug-in (``eams.scheduler.policies.<name>``) gives the cycle emulator.
+
+Two kinds, matching the two ways the baselines decide:
+
+* :class:`ScoringPolicy` — kube-scheduler style, one pod per cycle. The emulator filters the
+  nodes (:mod:`.predicates`), asks :meth:`ScoringPolicy.score` for a score per feasible node
+  (0–100, the framework's ``MaxNodeScore``; floored to integers like the framework's int64
+  scores) and binds the best, breaking ties at random with the run's seeded generator, as
+  kube-scheduler's ``selectHost`` does. :meth:`ScoringPolicy.filter` lets a policy narrow the
+  feasible set further (the extender's ``/filter``).
+* :class:`BatchPolicy` — decides a batch of pending pods jointly (MILP); the emulator collects
+  pods over ``batch_window_s`` and passes the batch's feasibility matrix.
+
+Every policy sees the same :class:`NodeState`; none may place a pod on an infeasible node (the
+emulator checks each decision again, and an independent checker replays every placement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from eams.scheduler.bench.cluster import Cluster
+from eams.scheduler.bench.workload import Workload
+from numpy.typing import NDArray
+
+
+@dataclass
+class NodeState:
+    """The live state of the simulated nodes (arrays of length N), updated by the emulator.
+
+    Attributes
+    ----------
+    cluster : Cluster
+    alloc_cpu : (N,) float, cores allocated to running pods
+    alloc_mem_mib : (N,) float, MiB allocated
+    pods_on : (N,) int, running pods per node
+    now_s : float, simulated time (s)
+    """
+
+    cluster: Cluster
+    alloc_cpu: NDArray[np.float64]
+    alloc_mem_mib: NDArray[np.float64]
+    pods_on: NDArray[np.int64]
+    now_s: float = 0.0
+
+    @classmethod
+    def empty(cls, cluster: Cluster) -> NodeState:
+        """All nodes empty at t = 0."""
+        n = cluster.size
+        return cls(cluster, np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64))
+
+    @property
+    def free_cpu(self) -> NDArray[np.float64]:
+        """Free cores per node, shape (N,)."""
+        return self.cluster.cores - self.alloc_cpu
+
+    @property
+    def free_mem_mib(self) -> NDArray[np.float64]:
+        """Free memory per node (MiB), shape (N,)."""
+        return self.cluster.mem_mib - self.alloc_mem_mib
+
+    @property
+    def free_slots(self) -> NDArray[np.int64]:
+        """Free pod slots per node, shape (N,)."""
+        return self.cluster.max_pods - self.pods_on
+
+    @property
+    def utilisation(self) -> NDArray[np.float64]:
+        """Allocated fraction of each node's cores, shape (N,) (pods use their full request)."""
+        return self.alloc_cpu / self.cluster.cores
+
+
+@dataclass(frozen=True)
+class PodRequest:
+    """One pending pod as a policy sees it."""
+
+    index: int
+    name: str
+    cpu: float
+    mem_mib: float
+    duration_s: float
+    tenant: int
+
+    @classmethod
+    def of(cls, workload: Workload, j: int) -> PodRequest:
+        """Pod ``j`` of ``workload``."""
+        return cls(
+            j,
+            workload.names[j],
+            float(workload.cpu[j]),
+            float(workload.mem_mib[j]),
+            float(workload.duration_s[j]),
+            int(workload.tenant[j]),
+        )
+
+
+def marginal_energy_j(
+    pod: PodRequest, nodes: NDArray[np.int64], state: NodeState
+) -> NDArray[np.float64]:
+    """Study §5.1 marginal energy of running ``pod`` on each of ``nodes`` with the fitted linear
+    model: ΔE = (P_max − P_idle)·(c/C)·t + 1[empty]·P_idle·t, with t = duration / speed.
+
+    Returns
+    -------
+    (len(nodes),) float, joules
+    """
+    c = state.cluster
+    runtime_s = pod.duration_s / c.speed[nodes]
+    dynamic = (c.p_max_w[nodes] - c.p_idle_w[nodes]) * (pod.cpu / c.cores[nodes]) * runtime_s
+    wake = np.where(state.pods_on[nodes] == 0, c.p_idle_w[nodes] * runtime_s, 0.0)
+    return dynamic + wake
+
+
+class ScoringPolicy:
+    """Base of per-pod scoring plug-ins (see the module docstring)."""
+
+    name: str = ""
+
+    def filter(
+        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+    ) -> NDArray[np.int64]:
+        """Narrow the feasible ``candidates`` (node indices); the default keeps all."""
+        return candidates
+
+    def score(
+        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+    ) -> NDArray[np.float64]:
+        """Score each candidate node, shape (len(candidates),), 0–100 (higher is better)."""
+        raise NotImplementedError
+
+    def observe(self, state: NodeState) -> None:
+        """Called before each scheduling pass (telemetry for policies that read it)."""
+
+    def close(self) -> None:
+        """Release resources (HTTP clients)."""
+
+
+class BatchPolicy:
+    """Base of batch plug-ins (see the module docstring)."""
+
+    name: str = ""
+    stats: dict[str, int]
+
+    def assign(
+        self,
+        pods: list[PodRequest],
+        feasible: NDArray[np.bool_],
+        state: NodeState,
+    ) -> NDArray[np.int64]:
+        """Assign a batch.
+
+        Parameters
+        ----------
+        pods : list of PodRequest, length J
+        feasible : (J, N) bool, the filter predicates on the current state
+        state : NodeState
+
+        Returns
+        -------
+        (J,) int, node index per pod or −1 (left pending). The assignment must respect every
+        node's free cpu, memory and pod slots jointly.
+        """
+        raise NotImplementedError
+
+    def observe(self, state: NodeState) -> None:
+        """Called before each scheduling pass."""
+
+    def close(self) -> None:
+        """Release resources."""

@@ -1,0 +1,106 @@
+"""The filter predicates every scheduler in the harness must respect (kube-scheduler Filter).
+
+* resources (NodeResourcesFit): ``cpu ≤ free cpu``, ``memory ≤ free memory``, pods on node + 1 ≤
+  allocatable pods;
+* taints and tolerations (TaintToleration): only ``NoSchedule``/``NoExecute`` taints filter;
+  a toleration matches when its effect is empty or equal, its key is empty (with ``Exists``) or
+  equal, and ``Equal`` compares values while ``Exists`` ignores them;
+* ``nodeSelector`` (NodeAffinity): every key present on the node with exactly that value.
+
+Rules as summarised in ``../shared/reference/extender-protocol.md`` §5.2–5.4 (kubernetes/kubernetes
+``noderesources/fit.go``, ``tainttoleration/taint_toleration.go``, ``core/v1/toleration.go``).
+The static part (taints, selector) is evaluated once per distinct pod constraint profile as a
+boolean mask over nodes; the resource part is evaluated on the live free-capacity arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+Effect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
+FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint ``key=value:effect``."""
+
+    key: str
+    value: str = ""
+    effect: Effect = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A pod toleration; ``operator`` is ``Equal`` or ``Exists``; empty effect matches all."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Whether this toleration matches ``taint`` (kubernetes ``ToleratesTaint``)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if not self.key and self.operator != "Exists":
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True)
+class PodConstraints:
+    """The static placement constraints of a class of pods."""
+
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeMeta:
+    """The static placement attributes of one node."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+
+
+def static_fit(constraints: PodConstraints, node: NodeMeta) -> bool:
+    """Whether a pod with ``constraints`` passes TaintToleration and nodeSelector on ``node``."""
+    for taint in node.taints:
+        if taint.effect in FILTERING_EFFECTS and not any(
+            t.tolerates(taint) for t in constraints.tolerations
+        ):
+            return False
+    return all(node.labels.get(k) == v for k, v in constraints.node_selector)
+
+
+def static_masks(profiles: list[PodConstraints], nodes: list[NodeMeta]) -> NDArray[np.bool_]:
+    """Static feasibility of every constraint profile on every node.
+
+    Returns
+    -------
+    (P, N) bool
+        ``mask[p, n]`` is True when profile ``p`` passes the taint and selector rules on node ``n``.
+    """
+    mask = np.zeros((len(profiles), len(nodes)), dtype=bool)
+    for p, prof in enumerate(profiles):
+        mask[p] = [static_fit(prof, node) for node in nodes]
+    return mask
+
+
+def resource_fit(
+    cpu: float,
+    mem_mib: float,
+    free_cpu: NDArray[np.float64],
+    free_mem_mib: NDArray[np.float64],
+    free_slots: NDArray[np.int64],
+) -> NDArray[np.bool_]:
+    """NodeResourcesFit on all nodes for one pod (``cpu`` cores, ``mem_mib``): (N,) bool."""
+    eps = 1e-9  # requests are sums of floats; a pod exactly filling a node must fit
+    return (free_cpu + eps >= cpu) & (free_mem_mib + eps >= mem_mib) & (free_slots >= 1)

@@ -1,0 +1,34 @@
+"""Bin packing: NodeResourcesFit with the ``MostAllocated`` strategy.
+
+Source: kubernetes/kubernetes ``pkg/scheduler/framework/plugins/noderesources/most_allocated.go``.
+The study (§9) calls it the strongest energy baseline: it fills busy nodes so empty ones can
+stay off.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from eams.scheduler.bench.cluster import Cluster
+from eams.scheduler.bench.manifest import Params
+from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
+from eams.scheduler.policies._kube import most_allocated
+from numpy.typing import NDArray
+
+NAME = "most-allocated"
+
+
+class MostAllocated(ScoringPolicy):
+    """Score = MostAllocated over cpu and memory."""
+
+    name = NAME
+
+    def score(
+        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+    ) -> NDArray[np.float64]:
+        """Scores 0–100 per candidate (see :meth:`ScoringPolicy.score`)."""
+        return most_allocated(pod, candidates, state)
+
+
+def make(cluster: Cluster, params: Params, seed: int) -> MostAllocated:
+    """The bin-packing scorer."""
+    return MostAllocated()

@@ -1,0 +1,42 @@
+"""A power-aware score on the predicted power increase, in the style of the PEAKS plug-in.
+
+Source: the PEAKS proposal (Power Efficiency Aware Kubernetes Scheduler), kubernetes-sigs/
+scheduler-plugins KEP (PR #763) and plug-in ``pkg/peaks`` (PR #841): each node has a power model
+P(u); a pod is scored by the jump in node power its cpu request would cause,
+ΔP = P(u + c/C) − P(u), and the node with the smallest jump scores highest. PEAKS fits
+P = K0 + K1·e^(K2·u); here every node's model is the straight line fitted to its measured
+curve — the same information the MILP and EAMS get. Like PEAKS it prices power, not energy:
+neither run time nor waking an empty node enters the score.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from eams.scheduler.bench.cluster import Cluster
+from eams.scheduler.bench.manifest import Params
+from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
+from numpy.typing import NDArray
+
+NAME = "peaks"
+
+
+class PredictedPowerIncrease(ScoringPolicy):
+    """Score = 100·(max ΔP − ΔP)/(max ΔP − min ΔP) over the candidates (100 when all equal)."""
+
+    name = NAME
+
+    def score(
+        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+    ) -> NDArray[np.float64]:
+        """Scores 0–100 per candidate (see :meth:`ScoringPolicy.score`)."""
+        c = state.cluster
+        jump_w = (c.p_max_w[candidates] - c.p_idle_w[candidates]) * pod.cpu / c.cores[candidates]
+        spread = jump_w.max() - jump_w.min()
+        if spread <= 0:
+            return np.full(len(candidates), 100.0)
+        return 100.0 * (jump_w.max() - jump_w) / spread
+
+
+def make(cluster: Cluster, params: Params, seed: int) -> PredictedPowerIncrease:
+    """The PEAKS-style scorer."""
+    return PredictedPowerIncrease()
