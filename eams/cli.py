@@ -8,6 +8,7 @@ from eams import __version__
 from eams.agent.cli import agent
 from eams.calibrate.cli import calibrate
 from eams.calibrate.wallpower.cli import wallpower
+from eams.demo import demo
 from eams.errors import EamsError
 from eams.meter.cli import meter
 from eams.scheduler.cli import bench, extender
@@ -19,7 +20,7 @@ def cli() -> None:
     """EAMS: metered power, per-node power models and energy-aware pod placement."""
 
 
-for group in (meter, calibrate, agent, extender, bench, wallpower):
+for group in (meter, calibrate, agent, extender, bench, wallpower, demo):
     cli.add_command(group)
 
 
