@@ -11,6 +11,8 @@ units. Every field is one of:
 - ``suffix``: keep only rows whose index ends with this number and drop it (Raritan PDU2
   indexes its sensor tables by sensor type: 1 current, 4 voltage, 5 active power, 8 energy);
 - ``invalid``: raw values that mean "not available" (APC answers -1) and decode to ``None``;
+- ``rows``: keep only these indexes (CyberPower's ePDULoadStatusTable lists phases, then the
+  banks that subdivide them: the single-phase total is row 1);
 - a list of such specs: candidates, the first that yields a value wins (APC rPDU2 device power
   falls back to the older rPDU scalar on models that answer -1).
 
@@ -44,6 +46,7 @@ class FieldSpec:
     digits: str | None = None
     suffix: int | None = None
     invalid: tuple[int, ...] = ()
+    rows: tuple[tuple[int, ...], ...] | None = None
 
     @classmethod
     def parse(cls, raw: Any, where: str) -> tuple[FieldSpec, ...]:
@@ -55,7 +58,7 @@ class FieldSpec:
                 item = {"oid": item}
             if not isinstance(item, dict) or "oid" not in item:
                 raise UnknownDevice(f"profiles.yaml: {where}: needs an 'oid'")
-            unknown = set(item) - {"oid", "scale", "digits", "suffix", "invalid"}
+            unknown = set(item) - {"oid", "scale", "digits", "suffix", "invalid", "rows"}
             if unknown:
                 raise UnknownDevice(f"profiles.yaml: {where}: unknown key(s) {sorted(unknown)}")
             specs.append(
@@ -65,6 +68,7 @@ class FieldSpec:
                     digits=str(item["digits"]).lstrip(".") if item.get("digits") else None,
                     suffix=item.get("suffix"),
                     invalid=tuple(item.get("invalid", ())),
+                    rows=tuple(tuple(r) for r in item["rows"]) if "rows" in item else None,
                 )
             )
         return tuple(specs)
@@ -155,6 +159,8 @@ class ColumnReader:
             local: list[str] = []
             for index, (oid, raw) in sorted(rows_of(walked, spec.oid).items()):
                 if spec.suffix is not None and (not index or index[-1] != spec.suffix):
+                    continue
+                if spec.rows is not None and index not in spec.rows:
                     continue
                 d = digits.get(index, (None, None))[1]
                 key = index[:-1] if spec.suffix is not None else index

@@ -1,0 +1,158 @@
+"""THE recorded-PDU test: every walk in ``pdu_snmp/snmprec`` is served by one snmpsim, read
+through ``open_meter`` (auto-detected driver, pysnmp, GETBULK), and each power, current,
+voltage and energy value we report is checked against LibreNMS's decoded value for the same
+OID (``librenms_expected_json``, the oracle: read here only, never at runtime).
+
+Oracle units: LibreNMS gives W, A, V and kWh (``power_consumed``); we give Wh.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from eams.meter.blocking import BlockingMeter
+from eams.meter.errors import MeterProtocolError
+from eams.meter.snmp.client import oid_in_subtree
+from eams.meter.snmp.fake import FakeSnmpClient
+from eams.meter.snmp.registry import detect, family
+
+from tests.meter.conftest import recordings_dir
+
+#: recording → the driver auto-detection must pick.
+EXPECTED_DRIVER = {
+    "apc-cpdu": "apc_cpdu",
+    "apc-epdu_epdu1116s": "apc_epdu",
+    "apc_ap7900b": "apc_rpdu2",
+    "apc_ap8959eu3": "apc_rpdu2",
+    "apc_apdu9959eu3": "apc_rpdu2",
+    "cyberpower_pdu81005": "cyberpower_epdu",
+    "eatonpdu_2": "eaton_epdu",
+    "eatonpdu_dbq": "eaton_pu_sw",
+    "enlogic-pdu_v2": "enlogic_pdu",
+    "gude-epc_8031": "gude_epc",
+    "panduit_g5-p32g13m": "panduit_g5",
+    "raritan-pdu": "raritan_pdu",
+    "raritan-pdu_px2": "raritan_pdu2",
+    "raritan-pdu_px4": "raritan_pdu2",
+    "schleifenbauer_dpm27e": "schleifenbauer",
+    "sentry3_3phase": "sentry3",
+    "sentry3_switched": "sentry3",
+    "sentry4": "sentry4",
+    "vertiv-pdu_mg02e4w1": "vertiv_v5",
+}
+
+#: The one recording with no power data at all: its sysObjectID (.534.6.6.6) is Eaton's
+#: outlet-switched-only ePDU, whose walk holds outlet switch states and nothing metered
+#: (LibreNMS discovers no sensor on it either). Reading it must fail cleanly, not give zeros.
+NO_POWER_DATA = {"eatonpdu_dbq"}
+
+#: Recordings that publish no *active* power, so only currents (and energy) can be checked:
+#: - sentry3_switched: a Switched CDU meters outlet/infeed current only (Sentry3-MIB).
+#: - raritan-pdu and schleifenbauer_dpm27e: LibreNMS labels a column "power" that the vendor
+#:   MIB defines as apparent power (PDU-MIB outletEntry 8 = outletApparentPower, VA;
+#:   SCHLEIFENBAUER-DATABUS-MIB sdbDevOutMtEntry 10 = sdbDevOutMtPowerVoltAmpere, VA). The
+#:   active-power columns (outletEntry 7, sdbDevOutMtEntry 11) are absent from the walks, so
+#:   our outlet power_w is None there, and we must never report those VA columns as W.
+NO_ACTIVE_POWER = {
+    "sentry3_switched": None,
+    "raritan-pdu": "1.3.6.1.4.1.13742.4.1.2.2.1.8",
+    "schleifenbauer_dpm27e": "1.3.6.1.4.1.31034.12.1.1.2.7.2.1.10",
+}
+
+#: Where the oracle names an OID that is not in the walk, our OID → the oracle's. LibreNMS's
+#: Enlogic discovery appends the row index twice (pduUnitStatusActivePower.1.1); the recording
+#: holds only pduUnitStatusActivePower.1, whose value (1120 W) is the one LibreNMS shows.
+ORACLE_OID_ALIAS = {
+    "enlogic-pdu_v2": {"1.3.6.1.4.1.38446.1.2.4.1.4.1": "1.3.6.1.4.1.38446.1.2.4.1.4.1.1"},
+}
+
+FIELD_CLASS = {
+    "power_w": "power",
+    "current_a": "current",
+    "voltage_v": "voltage",
+    "energy_wh": "power_consumed",
+}
+TO_OURS = {"power_consumed": 1000.0}  # kWh → Wh
+
+
+def _oracle(shared_data: Path, name: str) -> dict[str, tuple[str, float]]:
+    path = shared_data / "pdu_snmp" / "librenms_expected_json" / f"{name}.json"
+    doc = json.loads(path.read_text())
+    sensors = ((doc.get("sensors") or {}).get("discovery") or {}).get("sensors") or []
+    return {
+        s["sensor_oid"].lstrip("."): (s["sensor_class"], float(s["sensor_current"]))
+        for s in sensors
+        if s["sensor_class"] in FIELD_CLASS.values() and s["sensor_current"] is not None
+    }
+
+
+def _value(reading, outlet: int | None, field: str) -> float | None:
+    if outlet is None:
+        return {"power_w": reading.total_power_w, "energy_wh": reading.total_energy_wh}[field]
+    row = reading.outlet(outlet)
+    assert row is not None, f"outlet {outlet} has a source but no row"
+    return getattr(row, field)
+
+
+def test_every_recording_has_an_expectation(shared_data: Path) -> None:
+    names = {p.stem for p in recordings_dir(shared_data).glob("*.snmprec")}
+    assert names == set(EXPECTED_DRIVER), "add new recordings to EXPECTED_DRIVER"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_DRIVER))
+def test_auto_detection_picks_the_family(shared_data: Path, name: str) -> None:
+    fake = FakeSnmpClient.from_file(recordings_dir(shared_data) / f"{name}.snmprec")
+    sys_descr = fake._values.get("1.3.6.1.2.1.1.1.0")
+    fam = detect(str(fake._values["1.3.6.1.2.1.1.2.0"]), str(sys_descr or ""))
+    assert fam.name == EXPECTED_DRIVER[name]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", sorted(EXPECTED_DRIVER))
+def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) -> None:
+    with BlockingMeter(snmp_agent.url(name), timeout_s=2.0, retries=1) as meter:
+        if name in NO_POWER_DATA:
+            with pytest.raises(MeterProtocolError, match="publishes only outlet switching"):
+                meter.read()
+            return
+        reading = meter.read()
+        decoded = meter.meter.last_decoded
+    assert reading.driver == EXPECTED_DRIVER[name]
+    assert decoded.problems == [], decoded.problems
+    oracle = _oracle(shared_data, name)
+    checked: dict[str, int] = {f: 0 for f in FIELD_CLASS}
+    matched: set[str] = set()
+    for (outlet, field), oids in decoded.sources.items():
+        ours = _value(reading, outlet, field)
+        alias = ORACLE_OID_ALIAS.get(name, {})
+        terms = [oracle.get(alias.get(oid, oid)) for oid in oids]
+        if any(t is None or t[0] != FIELD_CLASS[field] for t in terms):
+            continue  # LibreNMS does not decode this OID as this quantity: nothing to compare
+        expected = sum(t[1] for t in terms) * TO_OURS.get(FIELD_CLASS[field], 1.0)
+        where = f"{name} outlet {outlet} {field} from {oids}"
+        if float(expected).is_integer() and float(ours).is_integer():
+            assert ours == expected, where
+        else:
+            assert ours == pytest.approx(expected, rel=0.005), where
+        checked[field] += 1
+        matched.update(oids)
+    # Coverage: every oracle sensor in an outlet column we read (same sensor type) is reported.
+    fam = family(reading.driver)
+    for field, reader in fam.outlets.items():
+        for spec in reader.specs:
+            for oid, (cls, _) in oracle.items():
+                in_column = oid_in_subtree(oid, spec.oid) and (
+                    spec.suffix is None or oid.endswith(f".{spec.suffix}")
+                )
+                if in_column and cls == FIELD_CLASS[field]:
+                    assert oid in matched, f"{name}: {oid} ({cls}) not reported"
+    if name in NO_ACTIVE_POWER:
+        assert checked["current_a"] > 0, f"{name}: no current checked"
+        va_column = NO_ACTIVE_POWER[name]
+        if va_column:
+            used = [o for (_, f), oids in decoded.sources.items() if f == "power_w" for o in oids]
+            assert not any(oid_in_subtree(o, va_column) for o in used)
+    else:
+        assert checked["power_w"] > 0, f"{name}: no power value checked against LibreNMS"
