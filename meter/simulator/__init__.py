@@ -13,6 +13,7 @@ __all__ = [
     "HostCpuLoad",
     "LinearCurve",
     "MeasuredCurve",
+    "ModbusMeterSimulator",
     "OutletState",
     "PduSimulator",
     "SimulatorError",
@@ -21,3 +22,12 @@ __all__ = [
     "VirtualOutlet",
     "load_specpower",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ModbusMeterSimulator pulls in pymodbus.server (and aiohttp): import it only when asked
+    if name == "ModbusMeterSimulator":
+        from eams.meter.simulator.modbus import ModbusMeterSimulator
+
+        return ModbusMeterSimulator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

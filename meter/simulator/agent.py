@@ -149,6 +149,12 @@ class PduSimulator:
     clock : callable, optional
         Monotonic seconds; energy integrates over it (tests pass a clock they advance).
 
+    Raises
+    ------
+    SimulatorError
+        If there is no outlet, the voltage or power factor is out of range, or a v3 user is
+        given without both keys of at least 8 characters (RFC 3414).
+
     Notes
     -----
     Energy: each outlet integrates its power over clock time, holding the power constant

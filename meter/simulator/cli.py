@@ -11,7 +11,6 @@ from eams.meter.simulator.agent import PduSimulator, PowerCurve, VirtualOutlet
 from eams.meter.simulator.control import ControlServer
 from eams.meter.simulator.curves import LinearCurve, MeasuredCurve, load_specpower
 from eams.meter.simulator.load import HostCpuLoad
-from eams.meter.simulator.modbus import ModbusMeterSimulator
 
 _MODBUS_MODELS = {1: "sdm120", 3: "sdm630"}
 
@@ -154,6 +153,8 @@ def simulate(
             click.echo(sim.url)
             click.echo(f"control: {control.url}/outlets")
             if modbus_device:
+                from eams.meter.simulator.modbus import ModbusMeterSimulator  # pymodbus.server
+
                 model = _MODBUS_MODELS[len(modbus_outlets)]
                 stack.enter_context(
                     ModbusMeterSimulator(sim, modbus_outlets, modbus_device, model=model)

@@ -207,6 +207,17 @@ def test_misuse_is_reported(sim: PduSimulator):
             other.start()
 
 
+def test_public_names_are_pinned():
+    import eams.meter.simulator as simulator
+
+    assert sorted(simulator.__all__) == [
+        "HostCpuLoad", "LinearCurve", "MeasuredCurve", "ModbusMeterSimulator", "OutletState",
+        "PduSimulator", "SimulatorError", "SpecPowerError", "SpecPowerRow", "VirtualOutlet",
+        "load_specpower",
+    ]  # fmt: skip
+    assert all(hasattr(simulator, name) for name in simulator.__all__)
+
+
 def test_stop_releases_the_port():
     sim = PduSimulator([VirtualOutlet("x", CURVES[0])]).start()
     port = sim.port
