@@ -146,6 +146,11 @@ class PduSimulator:
         Load power factor in (0, 1].
     v3_user, v3_auth_key, v3_priv_key : str, optional
         Also accept SNMPv3 authPriv (HMAC-SHA-96 / AES-128-CFB, RFC 3414/3826) for this user.
+    metering_floor_a : float, optional
+        Imitate APC's squelch (rpdu2g firmware ≥ 6.0.9 reports outlets drawing under 0.3 A
+        as 0 A and 0 W; Schneider Electric FAQ FA156074): served power and current are 0
+        below this current. Off by default; the energy counters and :meth:`state` keep the
+        true values.
     clock : callable, optional
         Monotonic seconds; energy integrates over it (tests pass a clock they advance).
 
@@ -174,6 +179,7 @@ class PduSimulator:
         v3_user: str | None = None,
         v3_auth_key: str | None = None,
         v3_priv_key: str | None = None,
+        metering_floor_a: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not outlets:
@@ -188,6 +194,7 @@ class PduSimulator:
         self._host, self._port, self._community = host, port, community
         self._voltage_v, self._power_factor = voltage_v, power_factor
         self._v3 = (v3_user, v3_auth_key, v3_priv_key) if v3_user else None
+        self._floor_a = metering_floor_a
         self._clock = clock
         self._lock = threading.Lock()
         self._t0_s = self._t_s = clock()
@@ -274,6 +281,11 @@ class PduSimulator:
                 return self._cache[1], self._cache[2]
             self._advance()
             denominator = self._voltage_v * self._power_factor
+
+            def metered_w(power_w: float) -> float:
+                squelched = self._floor_a is not None and power_w / denominator < self._floor_a
+                return 0.0 if squelched else power_w
+
             instant = PduInstant(
                 uptime_s=now - self._t0_s,
                 started_at=self._started_at,
@@ -282,8 +294,8 @@ class PduSimulator:
                 outlets=[
                     OutletInstant(
                         name=slot.outlet.name,
-                        power_w=slot.power_w,
-                        current_a=slot.power_w / denominator,
+                        power_w=metered_w(slot.power_w),
+                        current_a=metered_w(slot.power_w) / denominator,
                         energy_wh=slot.energy_wh,
                         peak_power_w=slot.peak_power_w,
                     )

@@ -57,3 +57,15 @@ def test_blocking_meter_follows_a_load_change():
         sim.set_load(1, 1.0)
         busy = meter.read().outlet(1).power_w
     assert (idle, busy) == (pytest.approx(80.0, abs=0.5), pytest.approx(300.0, abs=0.5))
+
+
+def test_metering_floor_reads_as_below_floor():
+    # 40 W at 230 V, PF 0.95 is 0.18 A: squelched to 0 like an APC outlet under 0.3 A
+    with PduSimulator([VirtualOutlet("small", CURVES[0])], metering_floor_a=0.3) as sim:
+        idle = asyncio.run(_read(sim.url)).outlet(1)
+        sim.set_load(1, 1.0)  # 160 W, 0.73 A: metered
+        busy = asyncio.run(_read(sim.url)).outlet(1)
+        truth = sim.state(1)
+    assert (idle.power_w, idle.current_a, idle.below_floor) == (0.0, 0.0, True)
+    assert busy.power_w == pytest.approx(truth.power_w, abs=0.5)
+    assert not busy.below_floor
