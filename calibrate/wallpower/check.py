@@ -218,11 +218,6 @@ def _warnings(results: tuple[RunResult, RunResult]) -> list[str]:
                 )
             if n.counter_note:
                 out.append(f"{where}: {n.counter_note}")
-            if n.modelled_samples:
-                out.append(
-                    f"{where}: {n.modelled_samples} sample(s) carried modelled, not "
-                    "metered, power; treated as missing metered power"
-                )
             if abs(n.model_error_pct) > MODEL_ERROR_WARN_PCT:
                 out.append(f"{where}: model error {n.model_error_pct:+.1f} % of metered energy")
     return out

@@ -12,9 +12,11 @@ Pure numpy; times are seconds from the run's start, the window is ``[0, span_s]`
   nearest value is held to the window's edge.
 
 A *gap* is an interval between samples (or between an edge of the window and the nearest
-sample) longer than :data:`GAP_FACTOR` × the node's median sample period, i.e. at least two
-consecutive samples missing. A gap is bridged by the straight line between its end samples
-(never by zeros), listed, and charged a conservative sampling uncertainty of
+sample) longer than :data:`GAP_FACTOR` × the median interval between the valid samples of that
+quantity, i.e. at least two consecutive samples missing. (The period is taken per quantity:
+on a testbed the PDU-owner agent publishes every node's metered power while each node's own
+agent publishes its utilisation, at other instants.) A gap is bridged by the straight line
+between its end samples (never by zeros), listed, and charged a conservative sampling uncertainty of
 ``range(values) · length / √12``. Across an ordinary interval the value may have stepped at an
 unknown instant: its uncertainty is ``|Δvalue| · Δt / √12`` (a step at a uniformly distributed
 instant). Intervals are taken as independent.
@@ -118,7 +120,7 @@ def find_gaps(t_s: np.ndarray, span_s: float, threshold_s: float) -> tuple[Gap, 
     )
 
 
-def integrate(t_s: np.ndarray, y: np.ndarray, span_s: float, period_s: float) -> Integral | None:
+def integrate(t_s: np.ndarray, y: np.ndarray, span_s: float) -> Integral | None:
     """Trapezoid integral of ``y`` over ``[0, span_s]``, ignoring NaN samples (see module doc).
 
     Parameters
@@ -129,17 +131,16 @@ def integrate(t_s: np.ndarray, y: np.ndarray, span_s: float, period_s: float) ->
         Values; NaN = missing (never read as 0).
     span_s : float
         Window length (s), > 0.
-    period_s : float
-        The node's nominal sample period (s), > 0: the gap threshold is ``GAP_FACTOR ×`` it.
 
     Returns
     -------
     Integral or None
-        ``None`` when no sample is valid.
+        ``None`` with fewer than two valid samples (no sample period).
     """
     valid = np.isfinite(y)
     tau, values = t_s[valid], y[valid]
-    if tau.size == 0:
+    period_s = sample_period_s(tau)
+    if period_s is None or period_s <= 0:
         return None
     bounds = np.concatenate(([0.0], tau, [span_s]))
     lengths = np.diff(bounds)  # edge, intervals..., edge
@@ -188,7 +189,7 @@ class CounterIntegral:
 
 
 def counter_energy(
-    t_s: np.ndarray, energy_wh: np.ndarray, power_w: np.ndarray, span_s: float, period_s: float
+    t_s: np.ndarray, energy_wh: np.ndarray, power_w: np.ndarray, span_s: float
 ) -> CounterIntegral | str:
     """Energy from the counter, or the reason it cannot be used.
 
@@ -200,8 +201,8 @@ def counter_energy(
         Counter readings (Wh); NaN where absent.
     power_w : ndarray, shape (K,)
         Metered power (W) at the same times, NaN where absent (bridges drops).
-    span_s, period_s : float
-        Window length and nominal sample period (s).
+    span_s : float
+        Window length (s).
 
     Returns
     -------
@@ -212,6 +213,7 @@ def counter_energy(
     if valid.sum() < 2:
         return "no energy counter"
     tau, counter, power = t_s[valid], energy_wh[valid], power_w[valid]
+    period_s = sample_period_s(tau)
     steps = np.diff(counter)
     tolerance = 1e-9 * max(1.0, float(np.abs(counter).max()))
     drops = np.flatnonzero(steps < -tolerance)
@@ -249,5 +251,5 @@ def counter_energy(
         sampling_sd_wh=math.sqrt(quantisation_var + bridge_var + edge_var),
         resolution_wh=resolution,
         events=tuple(events),
-        gaps=find_gaps(tau, span_s, GAP_FACTOR * period_s),
+        gaps=find_gaps(tau, span_s, GAP_FACTOR * (period_s or span_s)),
     )

@@ -13,7 +13,6 @@ from eams.calibrate.wallpower.energy import (
     Gap,
     counter_energy,
     integrate,
-    sample_period_s,
 )
 from eams.calibrate.wallpower.errors import RunDataError
 from eams.calibrate.wallpower.load import NodeSeries, Run
@@ -70,7 +69,7 @@ class NodeEnergy:
     counter_events : tuple of CounterEvent
     counter_note : str or None
     modelled_samples : int
-        Samples with the agent's modelled power (counted as missing metered power).
+        Samples with the agent's modelled power (not wall power; reported, not used).
     power_rmse_w : float or None
         RMS of modelled − metered power at samples having both (W).
     t_s, power_w, modelled_w : ndarray, shape (K,)
@@ -124,18 +123,17 @@ def node_energy(
         The node has neither metered power nor a counter, or no utilisation, in the window.
     """
     where = f"run {run}, node {series.node}"
-    period_s = sample_period_s(series.t_s)
-    if period_s is None or period_s <= 0:
-        raise RunDataError(f"{where}: fewer than two samples in the window")
-    power = integrate(series.t_s, series.power_w, span_s, period_s)
-    counter = counter_energy(series.t_s, series.energy_wh, series.power_w, span_s, period_s)
+    power = integrate(series.t_s, series.power_w, span_s)
+    counter = counter_energy(series.t_s, series.energy_wh, series.power_w, span_s)
     if power is None and not isinstance(counter, CounterIntegral):
-        raise RunDataError(f"{where}: no metered power and {counter} in the window")
-    util = integrate(series.t_s, series.utilisation, span_s, period_s)
+        raise RunDataError(
+            f"{where}: fewer than two metered power samples and {counter} in the window"
+        )
+    util = integrate(series.t_s, series.utilisation, span_s)
     if util is None:
-        raise RunDataError(f"{where}: no utilisation sample in the window")
+        raise RunDataError(f"{where}: fewer than two utilisation samples in the window")
     modelled_w = np.asarray(model.model.power_w(series.utilisation), dtype=float)
-    modelled = integrate(series.t_s, modelled_w, span_s, period_s)
+    modelled = integrate(series.t_s, modelled_w, span_s)
     assert modelled is not None  # same validity as util
     reading_sd_frac = accuracy_pct / 100 / _SQRT3
     if isinstance(counter, CounterIntegral):
