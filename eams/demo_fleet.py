@@ -1,11 +1,18 @@
-"""The demo's six virtual mini-PCs: hidden power curves from six real SPECpower servers.
+"""The demo's six virtual nodes: hidden power curves from six real SPECpower servers.
 
 Six single-node SPECpower_ssj2008 results are taken at evenly spaced positions of the usable
 results (the benchmark harness's filter, :func:`eams.scheduler.bench.cluster.read_server_models`)
 so that they span vendors and hardware generations. Each node keeps its server's measured curve
-*shape* (active idle, 10 % … 100 % target load) scaled to mini-PC power (P_max 35–60 W), and its
-server's per-core throughput as its speed (relative to the median of the six). Every mini-PC
-has :data:`CORES` cores. Without the data folder the demo names the file it wanted and uses
+*shape* (active idle, 10 % … 100 % target load), multiplied by one factor per node, and its
+server's per-core throughput as its speed (relative to the median of the six). Every node has
+:data:`CORES` cores.
+
+Why the nodes are not scaled down to true mini-PC power (10–60 W): the simulated PDU is an APC
+rPDU2, and like the real one (Schneider FAQ FA156074) it cannot meter an outlet under 50 W —
+the driver flags such readings ``below_floor`` and the sweep and the agent rightly refuse
+them. So each curve is scaled to idle at :data:`IDLE_W` (55–65 W): the smallest scale at which
+every reading is metered. A real mini-PC testbed needs a meter without that floor (Raritan PX,
+an Eastron SDM per node). Without the data folder the demo names the file it wanted and uses
 :data:`BUILTIN`, six curves of the same kind written down here.
 """
 
@@ -22,7 +29,8 @@ from eams.scheduler.bench.manifest import ClusterSpec
 
 CORES = 4
 MEMORY_MIB = 16 * 1024.0
-TARGET_P_MAX_W = (35.0, 40.0, 45.0, 50.0, 55.0, 60.0)
+IDLE_W = (55.0, 57.0, 59.0, 61.0, 63.0, 65.0)
+"""Active-idle power of each node after scaling (W): above the APC outlet floor of 50 W."""
 LEVELS = np.linspace(0.0, 1.0, 11)
 
 # (label, power at active idle, 10 % … 100 % in W, ssj_ops per core) — rounded from six
@@ -47,7 +55,7 @@ BUILTIN = (
 
 @dataclass(frozen=True, slots=True)
 class DemoNode:
-    """One virtual mini-PC.
+    """One virtual node (a mini-PC of the testbed, see the module doc for its power).
 
     Attributes
     ----------
@@ -58,7 +66,7 @@ class DemoNode:
     points_w : tuple of float, shape (11,)
         Hidden power (W) at utilisation 0, 0.1 … 1.0 (scaled server curve).
     scale : float
-        Mini-PC watts per server watt.
+        Node watts per server watt.
     speed : float
         Per-core speed relative to the median node (reference core-seconds per second).
     cores : int
@@ -75,8 +83,8 @@ class DemoNode:
 def _nodes(models: list[tuple[str, tuple[float, ...], float]]) -> list[DemoNode]:
     ref = float(np.median([ops for _, _, ops in models]))
     nodes = []
-    for i, ((label, points, ops), target) in enumerate(zip(models, TARGET_P_MAX_W, strict=True)):
-        scale = target / points[-1]
+    for i, ((label, points, ops), idle_w) in enumerate(zip(models, IDLE_W, strict=True)):
+        scale = idle_w / points[0]
         nodes.append(
             DemoNode(
                 name=f"mini-{i + 1}",
@@ -101,17 +109,18 @@ def demo_fleet() -> tuple[list[DemoNode], str]:
     if data_file(SPECPOWER_CSV) is None:
         return _nodes(list(BUILTIN)), (
             f"{SPECPOWER_CSV} not found in the data folder (EAMS_DATA_DIR): using six built-in "
-            "curves, scaled to mini-PC power"
+            f"curves, each scaled to idle at {IDLE_W[0]:g}–{IDLE_W[-1]:g} W (above the APC "
+            "outlet metering floor of 50 W)"
         )
     spec = ClusterSpec(min_cores=1, max_cores=1024, hw_year_from=1990, hw_year_to=2100)
     try:
         pool = read_server_models(spec)
     except ClusterError as exc:
         return _nodes(list(BUILTIN)), f"{exc}: using six built-in curves"
-    picks = np.linspace(0, len(pool) - 1, len(TARGET_P_MAX_W)).round().astype(int)
+    picks = np.linspace(0, len(pool) - 1, len(IDLE_W)).round().astype(int)
     models = [(pool[i].label, pool[i].points_w, pool[i].ops_per_core) for i in picks]
     return _nodes(models), (
-        f"six SPECpower_ssj2008 servers from {SPECPOWER_CSV}, curves scaled to mini-PC power "
-        f"(P_max {TARGET_P_MAX_W[0]:g}–{TARGET_P_MAX_W[-1]:g} W), speeds from their ssj_ops "
-        "per core"
+        f"six SPECpower_ssj2008 servers from {SPECPOWER_CSV}; each curve scaled to idle at "
+        f"{IDLE_W[0]:g}–{IDLE_W[-1]:g} W, not to true mini-PC power, because the simulated APC "
+        "rPDU2 (like the real one) cannot meter an outlet under 50 W; speeds from ssj_ops per core"
     )

@@ -1,4 +1,4 @@
-"""The demo's virtual testbed: six virtual mini-PCs behind the PDU simulator on loopback.
+"""The demo's virtual testbed: six virtual nodes behind the PDU simulator on loopback.
 
 A :class:`VirtualNode` has a CPU load (set by the calibration sweep or by the workload replay)
 and a virtual ``/proc/stat``: cumulative busy and total ticks that grow with real time, so the

@@ -1,0 +1,99 @@
+"""Demo stage 2: calibrate every virtual node with the real sweep, through the real meter.
+
+Each node is swept by :func:`eams.calibrate.sweep.run_sweep` (settling, measured utilisation
+from its virtual ``/proc/stat``, every outlet power read over SNMP by the APC driver), with
+:class:`~eams.demo_testbed.VirtualRunner` as its load driver, then fitted and saved by
+:func:`eams.calibrate.run.fit_and_save`. The six outlets are independent, so the nodes are swept
+at the same time (one thread and one meter connection each), as one would on a real testbed.
+Speeds are relative to a virtual reference node of speed 1 (4 cores at
+``BOGO_OPS_PER_CORE_S``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from eams.calibrate.calfile import Calibration
+from eams.calibrate.run import SpeedReferenceSpec, fit_and_save
+from eams.calibrate.sweep import SweepPlan, SweepProgress, run_sweep
+from eams.demo_fleet import CORES
+from eams.demo_testbed import BOGO_OPS_PER_CORE_S, Testbed, VirtualNode, VirtualRunner
+from eams.meter.blocking import BlockingMeter
+
+DRIVER = "apc_rpdu2"
+FULL_PLAN = SweepPlan(
+    settle_s=1.5, measure_s=1.0, sample_s=0.1, settle_power_tol_pct=3.0, settle_power_tol_w=1.0
+)
+QUICK_PLAN = SweepPlan(
+    levels_pct=(0, 20, 40, 60, 80, 100),
+    settle_s=1.0,
+    measure_s=0.5,
+    sample_s=0.1,
+    settle_power_tol_pct=3.0,
+    settle_power_tol_w=1.0,
+)
+REFERENCE = SpeedReferenceSpec("virtual reference node", BOGO_OPS_PER_CORE_S * CORES)
+
+
+def _calibrate_one(
+    testbed: Testbed,
+    outlet: int,
+    node: VirtualNode,
+    plan: SweepPlan,
+    out_dir: Path,
+    progress: Callable[[str, SweepProgress], None],
+) -> Calibration:
+    name = node.spec.name
+    with BlockingMeter(testbed.url, driver=DRIVER) as meter:
+        record = run_sweep(
+            VirtualRunner(node),
+            meter,
+            node=name,
+            meter_url=testbed.url,
+            outlet=outlet,
+            plan=plan,
+            progress=lambda p: progress(name, p),
+        )
+    return fit_and_save(record, out_dir / f"{name}.json", REFERENCE)
+
+
+def calibrate_fleet(
+    testbed: Testbed,
+    out_dir: Path,
+    *,
+    quick: bool,
+    progress: Callable[[str, SweepProgress], None],
+) -> list[Calibration]:
+    """Sweep, fit and save every node of ``testbed``; files ``out_dir/NODE.json``.
+
+    Parameters
+    ----------
+    testbed : Testbed
+        Running; outlet n feeds node n.
+    out_dir : Path
+        Created if missing.
+    quick : bool
+        Six levels and shorter intervals (:data:`QUICK_PLAN`) instead of :data:`FULL_PLAN`.
+    progress : callable
+        ``(node, SweepProgress)``, called from the sweep threads.
+
+    Returns
+    -------
+    list of Calibration
+        In node order.
+
+    Raises
+    ------
+    SweepError, FitError, MeterError
+        The first failure of any node (the others finish first; their loads are stopped).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = QUICK_PLAN if quick else FULL_PLAN
+    with ThreadPoolExecutor(len(testbed.nodes), thread_name_prefix="eams-demo-sweep") as pool:
+        futures = [
+            pool.submit(_calibrate_one, testbed, outlet, node, plan, out_dir, progress)
+            for outlet, node in enumerate(testbed.nodes, start=1)
+        ]
+        return [future.result() for future in futures]
