@@ -8,6 +8,7 @@ for an SDM630.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import threading
 from dataclasses import dataclass
@@ -32,6 +33,11 @@ MAX_BLOCK_REGISTERS = 80
 Protocol V1.1b3 §6.4)."""
 DEADLINE_SLACK_S = 0.5
 QUANTITIES = ("voltage_v", "current_a", "power_w", "energy_wh")
+
+# pymodbus logs connection and timeout failures at ERROR on a logger without handlers, so
+# Python's last-resort handler printed them on stderr next to our one-line error. A
+# NullHandler stops that; records still propagate to any handler the application configures.
+logging.getLogger("pymodbus.logging").addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True, slots=True)

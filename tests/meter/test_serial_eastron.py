@@ -2,6 +2,9 @@
 our driver on the other; plus a raw peer that answers with a bad CRC or a truncated frame."""
 
 import asyncio
+import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -188,3 +191,39 @@ def test_bad_frames_are_protocol_errors(ptys, corrupt, message):
 def test_absent_device_is_unreachable(tmp_path: Path):
     with pytest.raises(MeterUnreachable, match="cannot open serial device"):
         open_serial_meter(f"serial://{tmp_path}/ttyNONE?protocol=sdm630")
+
+
+EAMS = str(Path(sys.executable).with_name("eams"))
+
+
+def test_cli_reads_a_serial_meter_as_json(ptys, modbus_peer):
+    registers, values = _registers_for("sdm630", np.random.default_rng(5))
+    modbus_peer(1, registers)
+    result = subprocess.run(
+        [EAMS, "meter", "read", f"serial://{ptys[1]}?protocol=sdm630", "--json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    regmap = register_map("sdm630")
+    assert [o["outlet"] for o in answer["outlets"]] == [1, 2, 3]
+    assert [o["power_w"] for o in answer["outlets"]] == pytest.approx(
+        [values[regmap.outlets[n]["power_w"].address] for n in (1, 2, 3)]
+    )
+    assert answer["total_power_w"] == pytest.approx(values[regmap.total["power_w"].address])
+
+
+def test_cli_names_an_absent_device_in_one_line(tmp_path: Path):
+    result = subprocess.run(
+        [EAMS, "meter", "read", f"serial://{tmp_path}/ttyNONE?protocol=sdm120"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert f"{tmp_path}/ttyNONE" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_public_names_are_pinned():
+    import eams.meter.serial as serial_meters
+
+    assert sorted(serial_meters.__all__) == ["EastronMeter", "WattsUpMeter", "open_serial_meter"]
