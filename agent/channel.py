@@ -67,6 +67,7 @@ class SinkChannel:
         self._backoff_s = 0.0
         self._retry_at = 0.0
         self._thread = threading.Thread(target=self._run, name=f"sink-{sink.name}", daemon=True)
+        metrics.add_sink(sink.name)
         self._update_depth()
 
     def start(self) -> None:

@@ -27,8 +27,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-import httpx
 import yaml
 from eams.agent.errors import ConfigError
 from eams.calibrate.calfile import Calibration, load_calibration
@@ -49,8 +49,8 @@ from pydantic import (
 
 
 def _http_url(value: str) -> str:
-    url = httpx.URL(value)
-    if url.scheme not in ("http", "https") or not url.host:
+    url = urlsplit(value)
+    if url.scheme not in ("http", "https") or not url.hostname:
         raise ValueError(f"expected an http(s):// URL with a host, got {value!r}")
     return value.rstrip("/")
 

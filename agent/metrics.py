@@ -39,6 +39,9 @@ from wsgiref.simple_server import WSGIServer
 from eams.agent.schema import PowerSource, TelemetrySample
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+#: Values of the ``reason`` label of ``eams_agent_dropped_points_total``.
+DROP_REASONS = ("spool_full", "disk_full", "spool_error", "rejected")
+
 
 class AgentMetrics:
     """Every metric of one agent, registered on a private :class:`CollectorRegistry`."""
@@ -91,6 +94,13 @@ class AgentMetrics:
         self.meter_errors = Counter("eams_agent_meter_read_errors", "Failed PDU reads", registry=r)
         self._latest_ns: dict[str, int] = {}
         self._server: WSGIServer | None = None
+
+    def add_sink(self, sink: str) -> None:
+        """Create the sink's series at 0, so dashboards and alerts see them before any event."""
+        for counter in (self.written, self.write_errors):
+            counter.labels(sink)
+        for reason in DROP_REASONS:
+            self.dropped.labels(sink, reason)
 
     def observe(self, sample: TelemetrySample) -> None:
         """Set the per-node gauges from ``sample``; an unknown value removes its series."""

@@ -3,7 +3,10 @@ and the real servers (influxd 1.6, VictoriaMetrics) through the shared launchers
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -139,3 +142,29 @@ def jsonl_samples(path: Path) -> list[TelemetrySample]:
     if not path.exists():
         return []
     return [TelemetrySample.from_json(json.loads(line)) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 KiB tmpfs (needs root, which the test machines give)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs to produce a real ENOSPC needs root")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def fill(directory: Path) -> Path:
+    """Write a file until the filesystem says ENOSPC; return it."""
+    filler = directory / "filler"
+    with filler.open("wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"x" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler

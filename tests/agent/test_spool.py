@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import errno
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from eams.agent.spool import Spool
+
+from tests.agent.conftest import fill
 
 
 def records(start: int, stop: int) -> list[str]:
@@ -65,32 +62,6 @@ def test_byte_bound(tmp_path: Path) -> None:
     assert result.dropped == {"spool_full": 2}
     assert bodies(spool) == records(2, 7)
     assert spool.depth_bytes == 5 * size
-
-
-@pytest.fixture
-def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 64 KiB tmpfs (needs root, which the test machines give)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs to produce a real ENOSPC needs root")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-def fill(directory: Path) -> Path:
-    """Write a file until the filesystem says ENOSPC; return it."""
-    filler = directory / "filler"
-    with filler.open("wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"x" * 4096)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    return filler
 
 
 def test_full_disk_is_counted_not_raised(tiny_disk: Path) -> None:

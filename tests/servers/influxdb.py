@@ -84,6 +84,8 @@ class InfluxDB(ServerProcess):
         if database is not None:
             params["db"] = database
         answer = httpx.post(f"{self.url}/query", params=params, timeout=10).json()
+        if "error" in answer:
+            raise RuntimeError(f"InfluxQL {influxql!r}: {answer['error']}")
         result = answer["results"][0]
         if "error" in result:
             raise RuntimeError(f"InfluxQL {influxql!r}: {result['error']}")

@@ -1,0 +1,63 @@
+"""Bad conditions the agent must survive: a full spool disk, a sink refusing the points."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.agent.conftest import fill, jsonl_samples, metric, running_agent, wait_for, write_config
+from tests.conftest import free_port
+
+
+def test_full_spool_disk_is_counted_and_the_agent_keeps_sampling(
+    tmp_path: Path, tiny_disk: Path
+) -> None:
+    dead = {"type": "influx_v1", "url": f"http://127.0.0.1:{free_port()}", "database": "eams"}
+    config = write_config(
+        tmp_path,
+        spool={"dir": str(tiny_disk), "max_points": 1_000_000, "policy": "drop_oldest"},
+        sinks=[{**dead, "max_backoff_s": 0.2}, {"type": "jsonl", "path": "samples.jsonl"}],
+    )
+    filler = fill(tiny_disk)
+    with running_agent(config) as agent:
+        port = agent.metrics_port
+
+        def disk_full_drops() -> float:
+            return (
+                metric(
+                    port, "eams_agent_dropped_points_total", sink="influx_v1", reason="disk_full"
+                )
+                or 0
+            )
+
+        wait_for(lambda: disk_full_drops() >= 3, "points dropped for a full disk")
+        assert metric(port, "eams_agent_spool_points", sink="influx_v1") == 0
+        taken = len(jsonl_samples(tmp_path / "samples.jsonl"))
+        wait_for(lambda: len(jsonl_samples(tmp_path / "samples.jsonl")) > taken + 2, "sampling")
+        filler.unlink()
+        wait_for(
+            lambda: (metric(port, "eams_agent_spool_points", sink="influx_v1") or 0) >= 3,
+            "spooling",
+        )
+        dropped = disk_full_drops()
+    assert dropped >= 3
+
+
+def test_points_the_server_rejects_are_dropped_and_counted(tmp_path: Path, influxdb) -> None:
+    """A 400 (here: a field type conflict) can never succeed: the points are dropped and
+    counted, not retried, so they do not pile up in the spool."""
+    conflict = f'eams_node,node=node-x power_cap_w="text" {time.time_ns()}'  # same shard
+    httpx.post(f"{influxdb.url}/write", params={"db": "eams"}, content=conflict).raise_for_status()
+    sink = {"type": "influx_v1", "url": influxdb.url, "database": "eams", "batch_size": 1}
+    config = write_config(tmp_path, sinks=[sink])
+    with running_agent(config) as agent:
+        port = agent.metrics_port
+        wait_for(
+            lambda: metric(
+                port, "eams_agent_dropped_points_total", sink="influx_v1", reason="rejected"
+            ),
+            "a rejected point",
+        )
+        assert metric(port, "eams_agent_spool_points", sink="influx_v1") == 0

@@ -1,0 +1,79 @@
+"""``check-config`` and ``run`` as an operator or systemd runs them (``python -m eams.agent``;
+the same group is ``eams agent``)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from eams.agent.spool import Spool
+
+from tests.agent.conftest import jsonl_samples, scrape, wait_for, write_calibration, write_config
+from tests.conftest import free_port
+
+EAMS = [sys.executable, "-m", "eams.agent"]  # the entry point the systemd unit uses
+
+METRIC_NAMES = {
+    "eams_agent_node_power_watts",
+    "eams_agent_node_headroom_ratio",
+    "eams_agent_node_utilisation_ratio",
+    "eams_agent_sample_age_seconds",
+    "eams_agent_samples_total",
+    "eams_agent_spool_points",
+    "eams_agent_spool_bytes",
+    "eams_agent_sink_write_errors_total",
+    "eams_agent_dropped_points_total",
+}
+
+
+def test_check_config_valid(tmp_path: Path) -> None:
+    write_calibration(tmp_path / "cal.json", "node-a")
+    path = write_config(tmp_path, calibration="cal.json", sinks=[{"type": "jsonl", "path": "x"}])
+    done = subprocess.run([*EAMS, "check-config", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "node node-a: P_cap 65 W" in done.stdout
+    assert f"sink jsonl: jsonl {tmp_path / 'x'}" in done.stdout
+
+
+def test_check_config_refuses_in_one_line(tmp_path: Path) -> None:
+    write_calibration(tmp_path / "cal.json", "node-b")
+    path = write_config(tmp_path, calibration="cal.json")
+    done = subprocess.run([*EAMS, "check-config", str(path)], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith("eams: error: ")
+    assert "calibration" in done.stderr and "node-b" in done.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_run_stops_cleanly_on_signal(tmp_path: Path, signum: signal.Signals) -> None:
+    """Exit 0; samples the dead sink could not take are in its spool for the next start."""
+    metrics_port = free_port()
+    write_calibration(tmp_path / "cal.json", "node-a")
+    dead = {"type": "influx_v1", "url": f"http://127.0.0.1:{free_port()}", "database": "eams"}
+    path = write_config(
+        tmp_path,
+        calibration="cal.json",
+        metrics={"host": "127.0.0.1", "port": metrics_port},
+        sinks=[dead, {"type": "jsonl", "path": "samples.jsonl"}],
+    )
+    agent = subprocess.Popen([*EAMS, "run", "--config", str(path)], stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: len(jsonl_samples(tmp_path / "samples.jsonl")) >= 3, "3 samples")
+        names = {name for name, _ in scrape(metrics_port)}
+        agent.send_signal(signum)
+        _, stderr = agent.communicate(timeout=20)
+    finally:
+        agent.kill()
+    assert agent.returncode == 0, stderr.decode()
+    assert names >= METRIC_NAMES
+    measured = jsonl_samples(tmp_path / "samples.jsonl")
+    spool = Spool(
+        tmp_path / "spool" / "influx_v1.sqlite", max_points=10, max_bytes=None, policy="drop_oldest"
+    )
+    spooled = [line for _, line in spool.peek(1000)]
+    spool.close()
+    assert spooled == [s.to_line_protocol() for s in measured]
