@@ -94,7 +94,7 @@ def _registers_for(model: str, rng: np.random.Generator) -> tuple[list[int], dic
 def test_reads_every_mapped_register_in_si_units(ptys, modbus_peer, model):
     registers, values = _registers_for(model, np.random.default_rng(20261129))
     modbus_peer(7, registers)
-    meter = open_serial_meter(f"serial://{ptys[1]}?protocol={model}&unit=7", timeout_s=0.5)
+    meter = open_serial_meter(f"serial://{ptys[1]}?protocol={model}&unit=7", timeout_s=2.0)
     try:
         reading = asyncio.run(meter.read())
     finally:
@@ -120,7 +120,7 @@ def test_nan_register_is_none_not_zero(ptys, modbus_peer):
     power = register_map("sdm120").outlets[1]["power_w"].address
     registers[power : power + 2] = ModbusSerialClient.convert_to_registers(float("nan"), FLOAT32)
     modbus_peer(1, registers)
-    meter = open_serial_meter(f"serial://{ptys[1]}?protocol=sdm120", timeout_s=0.5)
+    meter = open_serial_meter(f"serial://{ptys[1]}?protocol=sdm120", timeout_s=2.0)
     try:
         reading = asyncio.run(meter.read())
     finally:
@@ -131,7 +131,7 @@ def test_nan_register_is_none_not_zero(ptys, modbus_peer):
 
 def test_modbus_exception_reply_names_registers(ptys, modbus_peer):
     modbus_peer(1, [0] * 20)  # too few registers: the server answers "illegal data address"
-    meter = open_serial_meter(f"serial://{ptys[1]}?protocol=sdm120", timeout_s=0.5)
+    meter = open_serial_meter(f"serial://{ptys[1]}?protocol=sdm120", timeout_s=2.0)
     try:
         with pytest.raises(MeterProtocolError, match=r"input registers 30001-30074.*exception"):
             asyncio.run(meter.read())
@@ -150,17 +150,21 @@ def test_silent_line_is_a_timeout(ptys):
 
 
 def _raw_peer(device: Path, corrupt: Callable[[bytes], bytes]) -> threading.Thread:
-    """Answer every 0x04 request once per try with ``corrupt(valid reply)``."""
+    """Answer one 0x04 request with ``corrupt(valid reply)``.
+
+    The port is opened before returning: pyserial flushes input on open, so a request sent
+    earlier would be lost.
+    """
+    port = serial.Serial(str(device), timeout=5)
 
     def serve() -> None:
-        with serial.Serial(str(device), timeout=2) as port:
-            for _ in range(2):  # first try and one retry
-                request = port.read(8)
-                if len(request) < 8:
-                    return
+        with port:
+            request = port.read(8)
+            if len(request) == 8:
                 count = int.from_bytes(request[4:6], "big")
                 body = bytes([request[0], 0x04, 2 * count]) + bytes(2 * count)
                 port.write(corrupt(body + FramerRTU.compute_CRC(body).to_bytes(2, "big")))
+                port.flush()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -177,7 +181,7 @@ def _raw_peer(device: Path, corrupt: Callable[[bytes], bytes]) -> threading.Thre
 )
 def test_bad_frames_are_protocol_errors(ptys, corrupt, message):
     peer = _raw_peer(ptys[0], corrupt)
-    meter = open_serial_meter(f"serial://{ptys[1]}?protocol=sdm120", timeout_s=0.3, retries=1)
+    meter = open_serial_meter(f"serial://{ptys[1]}?protocol=sdm120", timeout_s=1.0, retries=0)
     try:
         with pytest.raises(
             MeterProtocolError, match=rf"{ptys[1]} unit 1, input registers.*{message}"

@@ -57,7 +57,7 @@ def peer(ptys) -> Iterator[serial.Serial]:
         yield port
 
 
-def _open(ptys, timeout_s: float = 0.5):
+def _open(ptys, timeout_s: float = 1.0):
     return open_serial_meter(f"serial://{ptys[1]}?protocol=wattsup", timeout_s=timeout_s)
 
 
