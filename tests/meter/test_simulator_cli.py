@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from eams.meter.simulator.apc_rpdu2 import RPDU2_OUTLET_METERED_STATUS
+from click.testing import CliRunner
 from pysnmp.hlapi.v3arch.asyncio import (
     CommunityData,
     ContextData,
@@ -18,6 +18,9 @@ from pysnmp.hlapi.v3arch.asyncio import (
     UdpTransportTarget,
     get_cmd,
 )
+
+from eams.meter.simulator.apc_rpdu2 import RPDU2_OUTLET_METERED_STATUS
+from eams.meter.simulator.cli import simulate
 
 EAMS = str(Path(sys.executable).with_name("eams"))
 POWER_OID = ".".join(map(str, (*RPDU2_OUTLET_METERED_STATUS, 7)))
@@ -83,11 +86,6 @@ def test_simulate_serves_and_takes_load_changes(simulate_process):
 
 
 def test_simulate_rejects_a_bad_curve():
-    result = subprocess.run(
-        [EAMS, "meter", "simulate", "--curve", "linear:50:10"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert result.returncode == 2
-    assert "linear:P_IDLE_W:P_MAX_W" in result.stderr
+    result = CliRunner().invoke(simulate, ["--curve", "linear:50:10"])
+    assert result.exit_code == 2
+    assert "linear:P_IDLE_W:P_MAX_W" in result.output
