@@ -15,16 +15,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from eams import __version__
 from eams.calibrate.errors import CalibrationFileError
 from eams.calibrate.fit import FitResult, fit_linear, wake_power
 from eams.calibrate.model import LinearPowerModel
 from eams.meter.errors import BadMeterUrl
 from eams.meter.url import parse_meter_url
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from eams import __version__
 
 SCHEMA_VERSION = 1
+ACTIVE_IDLE_MAX_UTILISATION = 0.10
+"""The idle level counts as active idle only if the node was this quiet (fraction): a node
+busy with other work at "idle" gives no active-idle power, and the line's intercept is used."""
 
 Watts = Annotated[float, Field(allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
@@ -136,6 +139,7 @@ class FitSummary(_Strict):
     p_max_w: Watts
     p_idle_ci95_w: tuple[float, float]
     p_max_ci95_w: tuple[float, float]
+    covariance_w2: tuple[tuple[float, float], tuple[float, float]]
     r2: float
     rmse_w: Annotated[float, Field(ge=0)]
     n_points: Annotated[int, Field(ge=3)]
@@ -154,6 +158,7 @@ class FitSummary(_Strict):
             p_max_w=result.p_max_w,
             p_idle_ci95_w=result.p_idle_ci95_w,
             p_max_ci95_w=result.p_max_ci95_w,
+            covariance_w2=result.covariance_w2,
             r2=result.r2,
             rmse_w=result.rmse_w,
             n_points=result.n_points,
@@ -189,7 +194,8 @@ class Calibration(_Strict):
     fit : FitSummary
         The line and its 95 % intervals, R², RMSE, per-level error and the linearity verdict.
     p_active_idle_w : float or None
-        Power measured at active idle (no load started), W: beside the line's intercept.
+        Power measured at active idle (no load started, measured utilisation at most
+        :data:`ACTIVE_IDLE_MAX_UTILISATION`), W: beside the line's intercept.
     speed : float or None
         s_n: bogo-ops/s at full load relative to the reference (study §5.1); ``None`` unknown.
     speed_reference : SpeedReference or None
@@ -332,7 +338,13 @@ def calibration_from_sweep(
             reference=reference,
             reference_bogo_ops_per_s=reference_bogo_ops_per_s or ops,
         )
-    idle = [lv.mean_power_w for lv in record.levels if lv.commanded_pct == 0]
+    idle = [
+        lv.mean_power_w
+        for lv in record.levels
+        if lv.commanded_pct == 0
+        and lv.utilisation is not None
+        and lv.utilisation <= ACTIVE_IDLE_MAX_UTILISATION
+    ]
     return Calibration(
         node=record.node,
         created_at=created_at,

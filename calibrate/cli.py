@@ -1,8 +1,199 @@
-"""``eams calibrate``: sweep, fit, show and fleet."""
+"""``eams calibrate``: sweep, fit, show and fleet. This module only wires (STYLE.md §14)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import click
+from rich.console import Console
+
+from eams.calibrate.calfile import load_calibration
+from eams.calibrate.csvinput import fit_csv
+from eams.calibrate.errors import SweepError
+from eams.calibrate.fleet import Inventory, run_fleet
+from eams.calibrate.plot import plot_calibrations
+from eams.calibrate.progress import progress_bar
+from eams.calibrate.report import calibrations_table, fit_report, fleet_table
+from eams.calibrate.run import SpeedReferenceSpec, SshOptions, fit_and_save, sweep_node
+from eams.calibrate.sweep import DEFAULT_LEVELS, SweepPlan
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+def _levels(_ctx: click.Context, _param: click.Parameter, text: str | None) -> tuple[int, ...]:
+    if text is None:
+        return DEFAULT_LEVELS
+    try:
+        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected percentages like 0,10,20,...,100") from None
+
+
+def _plan_options(command):  # type: ignore[no-untyped-def]
+    """The sweep-plan flags shared by ``sweep`` and ``fleet``."""
+    for option in reversed(
+        [
+            click.option(
+                "--levels",
+                callback=_levels,
+                help="Commanded load levels in % (default 0,10,...,100; 0 = active idle).",
+            ),
+            click.option(
+                "--settle-s",
+                type=float,
+                default=60.0,
+                show_default=True,
+                help="Longest wait for power and utilisation to settle at each level.",
+            ),
+            click.option(
+                "--measure-s",
+                type=float,
+                default=60.0,
+                show_default=True,
+                help="Measurement interval per level.",
+            ),
+            click.option(
+                "--sample-s",
+                type=float,
+                default=1.0,
+                show_default=True,
+                help="Meter read period (also the settle-detection window).",
+            ),
+            click.option(
+                "--accept-unknown-host",
+                is_flag=True,
+                help="Accept and save an SSH host key not in known_hosts (never a changed one).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
 
 
 @click.group()
 def calibrate() -> None:
     """Fit each node's power model P(u) = P_idle + (P_max − P_idle)·u from load sweeps."""
+
+
+@calibrate.command()
+@click.option("--node", required=True, help="Node name (names the calibration file's node).")
+@click.option(
+    "--meter", "meter_url", required=True, help="Meter URL (snmp://, snmpv3://, serial://)."
+)
+@click.option(
+    "--outlet", type=click.IntRange(min=1), required=True, help="The node's outlet (1-based)."
+)
+@click.option("--ssh", help="USER@HOST[:PORT] to sweep a remote node (default: this machine).")
+@click.option("--identity", type=_FILE, help="SSH private key (default: ~/.ssh keys, agent).")
+@click.option("--known-hosts", type=_FILE, help="known_hosts file (default ~/.ssh/known_hosts).")
+@click.option("--driver", help="Meter driver, skipping auto-detection (e.g. apc_rpdu2).")
+@click.option("--reference", type=_FILE, help="Calibration file of the speed reference node.")
+@click.option(
+    "--reference-bogo-ops-s", type=float, help="Speed reference as bogo-ops/s at 100 % load."
+)
+@_plan_options
+@click.option(
+    "--out", type=_FILE, required=True, help="Calibration file to write (calibration/NAME.json)."
+)
+def sweep(
+    node: str,
+    meter_url: str,
+    outlet: int,
+    ssh: str | None,
+    identity: Path | None,
+    known_hosts: Path | None,
+    driver: str | None,
+    reference: Path | None,
+    reference_bogo_ops_s: float | None,
+    levels: tuple[int, ...],
+    settle_s: float,
+    measure_s: float,
+    sample_s: float,
+    accept_unknown_host: bool,
+    out: Path,
+) -> None:
+    """Sweep one node from active idle to full load with stress-ng, fit it, write the file.
+
+    stress-ng is stopped on every exit path (Ctrl-C, SSH drop, meter failure); measured levels
+    of a sweep that stops early are kept in NAME.partial.json.
+    """
+    plan = SweepPlan(levels, settle_s=settle_s, measure_s=measure_s, sample_s=sample_s)
+    speed_ref = SpeedReferenceSpec()
+    if reference is not None:
+        speed_ref = SpeedReferenceSpec.from_file(reference)
+    elif reference_bogo_ops_s is not None:
+        speed_ref = SpeedReferenceSpec(f"{reference_bogo_ops_s:g} bogo-ops/s", reference_bogo_ops_s)
+    with progress_bar(node) as progress:
+        record = sweep_node(
+            node,
+            meter_url=meter_url,
+            outlet=outlet,
+            out=out,
+            ssh=ssh,
+            ssh_options=SshOptions(identity, known_hosts, accept_unknown_host),
+            plan=plan,
+            driver=driver,
+            progress=progress,
+        )
+    calibration = fit_and_save(record, out, speed_ref)
+    console = Console()
+    console.print(calibrations_table([calibration]))
+    console.print(calibration.fit.linear_reason)
+    console.print(calibration.wake_power_note)
+    console.print(f"written: {out}")
+
+
+@calibrate.command()
+@click.argument("file", type=_FILE)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--floor-w", type=float, help="Meter floor (W): refuse readings at or below it.")
+def fit(file: Path, as_json: bool, floor_w: float | None) -> None:
+    """Fit the line to FILE, a CSV with columns `utilization` (0–1) and `power_w`.
+
+    Other columns are ignored. Rows are numbered as a spreadsheet shows them (header = row 1).
+    """
+    result = fit_csv(file, floor_w)
+    if as_json:
+        click.echo(json.dumps(result.to_json()))
+    else:
+        Console().print(fit_report(result))
+
+
+@calibrate.command()
+@click.argument("files", type=_FILE, nargs=-1, required=True)
+@click.option("--plot", type=_FILE, help="Also draw power vs utilisation with line and band (PNG).")
+def show(files: tuple[Path, ...], plot: Path | None) -> None:
+    """Print a table of calibration FILES (P_idle, P_max with 95 % CIs, speed, R², linear_ok)."""
+    calibrations = [load_calibration(path) for path in files]
+    Console().print(calibrations_table(calibrations))
+    if plot is not None:
+        click.echo(f"plot: {plot_calibrations(calibrations, plot)}")
+
+
+@calibrate.command()
+@click.option("--inventory", type=_FILE, required=True, help="YAML: node → ssh target → outlet.")
+@_plan_options
+def fleet(
+    inventory: Path,
+    levels: tuple[int, ...],
+    settle_s: float,
+    measure_s: float,
+    sample_s: float,
+    accept_unknown_host: bool,
+) -> None:
+    """Sweep every node of the inventory one after another, then print one summary.
+
+    Exit status 1 when any node failed (the summary says which and why).
+    """
+    plan = SweepPlan(levels, settle_s=settle_s, measure_s=measure_s, sample_s=sample_s)
+    outcomes = run_fleet(
+        Inventory.load(inventory),
+        plan=plan,
+        accept_unknown_host=accept_unknown_host,
+        progress=progress_bar,
+    )
+    Console(width=160).print(fleet_table(outcomes))
+    failed = [o.node for o in outcomes if o.error is not None]
+    if failed:
+        raise SweepError(f"{len(failed)} of {len(outcomes)} node(s) failed: {', '.join(failed)}")

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from eams.calibrate.errors import FitError
-from eams.calibrate.model import LinearPowerModel
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
+
+from eams.calibrate.errors import FitError
+from eams.calibrate.model import LinearPowerModel
 
 HUBER_C = 1.345
 BISQUARE_C = 4.685
@@ -62,6 +63,8 @@ class BatchFit:
         The line at u = 0 and at u = 1.
     p_idle_ci_w, p_max_ci_w : (m, 2) float, W
         Their two-sided confidence intervals [lo, hi] (±inf when n ≤ 2 leaves no residual).
+    covariance_w2 : (m, 2, 2) float, W²
+        Covariance of (P_idle, P_max) (H1 estimate), for bands along the line.
     r2 : (m,) float
         Coefficient of determination of the line over all points (unweighted).
     rmse_w : (m,) float, W
@@ -86,6 +89,7 @@ class BatchFit:
     p_max_w: Array
     p_idle_ci_w: Array
     p_max_ci_w: Array
+    covariance_w2: Array
     r2: Array
     rmse_w: Array
     residuals_w: Array
@@ -220,7 +224,8 @@ def fit_linear_batch(
         psi2 = np.where(mask, psi**2, 0.0).sum(axis=1) / df
         factor = k_factor**2 * psi2 / mean_dpsi**2 * scale**2
     _, xtx_inv = _solve_wls(x, y0, mask.astype(np.float64))
-    se = np.sqrt(np.maximum(factor[:, None] * np.diagonal(xtx_inv, axis1=1, axis2=2), 0.0))
+    covariance = factor[:, None, None] * xtx_inv
+    se = np.sqrt(np.maximum(np.diagonal(covariance, axis1=1, axis2=2), 0.0))
     t = stats.t.ppf(0.5 + confidence / 2, np.maximum(df, 1))
     half = np.where(df[:, None] > 0, t[:, None] * se, np.inf)
     ci = np.stack([beta - half, beta + half], axis=-1)
@@ -237,6 +242,7 @@ def fit_linear_batch(
         p_max_w=beta[:, 1],
         p_idle_ci_w=ci[:, 0, :],
         p_max_ci_w=ci[:, 1, :],
+        covariance_w2=covariance,
         r2=r2,
         rmse_w=np.sqrt(ss_res / n_safe),
         residuals_w=np.where(mask, resid, np.nan),
@@ -286,6 +292,8 @@ class FitResult:
         The line at u = 0 and u = 1 (W).
     p_idle_ci95_w, p_max_ci95_w : (float, float)
         Confidence intervals [lo, hi] (W) at ``confidence`` (95 % by default).
+    covariance_w2 : ((float, float), (float, float))
+        Covariance of (P_idle, P_max) in W² (see :func:`confidence_band_w`).
     r2, rmse_w : float
         R² and RMSE (W) of the line over all points.
     n_points, n_levels : int
@@ -308,6 +316,7 @@ class FitResult:
     p_max_w: float
     p_idle_ci95_w: tuple[float, float]
     p_max_ci95_w: tuple[float, float]
+    covariance_w2: tuple[tuple[float, float], tuple[float, float]]
     r2: float
     rmse_w: float
     n_points: int
@@ -366,6 +375,38 @@ class FitResult:
                 for lv in self.levels
             ],
         }
+
+
+def confidence_band_w(
+    utilisation: ArrayLike,
+    p_idle_w: float,
+    p_max_w: float,
+    covariance_w2: ArrayLike,
+    n_points: int,
+    confidence: float = 0.95,
+) -> tuple[Array, Array]:
+    """Pointwise confidence band of the line: P(u) ± t·sqrt(xᵀ C x), x = (1 − u, u).
+
+    Parameters
+    ----------
+    utilisation : (k,) array_like, fraction
+    p_idle_w, p_max_w : float, W
+    covariance_w2 : (2, 2) array_like, W²
+        Covariance of (P_idle, P_max), as fitted.
+    n_points : int
+        Points of the fit (Student's t with n − 2 degrees of freedom).
+    confidence : float
+
+    Returns
+    -------
+    (lo, hi) : two (k,) float arrays, W
+    """
+    u = np.asarray(utilisation, dtype=np.float64)
+    x = np.stack([1 - u, u], axis=-1)
+    var = np.einsum("ki,ij,kj->k", x, np.asarray(covariance_w2, dtype=np.float64), x)
+    half = stats.t.ppf(0.5 + confidence / 2, max(n_points - 2, 1)) * np.sqrt(np.maximum(var, 0))
+    line = p_idle_w + (p_max_w - p_idle_w) * u
+    return line - half, line + half
 
 
 def wake_power(p_active_idle_w: float | None, p_idle_w: float) -> tuple[float, str]:
@@ -527,6 +568,10 @@ def fit_linear(
         p_max_w=p_max,
         p_idle_ci95_w=(float(batch.p_idle_ci_w[0, 0]), float(batch.p_idle_ci_w[0, 1])),
         p_max_ci95_w=(float(batch.p_max_ci_w[0, 0]), float(batch.p_max_ci_w[0, 1])),
+        covariance_w2=(
+            (float(batch.covariance_w2[0, 0, 0]), float(batch.covariance_w2[0, 0, 1])),
+            (float(batch.covariance_w2[0, 1, 0]), float(batch.covariance_w2[0, 1, 1])),
+        ),
         r2=float(batch.r2[0]),
         rmse_w=float(batch.rmse_w[0]),
         n_points=int(u.size),

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import overload
 
 import numpy as np
-from eams.calibrate.errors import ModelError
 from numpy.typing import ArrayLike, NDArray
+
+from eams.calibrate.errors import ModelError
 
 _U_SLACK = 1e-9  # float noise around the ends of [0, 1] is not an error
 

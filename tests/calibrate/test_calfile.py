@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from eams.calibrate.calfile import (
     PowerSample,
     SweepLevel,

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from eams.calibrate.errors import FitError
 from eams.calibrate.fit import fit_linear, fit_linear_batch
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from eams.calibrate.errors import ModelError
 from eams.calibrate.model import LinearPowerModel
 

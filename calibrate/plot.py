@@ -1,0 +1,65 @@
+"""``eams calibrate show --plot``: power against utilisation, the fitted line and its band."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+
+from eams.calibrate.calfile import Calibration
+from eams.calibrate.fit import confidence_band_w
+
+
+def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> Path:
+    """Draw one panel per node and save it as PNG.
+
+    Each panel shows every level's samples (grey), the level means (dots), the fitted line and
+    its pointwise 95 % confidence band (:func:`~eams.calibrate.fit.confidence_band_w`);
+    measured active idle is a cross at u = 0.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    count = len(calibrations)
+    fig = Figure(figsize=(5 * count, 4))
+    axes = fig.subplots(1, count, squeeze=False)
+    grid = np.linspace(0.0, 1.0, 101)
+    for ax, cal in zip(axes[0], calibrations, strict=True):
+        if cal.sweep is not None:
+            for level in cal.sweep.levels:
+                powers = [s.power_w for s in level.samples if s.power_w is not None]
+                if level.utilisation is not None and powers:
+                    ax.scatter([level.utilisation] * len(powers), powers, s=6, color="0.7")
+        for level in cal.fit.levels:
+            ax.scatter([level.utilisation], [level.measured_w], s=30, color="C0", zorder=3)
+        low, high = confidence_band_w(
+            grid, cal.p_idle_w, cal.p_max_w, cal.fit.covariance_w2, cal.fit.n_points
+        )
+        ax.fill_between(grid, low, high, color="C1", alpha=0.25, label="95 % band")
+        line = cal.p_idle_w + (cal.p_max_w - cal.p_idle_w) * grid
+        ax.plot(grid, line, color="C1", label="fitted line")
+        if cal.p_active_idle_w is not None:
+            ax.scatter(
+                [0.0],
+                [cal.p_active_idle_w],
+                marker="x",
+                s=60,
+                color="C3",
+                label="measured active idle",
+                zorder=4,
+            )
+        verdict = "linear" if cal.linear_ok else "NOT linear"
+        ax.set_title(f"{cal.node}: R² {cal.r2:.3f}, {verdict}")
+        ax.set_xlabel("measured utilisation")
+        ax.set_ylabel("power (W)")
+        ax.set_xlim(-0.02, 1.02)
+        ax.legend(loc="upper left", fontsize="small")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return path

@@ -1,0 +1,98 @@
+"""Human-readable output of ``eams calibrate fit``, ``show`` and ``fleet`` (rich tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from eams.calibrate.calfile import Calibration
+from eams.calibrate.fit import FitResult, wake_power
+from eams.calibrate.fleet import NodeOutcome
+
+
+def _ci(interval: Sequence[float]) -> str:
+    return f"[{interval[0]:.1f}, {interval[1]:.1f}]"
+
+
+def _opt(value: float | None, fmt: str) -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def fit_report(result: FitResult) -> Group:
+    """The fit as text: line with 95 % intervals, R², RMSE, linearity, wake power, per level."""
+    levels = Table("u", "n", "measured W", "model W", "error W", "error %", "weight", box=None)
+    for lv in result.levels:
+        levels.add_row(
+            f"{lv.utilisation:.3f}",
+            str(lv.n_points),
+            f"{lv.measured_w:.2f}",
+            f"{lv.model_w:.2f}",
+            f"{lv.error_w:+.2f}",
+            f"{lv.error_pct:+.1f}",
+            f"{lv.weight:.2f}",
+        )
+    verdict = "yes" if result.linear_ok else "NO"
+    _, wake_note = wake_power(result.p_active_idle_w, result.p_idle_w)
+    return Group(
+        Text(f"P_idle  {result.p_idle_w:8.2f} W   95 % CI {_ci(result.p_idle_ci95_w)} W"),
+        Text(f"P_max   {result.p_max_w:8.2f} W   95 % CI {_ci(result.p_max_ci95_w)} W"),
+        Text(
+            f"R² {result.r2:.4f}   RMSE {result.rmse_w:.2f} W   "
+            f"{result.n_points} points at {result.n_levels} levels"
+        ),
+        Text(f"linear_ok: {verdict}. {result.linear_reason}"),
+        Text(wake_note),
+        Text(f"method: {result.method}", style="dim"),
+        levels,
+    )
+
+
+def calibrations_table(calibrations: Sequence[Calibration]) -> Table:
+    """One row per node: P_idle and P_max with intervals, active idle, speed, R², linear_ok."""
+    table = Table(
+        "node",
+        "P_idle W [95 % CI]",
+        "P_max W [95 % CI]",
+        "active idle W",
+        "speed",
+        "R²",
+        "RMSE W",
+        "linear_ok",
+        "created",
+    )
+    for cal in calibrations:
+        table.add_row(
+            cal.node,
+            f"{cal.p_idle_w:.1f} {_ci(cal.p_idle_ci95_w)}",
+            f"{cal.p_max_w:.1f} {_ci(cal.p_max_ci95_w)}",
+            _opt(cal.p_active_idle_w, ".1f"),
+            _opt(cal.speed, ".3f"),
+            f"{cal.r2:.4f}",
+            f"{cal.rmse_w:.2f}",
+            "yes" if cal.linear_ok else "NO",
+            cal.created_at.strftime("%Y-%m-%d %H:%M"),
+        )
+    return table
+
+
+def fleet_table(outcomes: Sequence[NodeOutcome]) -> Table:
+    """The fleet summary: per node, the fitted values and file, or the error."""
+    table = Table("node", "result", "P_idle W", "P_max W", "speed", "linear_ok", "file / error")
+    for outcome in outcomes:
+        cal = outcome.calibration
+        if cal is None:
+            table.add_row(outcome.node, "[red]failed[/red]", "—", "—", "—", "—", outcome.error)
+            continue
+        table.add_row(
+            outcome.node,
+            "ok",
+            f"{cal.p_idle_w:.1f}",
+            f"{cal.p_max_w:.1f}",
+            _opt(cal.speed, ".3f"),
+            "yes" if cal.linear_ok else "NO",
+            str(outcome.path),
+        )
+    return table

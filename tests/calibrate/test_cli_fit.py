@@ -1,0 +1,99 @@
+"""``eams calibrate fit FILE [--json]``: the JSON keys, and bad CSVs refused by row and column."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from eams.calibrate.errors import FitError
+from eams.cli import cli
+
+KEYS = {"p_idle_w", "p_max_w", "p_idle_ci95_w", "p_max_ci95_w", "r2", "rmse_w", "n_points"}
+KEYS |= {"linear_ok", "method"}
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "points.csv"
+    path.write_text(text)
+    return path
+
+
+def _good_csv(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(4)
+    rows = ["host,utilization,power_w,note"]
+    for u in np.repeat(np.linspace(0, 1, 6), 2):
+        rows.append(f"n1,{u:.3f},{30 + 40 * u + rng.normal(0, 0.3):.2f},x")
+    return _write(tmp_path, "\n".join(rows) + "\n")
+
+
+def test_json_has_the_issue_keys(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["calibrate", "fit", str(_good_csv(tmp_path)), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload.keys() >= KEYS
+    assert payload["n_points"] == 12
+    assert payload["p_idle_ci95_w"][0] < 30 < payload["p_idle_ci95_w"][1]
+    assert payload["p_max_ci95_w"][0] < 70 < payload["p_max_ci95_w"][1]
+    assert payload["linear_ok"] is True
+    assert len(payload["levels"]) == 6
+
+
+def test_text_report_names_the_values(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["calibrate", "fit", str(_good_csv(tmp_path))])
+    assert result.exit_code == 0, result.output
+    assert "P_idle" in result.output and "95 % CI" in result.output
+    assert "linear_ok: yes" in result.output and "measured active idle" in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("u,power_w\n0,1\n", r"missing column 'utilization' \(row 1 has: u, power_w\)"),
+        ("utilization,watts\n0,1\n", r"missing column 'power_w'"),
+        (
+            "utilization,power_w\n0,10\n0.5,20\n1.5,30\n1,31\n",
+            r"row 4, column 'utilization': 1.5 is outside 0–1",
+        ),
+        ("utilization,power_w\n0,10\n0.5,nan\n1,30\n", r"row 3, column 'power_w': nan is not"),
+        ("utilization,power_w\n0,10\nNaN,20\n1,30\n", r"row 3, column 'utilization': nan"),
+        ("utilization,power_w\n0,10\n0.5,\n1,30\n", r"row 3, column 'power_w': '' is not a number"),
+        ("utilization,power_w\n0,10\n0.5,abc\n1,30\n", r"row 3, column 'power_w': 'abc'"),
+        (
+            "utilization,power_w\n0,10\n0,11\n1,30\n1,31\n",
+            r"column 'utilization': only 2 distinct level\(s\) \(0, 1\)",
+        ),
+        ("utilization,power_w\n0,0\n0.5,20\n1,30\n", r"column 'power_w': 1 of 3 .*\(row 2\)"),
+        ("", r"missing column 'utilization' \(row 1 has: nothing\)"),
+    ],
+)
+def test_bad_csv_is_refused_naming_row_and_column(tmp_path: Path, text: str, match: str) -> None:
+    path = _write(tmp_path, text)
+    result = CliRunner().invoke(cli, ["calibrate", "fit", str(path)])
+    assert isinstance(result.exception, FitError)
+    assert str(result.exception).startswith(str(path))
+    assert re.search(match, str(result.exception)), str(result.exception)
+
+
+def test_floor_refuses_readings_under_it(tmp_path: Path) -> None:
+    path = _write(tmp_path, "utilization,power_w\n0,45\n0.5,60\n1,80\n")
+    result = CliRunner().invoke(cli, ["calibrate", "fit", str(path), "--floor-w", "50"])
+    assert isinstance(result.exception, FitError)
+    assert "row 2" in str(result.exception) and "floor of 50 W" in str(result.exception)
+
+
+def test_the_command_prints_one_line_and_exits_1(tmp_path: Path) -> None:
+    path = _write(tmp_path, "utilization,power_w\n0,10\n2,20\n1,30\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "from eams.cli import main; main()", "calibrate", "fit", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert "row 3, column 'utilization': 2 is outside 0–1" in done.stderr
