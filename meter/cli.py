@@ -7,11 +7,12 @@ import json
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.table import Table
+
 from eams.meter.check import check_reading
 from eams.meter.open import open_meter
 from eams.meter.reading import Reading
-from rich.console import Console
-from rich.table import Table
 
 _url = click.argument("url")
 _driver = click.option(

@@ -17,14 +17,6 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from eams.meter.errors import (
-    MeterAuthError,
-    MeterError,
-    MeterProtocolError,
-    MeterTimeout,
-    MeterUnreachable,
-)
-from eams.meter.url import MeterUrl
 from pysnmp.hlapi.v3arch.asyncio import (
     CommunityData,
     ContextData,
@@ -39,6 +31,15 @@ from pysnmp.hlapi.v3arch.asyncio import (
 from pysnmp.hlapi.v3arch.asyncio import auth as _auth
 from pysnmp.proto import errind
 from pysnmp.proto.rfc1905 import EndOfMibView, NoSuchInstance, NoSuchObject
+
+from eams.meter.errors import (
+    MeterAuthError,
+    MeterError,
+    MeterProtocolError,
+    MeterTimeout,
+    MeterUnreachable,
+)
+from eams.meter.url import MeterUrl
 
 #: A decoded SNMP value: ``int`` (Integer32, Gauge32, Counter32/64, TimeTicks), ``str``
 #: (OctetString that is valid UTF-8, OBJECT IDENTIFIER in dotted form, IpAddress) or ``bytes``

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 import yaml
+
 from eams.meter.errors import UnknownDevice
 from eams.meter.snmp.profile import OUTLET_FIELDS, TOTAL_FIELDS, ColumnReader, FieldSpec
 

@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
+
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterProtocolError
 from eams.meter.snmp.client import oid_in_subtree
 from eams.meter.snmp.fake import FakeSnmpClient
 from eams.meter.snmp.registry import detect, family
-
 from tests.meter.conftest import recordings_dir
 
 #: recording → the driver auto-detection must pick.
@@ -112,7 +112,7 @@ def test_auto_detection_picks_the_family(shared_data: Path, name: str) -> None:
 @pytest.mark.integration
 @pytest.mark.parametrize("name", sorted(EXPECTED_DRIVER))
 def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) -> None:
-    with BlockingMeter(snmp_agent.url(name), timeout_s=2.0, retries=1) as meter:
+    with BlockingMeter(snmp_agent.url(name), timeout_s=3.0, retries=2) as meter:
         if name in NO_POWER_DATA:
             with pytest.raises(MeterProtocolError, match="publishes only outlet switching"):
                 meter.read()
