@@ -17,13 +17,14 @@ from functools import cache
 from pathlib import Path
 
 import yaml
+from pymodbus import ModbusException
+from pymodbus.client import ModbusSerialClient
+from pymodbus.exceptions import ConnectionException, ModbusIOException
+
 from eams.meter.errors import MeterProtocolError, MeterTimeout, MeterUnreachable
 from eams.meter.reading import OutletReading, Reading
 from eams.meter.serial.modbus_errors import RxRecorder, explain_no_answer
 from eams.meter.url import MeterUrl
-from pymodbus import ModbusException
-from pymodbus.client import ModbusSerialClient
-from pymodbus.exceptions import ConnectionException, ModbusIOException
 
 REGISTERS_YAML = Path(__file__).with_name("registers.yaml")
 INPUT_REGISTER_BASE = 30001

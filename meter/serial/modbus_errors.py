@@ -11,8 +11,9 @@ reply: function, byte count = 2 × N, N registers).
 
 from __future__ import annotations
 
-from eams.meter.errors import MeterError, MeterProtocolError, MeterTimeout
 from pymodbus.framer.rtu import FramerRTU
+
+from eams.meter.errors import MeterError, MeterProtocolError, MeterTimeout
 
 
 class RxRecorder:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import serial
+
 from eams.meter.errors import MeterProtocolError, MeterTimeout, MeterUnreachable
 from eams.meter.reading import OutletReading, Reading
 from eams.meter.url import MeterUrl

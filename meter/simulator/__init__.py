@@ -4,10 +4,11 @@ Each outlet feeds one virtual node whose power follows its load through a power 
 and the tests of later components read it with the real meter drivers.
 """
 
-from eams.meter.simulator.agent import OutletState, PduSimulator, VirtualOutlet
+from eams.meter.simulator.agent import PduSimulator
 from eams.meter.simulator.curves import LinearCurve, MeasuredCurve, SpecPowerRow, load_specpower
 from eams.meter.simulator.errors import SimulatorError, SpecPowerError
 from eams.meter.simulator.load import HostCpuLoad
+from eams.meter.simulator.outlets import OutletState, VirtualOutlet
 
 __all__ = [
     "HostCpuLoad",

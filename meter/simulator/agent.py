@@ -15,84 +15,23 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
 
-from eams.meter.simulator.apc_rpdu2 import OID, OutletInstant, PduInstant, apc_rpdu2_objects
-from eams.meter.simulator.errors import SimulatorError
-from eams.meter.simulator.load import LoadSource
 from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.entity import config, engine
 from pysnmp.entity.rfc3413 import cmdrsp, context
 from pysnmp.proto.api import v2c
 from pysnmp.smi.instrum import AbstractMibInstrumController
 
+from eams.meter.simulator.apc_rpdu2 import OID, OutletInstant, PduInstant, apc_rpdu2_objects
+from eams.meter.simulator.errors import SimulatorError
+from eams.meter.simulator.load import LoadSource
+from eams.meter.simulator.outlets import OutletSlot, OutletState, VirtualOutlet
+
 SNAPSHOT_MAX_AGE_S = 0.05
 """How long one computed snapshot answers requests (s); set_load invalidates it at once."""
 
 START_TIMEOUT_S = 5.0
-
-
-class PowerCurve(Protocol):
-    """Anything with ``power_w(utilisation) -> float`` (W at a utilisation in [0, 1])."""
-
-    def power_w(self, utilisation: float) -> float: ...
-
-
-@dataclass(frozen=True, slots=True)
-class VirtualOutlet:
-    """One PDU outlet feeding one virtual node.
-
-    Attributes
-    ----------
-    name : str
-        The outlet's label (served as rPDU2OutletMeteredStatusName).
-    curve : PowerCurve
-        The node's hidden power curve, e.g. :class:`LinearCurve` or :class:`MeasuredCurve`.
-    """
-
-    name: str
-    curve: PowerCurve
-
-
-@dataclass(frozen=True, slots=True)
-class OutletState:
-    """The simulator's ground truth for one outlet (what the served MIB rounds).
-
-    Attributes
-    ----------
-    utilisation : float
-        Load fraction in [0, 1].
-    power_w, current_a : float
-        Active power (W) and RMS current (A) = power / (voltage × power factor).
-    energy_wh : float
-        Energy integrated since start (Wh).
-    """
-
-    utilisation: float
-    power_w: float
-    current_a: float
-    energy_wh: float
-
-
-class _Outlet:
-    """Mutable state of one outlet; guarded by the simulator's lock."""
-
-    __slots__ = ("energy_wh", "outlet", "peak_power_w", "power_w", "source", "utilisation")
-
-    def __init__(self, outlet: VirtualOutlet) -> None:
-        self.outlet = outlet
-        self.utilisation = 0.0
-        self.source: LoadSource | None = None
-        self.power_w = outlet.curve.power_w(0.0)
-        self.peak_power_w = self.power_w
-        self.energy_wh = 0.0
-
-    def set_utilisation(self, utilisation: float) -> None:
-        self.utilisation = min(1.0, max(0.0, float(utilisation)))
-        self.power_w = self.outlet.curve.power_w(self.utilisation)
-        self.peak_power_w = max(self.peak_power_w, self.power_w)
 
 
 class _SnapshotInstrum(AbstractMibInstrumController):
@@ -190,7 +129,7 @@ class PduSimulator:
             v3_auth_key and v3_priv_key and min(map(len, (v3_auth_key, v3_priv_key))) >= 8
         ):
             raise SimulatorError("SNMPv3 keys must both be given, at least 8 characters")
-        self._outlets = [_Outlet(o) for o in outlets]
+        self._outlets = [OutletSlot(o) for o in outlets]
         self._host, self._port, self._community = host, port, community
         self._voltage_v, self._power_factor = voltage_v, power_factor
         self._v3 = (v3_user, v3_auth_key, v3_priv_key) if v3_user else None
@@ -206,7 +145,7 @@ class PduSimulator:
 
     # --- load and ground truth -------------------------------------------------------------
 
-    def _slot(self, outlet: int) -> _Outlet:
+    def _slot(self, outlet: int) -> OutletSlot:
         if not 1 <= outlet <= len(self._outlets):
             raise SimulatorError(f"no outlet {outlet}: this PDU has 1..{len(self._outlets)}")
         return self._outlets[outlet - 1]

@@ -7,10 +7,12 @@ import signal
 import threading
 
 import click
-from eams.meter.simulator.agent import PduSimulator, PowerCurve, VirtualOutlet
+
+from eams.meter.simulator.agent import PduSimulator
 from eams.meter.simulator.control import ControlServer
 from eams.meter.simulator.curves import LinearCurve, MeasuredCurve, load_specpower
 from eams.meter.simulator.load import HostCpuLoad
+from eams.meter.simulator.outlets import PowerCurve, VirtualOutlet
 
 _MODBUS_MODELS = {1: "sdm120", 3: "sdm630"}
 

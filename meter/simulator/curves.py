@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from eams.meter.simulator.errors import SpecPowerError
 
 from eams.datasets import data_file
+from eams.meter.simulator.errors import SpecPowerError
 
 SPECPOWER_CSV = "specpower/specpower_load_power_table_2023_extract.csv"
 """The SPECpower extract under :func:`eams.datasets.data_dir` (see its PROVENANCE.md)."""

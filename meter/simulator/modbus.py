@@ -15,13 +15,14 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from eams.meter.serial.eastron import Register, register_map
-from eams.meter.simulator.agent import PduSimulator
-from eams.meter.simulator.errors import SimulatorError
 from pymodbus.client import ModbusSerialClient
 from pymodbus.framer import FramerType
 from pymodbus.server import ModbusSerialServer
 from pymodbus.simulator import DataType, SimData, SimDevice
+
+from eams.meter.serial.eastron import Register, register_map
+from eams.meter.simulator.agent import PduSimulator
+from eams.meter.simulator.errors import SimulatorError
 
 START_TIMEOUT_S = 5.0
 _FLOAT32 = ModbusSerialClient.DATATYPE.FLOAT32

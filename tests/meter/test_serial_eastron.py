@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import serial
-from eams.meter.errors import MeterProtocolError, MeterTimeout, MeterUnreachable
-from eams.meter.serial import open_serial_meter
-from eams.meter.serial.eastron import register_map
 from pymodbus.client import ModbusSerialClient
 from pymodbus.framer import FramerType
 from pymodbus.framer.rtu import FramerRTU
 from pymodbus.server import ModbusSerialServer
 from pymodbus.simulator import DataType, SimData, SimDevice
 
+from eams.meter.errors import MeterProtocolError, MeterTimeout, MeterUnreachable
+from eams.meter.serial import open_serial_meter
+from eams.meter.serial.eastron import register_map
 from tests.servers.pty import socat_pty_pair
 
 FLOAT32 = ModbusSerialClient.DATATYPE.FLOAT32

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import serial
+
 from eams.meter.errors import MeterProtocolError, MeterTimeout
 from eams.meter.serial import open_serial_meter
 from eams.meter.serial.wattsup import START_LOGGING, decode_record, split_records
-
 from tests.servers.pty import socat_pty_pair
 
 CAPTURES = ("wattsup_pro_raw_fan.raw", "wattsup_pro_raw_iphone4_charging.raw")

@@ -7,13 +7,6 @@ import socket
 import subprocess
 
 import pytest
-from eams.meter.simulator import (
-    LinearCurve,
-    PduSimulator,
-    SimulatorError,
-    VirtualOutlet,
-)
-from eams.meter.simulator.apc_rpdu2 import RPDU2, RPDU2_OUTLET_METERED_STATUS, SYS_OBJECT_ID
 from pysnmp.hlapi.v3arch.asyncio import (
     CommunityData,
     ContextData,
@@ -27,6 +20,14 @@ from pysnmp.hlapi.v3arch.asyncio import (
     usmAesCfb128Protocol,
     usmHMACSHAAuthProtocol,
 )
+
+from eams.meter.simulator import (
+    LinearCurve,
+    PduSimulator,
+    SimulatorError,
+    VirtualOutlet,
+)
+from eams.meter.simulator.apc_rpdu2 import RPDU2, RPDU2_OUTLET_METERED_STATUS, SYS_OBJECT_ID
 
 CURVES = [LinearCurve(10.0, 45.0), LinearCurve(60.0, 210.0), LinearCurve(35.0, 95.0)]
 STATUS = ".".join(map(str, RPDU2_OUTLET_METERED_STATUS))
@@ -66,7 +67,7 @@ def sim(clock: ManualClock):
 
 async def _walk(port: int, oid: str, auth=None) -> dict[str, object]:
     engine = SnmpEngine()
-    target = await UdpTransportTarget.create(("127.0.0.1", port), timeout=1, retries=1)
+    target = await UdpTransportTarget.create(("127.0.0.1", port), timeout=3, retries=1)
     result = {}
     async for error, status, _, var_binds in bulk_walk_cmd(
         engine,
@@ -85,7 +86,7 @@ async def _walk(port: int, oid: str, auth=None) -> dict[str, object]:
     return result
 
 
-async def _get(port: int, oids: list[str], auth=None, timeout_s: float = 1.0):
+async def _get(port: int, oids: list[str], auth=None, timeout_s: float = 3.0):
     engine = SnmpEngine()
     target = await UdpTransportTarget.create(("127.0.0.1", port), timeout=timeout_s, retries=0)
     answer = await get_cmd(

@@ -30,7 +30,7 @@ async def _outlet_power_w(url: str, outlet: int) -> int:
     community, _, hostport = url.removeprefix("snmp://").partition("@")
     host, _, port = hostport.partition(":")
     engine = SnmpEngine()
-    target = await UdpTransportTarget.create((host, int(port)), timeout=1, retries=1)
+    target = await UdpTransportTarget.create((host, int(port)), timeout=3, retries=1)
     error, status, _, var_binds = await get_cmd(
         engine,
         CommunityData(community),

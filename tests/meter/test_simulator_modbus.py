@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from eams.meter.open import open_meter
 from eams.meter.simulator import LinearCurve, PduSimulator, SimulatorError, VirtualOutlet
 from eams.meter.simulator.modbus import ModbusMeterSimulator
-
 from tests.servers.pty import socat_pty_pair
 
 EAMS = str(Path(sys.executable).with_name("eams"))

@@ -3,6 +3,7 @@
 import asyncio
 
 import pytest
+
 from eams.meter.blocking import BlockingMeter
 from eams.meter.open import open_meter
 from eams.meter.simulator import LinearCurve, PduSimulator, VirtualOutlet
@@ -19,7 +20,7 @@ class ManualClock:
 
 
 async def _read(url: str, **kwargs):
-    meter = open_meter(url, **kwargs)
+    meter = open_meter(url, timeout_s=3.0, **kwargs)  # generous: the machine is shared
     try:
         return await meter.read()
     finally:
@@ -52,7 +53,10 @@ def test_open_meter_reads_simulated_power_and_energy(driver):
 
 
 def test_blocking_meter_follows_a_load_change():
-    with PduSimulator([VirtualOutlet("n1", CURVES[1])]) as sim, BlockingMeter(sim.url) as meter:
+    with (
+        PduSimulator([VirtualOutlet("n1", CURVES[1])]) as sim,
+        BlockingMeter(sim.url, timeout_s=3.0) as meter,
+    ):
         idle = meter.read().outlet(1).power_w
         sim.set_load(1, 1.0)
         busy = meter.read().outlet(1).power_w
