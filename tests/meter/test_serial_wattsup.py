@@ -69,7 +69,7 @@ def test_replayed_capture_gives_the_newest_record(shared_data: Path, ptys, peer)
         assert peer.read(len(START_LOGGING)) == START_LOGGING  # the meter was told to log
         peer.write(b"\n".join(lines) + b"\n")
         peer.flush()
-        time.sleep(0.1)
+        time.sleep(0.5)  # let socat carry every byte across before the read drains them
         reading = asyncio.run(meter.read())
     finally:
         asyncio.run(meter.close())
