@@ -7,10 +7,6 @@ import json
 from pathlib import Path
 
 import click
-from eams.scheduler.bench.manifest import load_manifest
-from eams.scheduler.bench.plots import regime_plot
-from eams.scheduler.bench.summary import evaluate, report_lines
-from eams.scheduler.bench.sweep import cells, run_sweep
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -20,6 +16,11 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from eams.scheduler.bench.manifest import load_manifest
+from eams.scheduler.bench.plots import regime_plot
+from eams.scheduler.bench.summary import evaluate, report_lines
+from eams.scheduler.bench.sweep import cells, run_sweep
 
 CSV_COLUMNS = (
     "scheduler",

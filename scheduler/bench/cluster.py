@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
+
+from eams.datasets import data_dir
 from eams.scheduler.bench.errors import ClusterError
 from eams.scheduler.bench.manifest import ClusterSpec
 from eams.scheduler.bench.power import PowerCurves
 from eams.scheduler.bench.predicates import NodeMeta, Taint
-from numpy.typing import NDArray
-
-from eams.datasets import data_dir
 
 SPECPOWER_CSV = "specpower/specpower_load_power_table_2023_extract.csv"
 _WATT_COLUMNS = [f"watts_{p}pct" for p in range(10, 101, 10)]

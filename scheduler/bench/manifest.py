@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from eams.scheduler.bench.errors import ManifestError
 from eams.scheduler.policies import available
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class _Strict(BaseModel):
@@ -93,7 +94,15 @@ class TraceSpec(_Strict):
 
 
 class Params(_Strict):
-    """Scheduler and emulator parameters (units in the names)."""
+    """Scheduler and emulator parameters (units in the names).
+
+    ``extender_window_ms`` is the EAMS extender's batch window W in *wall-clock* ms: 0 (the
+    default for sweeps) gives every pod the extender's immediate single-pod bid score, which
+    replays deterministically; > 0 lets the extender clear batches, whose composition then
+    depends on wall-clock timing (not AR-8 reproducible). ``extender_weight`` is the
+    KubeSchedulerConfiguration extender ``weight``; ``telemetry_period_s`` the agents' period in
+    simulated seconds.
+    """
 
     batch_window_s: float = Field(default=0.2, ge=0)
     milp_time_limit_s: float = Field(default=1.0, gt=0)
@@ -101,6 +110,8 @@ class Params(_Strict):
     milp_candidates_per_pod: int = Field(default=16, ge=1)
     target_utilisation_pct: float = Field(default=40, gt=0, lt=100)
     extender_weight: int = Field(default=5, ge=1)
+    extender_window_ms: float = Field(default=0.0, ge=0)
+    extender_timeout_s: float = Field(default=5.0, gt=0)
     telemetry_period_s: float = Field(default=5.0, gt=0)
 
 

@@ -15,11 +15,12 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
+
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.simulator import Replay
 from eams.scheduler.bench.violations import check_placements
 from eams.scheduler.bench.workload import Workload
-from numpy.typing import NDArray
 
 
 def jain_index(x: NDArray[np.float64]) -> float | None:

@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
+
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.workload import Workload
-from numpy.typing import NDArray
 
 
 @dataclass
@@ -129,8 +130,20 @@ class ScoringPolicy:
         """Score each candidate node, shape (len(candidates),), 0–100 (higher is better)."""
         raise NotImplementedError
 
+    batched: bool = False
+    """Hold pods for ``batch_window_s`` before a pass (a batching scheduler such as EAMS)."""
+
+    def start(self, workload: Workload) -> None:
+        """Called once before the replay with the workload it will see."""
+
     def observe(self, state: NodeState) -> None:
         """Called before each scheduling pass (telemetry for policies that read it)."""
+
+    def bound(self, pod: PodRequest, node: int) -> None:
+        """Called when the emulator binds ``pod`` to ``node``."""
+
+    def completed(self, pod: PodRequest, node: int) -> None:
+        """Called when ``pod`` finishes on ``node``."""
 
     def close(self) -> None:
         """Release resources (HTTP clients)."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from eams.calibrate.fit import fit_linear_batch
+
 LEVELS = np.linspace(0.0, 1.0, 11)
 """Utilisation points of a SPECpower curve: active idle, 10 % … 100 % (fractions)."""
 
@@ -45,14 +47,13 @@ class PowerCurves:
         return self.points_w[rows, lo] * (1 - frac) + self.points_w[rows, lo + 1] * frac
 
     def linear_fit(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Least-squares straight line through each node's 11 points (study §5.1 model).
+        """The study §5.1 line fitted to each node's 11 points by the calibration fit
+        (:func:`eams.calibrate.fit.fit_linear_batch`, robust), as a metered node would get.
 
         Returns
         -------
         p_idle_w, p_max_w : (N,) float, watts
-            Intercept at u = 0 (clipped at ≥ 0) and value at u = 1 (≥ ``p_idle_w``).
         """
-        slope, intercept = np.polyfit(LEVELS, self.points_w.T, 1)
-        p_idle = np.maximum(intercept, 0.0)
-        p_max = np.maximum(intercept + slope, p_idle)
-        return p_idle, p_max
+        u = np.broadcast_to(LEVELS, self.points_w.shape)
+        fit = fit_linear_batch(u, self.points_w)
+        return np.asarray(fit.p_idle_w, dtype=float), np.asarray(fit.p_max_w, dtype=float)

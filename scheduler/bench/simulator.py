@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
+
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.policy import (
     BatchPolicy,
@@ -35,7 +37,6 @@ from eams.scheduler.bench.policy import (
 )
 from eams.scheduler.bench.predicates import resource_fit, static_masks
 from eams.scheduler.bench.workload import Workload
-from numpy.typing import NDArray
 
 _COMPLETE, _ARRIVE, _PASS = 0, 1, 2
 
@@ -71,7 +72,8 @@ class _Sim:
     def __init__(self, cluster: Cluster, workload: Workload, policy, seed: int, window_s: float):
         self.c, self.w, self.policy = cluster, workload, policy
         self.rng = np.random.default_rng([seed, 4])
-        self.window_s = window_s if isinstance(policy, BatchPolicy) else 0.0
+        self.batched = isinstance(policy, BatchPolicy) or getattr(policy, "batched", False)
+        self.window_s = window_s if self.batched else 0.0
         self.state = NodeState.empty(cluster)
         self.masks = static_masks(workload.profiles, cluster.meta)
         j = workload.size
@@ -188,6 +190,7 @@ class _Sim:
                 choice = int(nodes[pick])
             self.out.decision_wall_s.append(time.perf_counter() - tick)
             self.bind(j, choice)
+            policy.bound(pod, choice)
             placed = True
             i += 1
         if placed:
@@ -216,13 +219,18 @@ class _Sim:
             self.pending = [p for p in self.pending if self.out.node[p] < 0]
 
     def run(self, batch_size: int) -> Replay:
+        if isinstance(self.policy, ScoringPolicy):
+            self.policy.start(self.w)
         for j in range(self.w.size):
             self.push(float(self.w.arrival_s[j]), _ARRIVE, j)
         while self.events:
             t, kind, _, pod = heapq.heappop(self.events)
             self.advance(t)
             if kind == _COMPLETE:
-                self.set_node(int(self.out.node[pod]), pod, -1)
+                node = int(self.out.node[pod])
+                self.set_node(node, pod, -1)
+                if isinstance(self.policy, ScoringPolicy):
+                    self.policy.completed(PodRequest.of(self.w, pod), node)
             elif kind == _ARRIVE:
                 reason = self.never_fits(pod)
                 if reason is None:
@@ -231,16 +239,18 @@ class _Sim:
                     self.out.unschedulable[pod] = reason
             else:
                 self.pass_at = None
-                self.batch_pass(batch_size)
+                if isinstance(self.policy, BatchPolicy):
+                    self.batch_pass(batch_size)
+                else:
+                    self.scoring_pass()
                 continue
             if self.events and self.events[0][0] == t and self.events[0][1] != _PASS:
                 continue  # finish this instant's events first
-            if self.window_s > 0 or isinstance(self.policy, BatchPolicy):
-                if self.pass_at is None and self.pending:
-                    self.pass_at = t + self.window_s
-                    self.push(self.pass_at, _PASS, -1)
-            else:
+            if not self.batched:
                 self.scoring_pass()
+            elif self.pass_at is None and self.pending:
+                self.pass_at = t + self.window_s
+                self.push(self.pass_at, _PASS, -1)
         for pod in self.pending:
             self.out.unschedulable[pod] = "never placed: the scheduler's filter left no node"
         self.out.makespan_s = self.now

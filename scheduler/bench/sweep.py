@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+
 from eams.scheduler.bench.cluster import Cluster, build_cluster
 from eams.scheduler.bench.manifest import Manifest
 from eams.scheduler.bench.metrics import latency_summary, summarise

@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+
+from eams.datasets import data_dir
 from eams.scheduler.bench.errors import TraceError
 from eams.scheduler.bench.manifest import TraceSpec
 from eams.scheduler.bench.workload import Workload, from_arrays, synthetic
-
-from eams.datasets import data_dir
 
 DEFAULT_PATHS = {
     "alibaba-gpu-2023": "cluster_traces/alibaba_gpu_v2023_openb_pod_list_default.csv",

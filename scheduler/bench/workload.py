@@ -16,10 +16,11 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import NDArray
+
 from eams.scheduler.bench.errors import LoadError
 from eams.scheduler.bench.manifest import PodClass, SyntheticSpec
 from eams.scheduler.bench.predicates import PodConstraints, Toleration
-from numpy.typing import NDArray
 
 
 @dataclass(frozen=True)

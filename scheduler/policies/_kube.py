@@ -10,8 +10,9 @@ without requests is scored as 100 m cpu and 200 MiB (``pkg/scheduler/util/pod_re
 from __future__ import annotations
 
 import numpy as np
-from eams.scheduler.bench.policy import NodeState, PodRequest
 from numpy.typing import NDArray
+
+from eams.scheduler.bench.policy import NodeState, PodRequest
 
 DEFAULT_CPU = 0.1
 DEFAULT_MEM_MIB = 200.0

@@ -7,10 +7,11 @@ dispatcher): no scoring at all, just the first node that passes the filters.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
+
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.manifest import Params
 from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
-from numpy.typing import NDArray
 
 NAME = "fcfs"
 

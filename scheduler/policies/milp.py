@@ -19,12 +19,13 @@ back to greedy lowest-ΔE placement (counted in ``stats['fallbacks']``)."""
 from __future__ import annotations
 
 import numpy as np
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import BatchPolicy, NodeState, PodRequest, marginal_energy_j
 from numpy.typing import NDArray
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
+
+from eams.scheduler.bench.cluster import Cluster
+from eams.scheduler.bench.manifest import Params
+from eams.scheduler.bench.policy import BatchPolicy, NodeState, PodRequest, marginal_energy_j
 
 NAME = "milp"
 

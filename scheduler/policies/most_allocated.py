@@ -8,11 +8,12 @@ stay off.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
+
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.manifest import Params
 from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
 from eams.scheduler.policies._kube import most_allocated
-from numpy.typing import NDArray
 
 NAME = "most-allocated"
 

@@ -12,10 +12,11 @@ neither run time nor waking an empty node enters the score.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
+
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.manifest import Params
 from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
-from numpy.typing import NDArray
 
 NAME = "peaks"
 

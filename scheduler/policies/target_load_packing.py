@@ -15,10 +15,11 @@ their cpu request, so the measured utilisation equals the allocated fraction.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
+
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.manifest import Params
 from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
-from numpy.typing import NDArray
 
 NAME = "target-load-packing"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.power import PowerCurves
 from eams.scheduler.bench.predicates import NodeMeta, PodConstraints

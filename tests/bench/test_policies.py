@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+
 from eams.scheduler.bench.manifest import Params
 from eams.scheduler.bench.policy import NodeState, PodRequest
 from eams.scheduler.bench.simulator import simulate
 from eams.scheduler.policies import available, load
-
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
 

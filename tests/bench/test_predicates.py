@@ -1,6 +1,7 @@
 """Filter predicates: resources, taints/tolerations, nodeSelector, and the independent checker."""
 
 import numpy as np
+
 from eams.scheduler.bench.predicates import (
     NodeMeta,
     PodConstraints,
@@ -11,7 +12,6 @@ from eams.scheduler.bench.predicates import (
     static_masks,
 )
 from eams.scheduler.bench.violations import check_placements
-
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
 GPU = Taint("dedicated", "gpu", "NoSchedule")

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+
+from eams.cli import cli
 from eams.scheduler.bench.errors import ManifestError
 from eams.scheduler.bench.manifest import load_manifest, parse_manifest
 from eams.scheduler.bench.sweep import run_sweep
-
-from eams.cli import cli
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "scheduler" / "bench" / "manifests"
 

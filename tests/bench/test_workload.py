@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+
 from eams.scheduler.bench.errors import LoadError, TraceError
 from eams.scheduler.bench.manifest import SyntheticSpec, TraceSpec
 from eams.scheduler.bench.traces import read_batch2017, read_gpu2023
 from eams.scheduler.bench.workload import offered_load, rescale_to_rho, synthetic
-
 from tests.bench.conftest import tiny_workload
 
 GPU_HEADER = "name,cpu_milli,memory_mib,num_gpu,creation_time,deletion_time,scheduled_time\n"

@@ -1,0 +1,100 @@
+"""Kubernetes wire objects for the simulated cluster: what kube-scheduler would send an extender.
+
+``v1.Node`` (name, labels, taints, ``status.allocatable``) and ``v1.Pod`` (namespace = tenant,
+``spec.schedulerName``, one container with cpu and memory requests, tolerations, nodeSelector,
+and the ``eams.io/work-core-s`` annotation carrying the pod's work in reference core-seconds),
+plus the agents' telemetry samples (:class:`eams.agent.schema.TelemetrySample`). Field names as
+upstream (lowerCamelCase inside the objects; reference ``extender-protocol.md`` §1.1).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from eams.agent.schema import PowerSource, TelemetrySample
+from eams.scheduler.bench.cluster import Cluster
+from eams.scheduler.bench.policy import NodeState, PodRequest
+from eams.scheduler.bench.workload import Workload
+
+EPOCH_S = 1_767_225_600.0
+"""Simulated t = 0 as epoch seconds (2026-01-01T00:00:00Z): a fixed origin keeps replays equal."""
+
+SCHEDULER_NAME = "eams-scheduler"
+WORK_ANNOTATION = "eams.io/work-core-s"
+
+
+def node_object(cluster: Cluster, n: int) -> dict[str, Any]:
+    """The ``v1.Node`` of node ``n``."""
+    meta = cluster.meta[n]
+    allocatable = {
+        "cpu": f"{math.floor(cluster.cores[n] * 1000)}m",
+        "memory": f"{math.floor(cluster.mem_mib[n])}Mi",
+        "pods": str(int(cluster.max_pods[n])),
+    }
+    return {
+        "metadata": {"name": cluster.names[n], "labels": dict(meta.labels)},
+        "spec": {
+            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in meta.taints]
+        },
+        "status": {"allocatable": allocatable, "capacity": dict(allocatable)},
+    }
+
+
+def node_list(cluster: Cluster) -> dict[str, Any]:
+    """A ``v1.NodeList`` of every node."""
+    return {"metadata": {}, "items": [node_object(cluster, n) for n in range(cluster.size)]}
+
+
+def pod_object(workload: Workload, pod: PodRequest, node: str | None = None) -> dict[str, Any]:
+    """The ``v1.Pod`` of a pending pod (``spec.nodeName`` set once bound)."""
+    constraints = workload.profiles[int(workload.profile[pod.index])]
+    requests = {"cpu": f"{math.ceil(pod.cpu * 1000)}m"}
+    if pod.mem_mib > 0:
+        requests["memory"] = f"{math.ceil(pod.mem_mib)}Mi"
+    spec: dict[str, Any] = {
+        "schedulerName": SCHEDULER_NAME,
+        "priority": 0,
+        "containers": [{"name": "main", "resources": {"requests": requests}}],
+        "tolerations": [
+            {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect}
+            for t in constraints.tolerations
+        ],
+        "nodeSelector": dict(constraints.node_selector),
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    return {
+        "metadata": {
+            "name": pod.name,
+            "namespace": f"tenant-{pod.tenant}",
+            "uid": f"uid-{pod.index}",
+            "annotations": {WORK_ANNOTATION: repr(pod.cpu * pod.duration_s)},
+        },
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def telemetry(state: NodeState, nodes: list[int]) -> list[dict[str, Any]]:
+    """What each node's agent would report now: power on the measured curve (0 W when an empty
+    node is off), utilisation, headroom 1 − P/P_cap, measured at the simulated instant."""
+    c = state.cluster
+    at_ns = round((EPOCH_S + state.now_s) * 1e9)
+    out = []
+    for n in nodes:
+        u = float(state.alloc_cpu[n] / c.cores[n])
+        off = state.pods_on[n] == 0 and c.empty_node == "off"
+        power = 0.0 if off else c.curves.power_w(n, u)
+        cap = float(c.power_cap_w[n])
+        sample = TelemetrySample(
+            node=c.names[n],
+            measured_at_ns=at_ns,
+            power_cap_w=cap,
+            utilisation=u,
+            power_w=power,
+            source=PowerSource.MODELLED,
+            headroom=1.0 - power / cap,
+        )
+        out.append(sample.to_json())
+    return out

@@ -1,0 +1,196 @@
+"""EAMS, driven only through its kube-scheduler extender's HTTP protocol.
+
+Source: this project's extender (``eams.scheduler.extender.app.create_app``; study §4–5,
+DESIGN.md §5). The emulator plays kube-scheduler with the shipped secondary profile: the
+default in-tree plug-ins (here LeastAllocated, as for ``default``) plus the extender with
+``nodeCacheCapable: true``, ``ignorable: true`` and ``weight`` = ``params.extender_weight``.
+Per pod: in-tree filters → ``POST /filter`` → (more than one node left) in-tree score +
+``POST /prioritize`` score × weight × 10 (reference ``extender-protocol.md`` §2.2, §2.4).
+
+What the extender would learn in a cluster it learns here over HTTP too: ``POST /nodes`` once
+(the node objects), ``POST /telemetry`` before a pass (each node's agent: power on the
+*measured* curve, utilisation, headroom against ``power_cap_w``; a node is re-reported when its
+load changed or its last sample is ``telemetry_period_s`` old), and ``POST /pending`` with the
+pods bound and finished since the previous pass (the watch's HTTP twin). The calibration each
+node gets is the robust line fit (``eams.calibrate.fit``) of its measured SPECpower curve,
+written as calibration files (``eams.calibrate.calfile``) for ``calibrations_dir``.
+
+``/pending`` has no deletion yet, so a finished pod is re-reported bound to the placeholder node
+:data:`FINISHED_NODE` (unknown to the extender, so never valued) with ``status.phase:
+Succeeded``; that releases its capacity in the extender's node cache.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
+from eams.calibrate.fit import fit_linear
+from eams.scheduler.bench.cluster import Cluster
+from eams.scheduler.bench.extender_client import ExtenderClient
+from eams.scheduler.bench.kube_objects import EPOCH_S, node_list, pod_object, telemetry
+from eams.scheduler.bench.manifest import Params
+from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
+from eams.scheduler.bench.power import LEVELS
+from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies._kube import least_allocated
+
+NAME = "eams"
+FINISHED_NODE = "eams-bench-finished"
+MAX_NODE_SCORE_PER_EXTENDER_POINT = 10  # MaxNodeScore / MaxExtenderPriority (100 / 10)
+
+
+def write_calibrations(cluster: Cluster, folder: Path) -> None:
+    """One calibration file per node: the calibration fit of its measured curve, speed."""
+    made: dict[tuple[float, ...], FitSummary] = {}
+    created = datetime.fromtimestamp(EPOCH_S, UTC)
+    for n, name in enumerate(cluster.names):
+        points = tuple(float(p) for p in cluster.curves.points_w[n])
+        if points not in made:
+            made[points] = FitSummary.from_result(fit_linear(LEVELS, np.asarray(points)))
+        calibration = Calibration(
+            node=name,
+            created_at=created,
+            meter="snmp://127.0.0.1:161",  # simulated outlet (no real meter)
+            outlet=1,
+            fit=made[points],
+            p_active_idle_w=points[0],
+            speed=float(cluster.speed[n]),
+        )
+        save_calibration(calibration, folder / f"{name}.json")
+
+
+def create_extender(cluster: Cluster, params: Params, clock, folder: Path):
+    """The extender app (active mode) for ``cluster`` with calibrations in ``folder``."""
+    from eams.scheduler.extender.app import create_app
+    from eams.scheduler.extender.settings import Settings
+
+    write_calibrations(cluster, folder)
+    settings = Settings(mode="active", window_ms=params.extender_window_ms, calibrations_dir=folder)
+    return create_app(settings, clock)
+
+
+class SimClock:
+    """Epoch seconds of the simulated instant (the extender's ``clock``)."""
+
+    def __init__(self) -> None:
+        self.now_s = 0.0
+
+    def __call__(self) -> float:
+        return EPOCH_S + self.now_s
+
+
+class ExtenderPolicy(ScoringPolicy):
+    """kube-scheduler with the EAMS extender (see the module docstring).
+
+    Parameters
+    ----------
+    cluster : Cluster
+    client : ExtenderClient
+    weight : int
+        Extender ``weight``.
+    telemetry_period_s : float
+    clock : SimClock, optional
+        The extender app's clock, advanced to the simulated instant before each pass.
+    """
+
+    name = NAME
+    batched = True
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        client: ExtenderClient,
+        weight: int,
+        telemetry_period_s: float,
+        clock: SimClock | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.client = client
+        self.weight = weight
+        self.period_s = telemetry_period_s
+        self.index = {name: n for n, name in enumerate(cluster.names)}
+        self.workload: Workload | None = None
+        self.reported_at = np.full(cluster.size, -np.inf)
+        self.reported_cpu = np.full(cluster.size, np.nan)
+        self.pod_updates: list[dict] = []
+        self.stats = client.failures
+        self.clock = clock
+        self.client.post("/nodes", node_list(cluster))
+        self.cleanup: tempfile.TemporaryDirectory | None = None
+
+    def start(self, workload: Workload) -> None:
+        """Remember the workload whose pods the emulator will show."""
+        self.workload = workload
+
+    def observe(self, state: NodeState) -> None:
+        """Flush pod updates and the agents' telemetry that is due."""
+        if self.clock is not None:
+            self.clock.now_s = state.now_s
+        if self.pod_updates:
+            self.client.post("/pending", {"metadata": {}, "items": self.pod_updates})
+            self.pod_updates = []
+        due = (state.now_s - self.reported_at >= self.period_s) | (
+            self.reported_cpu != state.alloc_cpu
+        )
+        nodes = np.flatnonzero(due)
+        if nodes.size:
+            self.client.post("/telemetry", {"samples": telemetry(state, list(nodes))})
+            self.reported_at[nodes] = state.now_s
+            self.reported_cpu[nodes] = state.alloc_cpu[nodes]
+
+    def _pod(self, pod: PodRequest, node: str | None = None) -> dict:
+        return pod_object(self.workload, pod, node)
+
+    def filter(
+        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+    ) -> NDArray[np.int64]:
+        """The candidates the extender's ``/filter`` lets through."""
+        names = [self.cluster.names[n] for n in candidates]
+        passed = self.client.filter(self._pod(pod), names)
+        return np.asarray([self.index[n] for n in passed], dtype=np.int64)
+
+    def score(
+        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+    ) -> NDArray[np.float64]:
+        """In-tree LeastAllocated + extender score × weight × 10 (kube-scheduler's sum)."""
+        names = [self.cluster.names[n] for n in candidates]
+        extender = self.client.prioritize(self._pod(pod), names)
+        bonus = np.array([extender.get(n, 0) for n in names], dtype=float)
+        return least_allocated(pod, candidates, state) + bonus * self.weight * (
+            MAX_NODE_SCORE_PER_EXTENDER_POINT
+        )
+
+    def bound(self, pod: PodRequest, node: int) -> None:
+        """Queue the bind for the next ``/pending`` post."""
+        self.pod_updates.append(self._pod(pod, self.cluster.names[node]))
+
+    def completed(self, pod: PodRequest, node: int) -> None:
+        """Queue the completion (see the module docstring)."""
+        finished = self._pod(pod, FINISHED_NODE)
+        finished["status"]["phase"] = "Succeeded"
+        self.pod_updates.append(finished)
+
+    def close(self) -> None:
+        """Close the client and remove the calibration folder."""
+        self.client.close()
+        if self.cleanup is not None:
+            self.cleanup.cleanup()
+
+
+def make(cluster: Cluster, params: Params, seed: int) -> ExtenderPolicy:
+    """EAMS through an in-process extender (``httpx.ASGITransport``) on the simulated clock."""
+    folder = tempfile.TemporaryDirectory(prefix="eams-bench-cal-")
+    clock = SimClock()
+    app = create_extender(cluster, params, clock, Path(folder.name))
+    client = ExtenderClient("http://extender", app=app, timeout_s=params.extender_timeout_s)
+    policy = ExtenderPolicy(
+        cluster, client, params.extender_weight, params.telemetry_period_s, clock
+    )
+    policy.cleanup = folder
+    return policy
