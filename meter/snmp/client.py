@@ -48,6 +48,9 @@ Value = int | str | bytes | None
 
 #: Seconds added to timeout × (retries + 1) for the outer deadline of one request.
 DEADLINE_SLACK_S = 0.5
+#: Varbinds asked for per GETBULK (split over the unfinished columns). An agent that cannot fit
+#: them answers fewer (RFC 3416 §4.2.3), never an error; snmpsim answers at most 64.
+MAX_VARBINDS = 60
 #: Safety cap on GETBULK requests in one walk (a broken agent must not loop us forever).
 MAX_WALK_REQUESTS = 500
 
@@ -119,7 +122,8 @@ class SnmpClient:
     retries : int
         Retries after the first try (0 = one try).
     max_repetitions : int
-        GETBULK max-repetitions (rows per column per request).
+        Upper bound of GETBULK max-repetitions (rows per column per request); each request
+        asks for ``min(max_repetitions, MAX_VARBINDS // columns still walking)``.
 
     Attributes
     ----------
@@ -134,7 +138,7 @@ class SnmpClient:
     """
 
     def __init__(
-        self, url: MeterUrl, *, timeout_s: float = 1.0, retries: int = 1, max_repetitions: int = 25
+        self, url: MeterUrl, *, timeout_s: float = 1.0, retries: int = 1, max_repetitions: int = 60
     ) -> None:
         self.url = url
         self.timeout_s = timeout_s
@@ -264,7 +268,7 @@ class SnmpClient:
                         target,
                         self._context,
                         0,
-                        self.max_repetitions,
+                        max(1, min(self.max_repetitions, MAX_VARBINDS // len(active))),
                         *(ObjectType(ObjectIdentity(cursor[r])) for r in active),
                         lookupMib=False,
                     )

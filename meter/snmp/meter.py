@@ -2,7 +2,8 @@
 
 On the first read it GETs sysObjectID and sysDescr and picks the family (unless a driver was
 named), then every read is one parallel GETBULK walk of that family's columns, decoded by
-:mod:`eams.meter.snmp.profile`.
+:mod:`eams.meter.snmp.profile`. Configuration columns (Raritan's decimal digits) are walked on
+the first read only.
 
 A value that fails to decode (noSuchObject, a string where a number belongs, a vendor's
 "not available" code) becomes ``None`` and is listed in :attr:`SnmpMeter.last_problems`; the
@@ -107,6 +108,7 @@ class SnmpMeter:
         self.client = client
         self.family: Family | None = family(driver) if driver else None
         self.last_decoded: Decoded | None = None
+        self._static: dict[str, list[tuple[str, Value]]] = {}
 
     @property
     def last_problems(self) -> list[str]:
@@ -150,8 +152,12 @@ class SnmpMeter:
         where = f"{self.url.host}:{self.url.port}"
         if fam.no_power_data:
             raise MeterProtocolError(f"{where}: {fam.title}: {fam.no_power_data}")
-        walked = await self.client.walk(fam.roots())
+        roots = [r for r in fam.roots() if r not in self._static]
+        walked = await self.client.walk(roots)
         read_at = datetime.now(UTC)
+        if not self._static:  # decimal digits are configuration: keep the first non-empty walk
+            self._static = {r: walked[r] for r in fam.static_roots() if walked.get(r)}
+        walked = {**walked, **self._static}
         decoded = decode(fam, walked)
         self.last_decoded = decoded
         if decoded.value_count() == 0:

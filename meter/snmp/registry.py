@@ -88,6 +88,11 @@ class Family:
         roots += [c for c in (self.outlet_name, self.outlet_number) if c]
         return list(dict.fromkeys(roots))
 
+    def static_roots(self) -> list[str]:
+        """Columns that are configuration, not measurement (decimal digits): walked once."""
+        readers = (*self.outlets.values(), *self.total.values())
+        return list(dict.fromkeys(s.digits for r in readers for s in r.specs if s.digits))
+
 
 def _oid(text: Any) -> str:
     return str(text).lstrip(".")
