@@ -10,8 +10,8 @@ exit status 1.
 import sys
 
 import click
-from eams.agent.cli import agent
 
+from eams.agent.cli import agent
 from eams.errors import EamsError
 
 

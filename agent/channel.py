@@ -84,7 +84,8 @@ class SinkChannel:
         sink is up, else they are spooled for the next start; then close sink and spool."""
         self._stopping.set()
         self._wake.set()
-        self._thread.join(timeout_s)
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout_s)
         if self._thread.is_alive():
             log.error("sink %s: delivery did not stop within %.0f s", self.sink.name, timeout_s)
             return

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import click
+
 from eams.agent.config import load_config
 from eams.agent.runner import Agent
 

@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 from urllib.parse import urlsplit
 
 import yaml
+
 from eams.agent.errors import ConfigError
-from eams.calibrate.calfile import Calibration, load_calibration
 from eams.calibrate.errors import CalibrationFileError
 from eams.meter.errors import BadMeterUrl
 from eams.meter.url import parse_meter_url
+
+if TYPE_CHECKING:
+    from eams.calibrate.calfile import Calibration
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -334,6 +337,10 @@ def load_node_calibration(config: AgentConfig, source: str = "config") -> Calibr
     """
     if config.calibration is None:
         return None
+    # Imported here: calfile imports calibrate.fit and with it scipy (~75 MB resident), which
+    # a node without a calibration should not carry.
+    from eams.calibrate.calfile import load_calibration
+
     try:
         return load_calibration(config.calibration, expect_node=config.node)
     except CalibrationFileError as exc:

@@ -36,8 +36,10 @@ import contextlib
 import time
 from wsgiref.simple_server import WSGIServer
 
-from eams.agent.schema import PowerSource, TelemetrySample
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from eams.agent.errors import AgentError
+from eams.agent.schema import PowerSource, TelemetrySample
 
 #: Values of the ``reason`` label of ``eams_agent_dropped_points_total``.
 DROP_REASONS = ("spool_full", "disk_full", "spool_error", "rejected")
@@ -121,8 +123,17 @@ class AgentMetrics:
         return (time.time_ns() - self._latest_ns[node]) / 1e9
 
     def serve(self, host: str, port: int) -> int:
-        """Start the ``/metrics`` HTTP server in a thread; returns the bound port."""
-        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+        """Start the ``/metrics`` HTTP server in a thread; returns the bound port.
+
+        Raises
+        ------
+        AgentError
+            The address cannot be bound (in use, not local), naming ``host:port``.
+        """
+        try:
+            self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            raise AgentError(f"metrics: cannot listen on {host}:{port}: {exc.strerror}") from exc
         return int(self._server.server_port)
 
     def close(self) -> None:

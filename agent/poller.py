@@ -75,5 +75,6 @@ class MeterPoller:
     def stop(self, timeout_s: float) -> None:
         """Stop polling and close the meter."""
         self._stop.set()
-        self._thread.join(timeout_s)
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout_s)
         self._meter.close()

@@ -35,9 +35,8 @@ from dataclasses import dataclass
 
 from eams.agent.metrics import AgentMetrics
 from eams.agent.schema import PowerSource, TelemetrySample
-from eams.meter.reading import Reading
-
 from eams.errors import ProcStatError
+from eams.meter.reading import Reading
 from eams.procstat import CpuTimes, utilisation_between
 
 log = logging.getLogger(__name__)

@@ -21,6 +21,9 @@ energy_wh       field the PDU outlet's cumulative energy counter, where offered 
 time            —     when the values were *measured* (not written), epoch, UTC      ns
 =============== ===== ============================================================== =========
 
+On the PDU-owner node the agent also publishes a point per other node of its outlet map:
+there ``utilisation`` is absent (only that node knows it) and power is ``metered`` or absent.
+
 Timestamps are always written with explicit ``precision=ns``. A missing value is absent from
 the point (line protocol has no null) and ``None`` in Python and JSONL, never 0. JSONL files
 hold one :meth:`TelemetrySample.to_json` object per line.

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 import httpx
+
 from eams.agent.config import ExtenderSinkConfig
 from eams.agent.schema import TelemetrySample
 from eams.agent.sinks.http import post

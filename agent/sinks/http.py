@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+
 from eams.agent.errors import SinkError
 from eams.agent.sinks.base import status_error
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import httpx
+
 from eams.agent.config import InfluxV1SinkConfig
 from eams.agent.schema import TIMESTAMP_PRECISION, TelemetrySample
 from eams.agent.sinks.http import post

@@ -19,13 +19,13 @@ import httpx
 import numpy as np
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
 from eams.agent.config import load_config
 from eams.agent.runner import Agent
 from eams.agent.schema import TelemetrySample
 from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
-from prometheus_client.parser import text_string_to_metric_families
-
 from tests.servers.influxdb import INFLUXD, InfluxDB
 from tests.servers.victoriametrics import VICTORIA_METRICS, VictoriaMetrics
 

@@ -11,8 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from eams.agent.schema import PowerSource, TelemetrySample
 
+from eams.agent.schema import PowerSource, TelemetrySample
 from tests.agent.conftest import (
     jsonl_samples,
     metric,

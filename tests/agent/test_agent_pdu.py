@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from eams.agent.schema import PowerSource, TelemetrySample
 from eams.meter.simulator import LinearCurve, PduSimulator, VirtualOutlet
-
 from tests.agent.conftest import (
     jsonl_samples,
     metric,

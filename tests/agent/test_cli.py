@@ -4,13 +4,14 @@ the same group is ``eams agent``)."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from eams.agent.spool import Spool
 
+from eams.agent.spool import Spool
 from tests.agent.conftest import jsonl_samples, scrape, wait_for, write_calibration, write_config
 from tests.conftest import free_port
 
@@ -77,3 +78,18 @@ def test_run_stops_cleanly_on_signal(tmp_path: Path, signum: signal.Signals) -> 
     spooled = [line for _, line in spool.peek(1000)]
     spool.close()
     assert spooled == [s.to_line_protocol() for s in measured]
+
+
+def test_run_refuses_a_metrics_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        path = write_config(tmp_path, metrics={"host": "127.0.0.1", "port": port})
+        done = subprocess.run(
+            [*EAMS, "run", "--config", str(path)], capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"eams: error: metrics: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )

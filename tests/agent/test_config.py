@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from eams.agent.config import load_config
 from eams.agent.errors import ConfigError
-
 from tests.agent.conftest import write_calibration, write_config
 
 CASES = sorted(p for p in (Path(__file__).parent / "cases").iterdir() if p.is_dir())

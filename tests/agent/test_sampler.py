@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
 from eams.agent.metrics import AgentMetrics
 from eams.agent.sampler import NodeSpec, Sampler, TimedReading
 from eams.agent.schema import PowerSource
 from eams.calibrate.calfile import load_calibration
 from eams.meter.reading import OutletReading, Reading
-
 from eams.procstat import CpuTimes
 from tests.agent.conftest import P_IDLE_W, P_MAX_W, write_calibration
 

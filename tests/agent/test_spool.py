@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from eams.agent.spool import Spool
-
 from tests.agent.conftest import fill
 
 
