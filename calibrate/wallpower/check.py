@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from eams.calibrate.wallpower.errors import RunMismatchError
 from eams.calibrate.wallpower.load import Run
 from eams.calibrate.wallpower.nodes import NodeEnergy, NodeModel, run_energy
@@ -190,37 +191,49 @@ def _run_result(run: Run, nodes: dict[str, NodeEnergy], normaliser: float) -> Ru
     )
 
 
-def _warnings(results: tuple[RunResult, RunResult]) -> list[str]:
+def _node_findings(n: NodeEnergy) -> list[str]:
     out = []
+    if n.gaps:
+        total = sum(g.length_s for g in n.gaps)
+        spans = ", ".join(f"{g.start_s:.1f}–{g.end_s:.1f} s" for g in n.gaps[:4])
+        more = f" and {len(n.gaps) - 4} more" if len(n.gaps) > 4 else ""
+        bridge = (
+            "the counter kept counting"
+            if n.method == "counter"
+            else "bridged linearly, never zero-filled; charged to the sampling uncertainty"
+        )
+        out.append(f"{len(n.gaps)} gap(s) in metered data, {total:.1f} s ({spans}{more}); {bridge}")
+    for e in n.counter_events:
+        out.append(
+            f"energy counter went back at {e.at_s:.1f} s from {e.before_wh:g} to "
+            f"{e.after_wh:g} Wh (wrap or reset); stitched, {e.bridged_wh:.4g} Wh credited "
+            f"across it ({_BRIDGE[e.how]})"
+        )
+    if n.counter_note:
+        out.append(n.counter_note)
+    if abs(n.model_error_pct) > MODEL_ERROR_WARN_PCT:
+        out.append(f"model error {n.model_error_pct:+.1f} % of metered energy")
+    return out
+
+
+def _places(places: list[tuple[str, str]]) -> str:
+    runs: dict[str, list[str]] = {}
+    for run, node in places:
+        runs.setdefault(run, []).append(node)
+    return "; ".join(
+        f"run {run}, node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}"
+        for run, nodes in runs.items()
+    )
+
+
+def _warnings(results: tuple[RunResult, RunResult]) -> list[str]:
+    """Findings per node; one finding shared by several nodes is listed once, naming them."""
+    where: dict[str, list[tuple[str, str]]] = {}
     for run in results:
         for n in run.nodes.values():
-            where = f"run {run.label}, node {n.node}"
-            if n.gaps:
-                total = sum(g.length_s for g in n.gaps)
-                spans = ", ".join(f"{g.start_s:.1f}–{g.end_s:.1f} s" for g in n.gaps[:4])
-                more = f" and {len(n.gaps) - 4} more" if len(n.gaps) > 4 else ""
-                bridge = (
-                    "the counter kept counting"
-                    if n.method == "counter"
-                    else (
-                        "bridged linearly, never zero-filled; charged to the sampling uncertainty"
-                    )
-                )
-                out.append(
-                    f"{where}: {len(n.gaps)} gap(s) in metered data, {total:.1f} s "
-                    f"({spans}{more}); {bridge}"
-                )
-            for e in n.counter_events:
-                out.append(
-                    f"{where}: energy counter went back at {e.at_s:.1f} s from {e.before_wh:g} "
-                    f"to {e.after_wh:g} Wh (wrap or reset); stitched, {e.bridged_wh:.4g} Wh "
-                    f"credited across it ({_BRIDGE[e.how]})"
-                )
-            if n.counter_note:
-                out.append(f"{where}: {n.counter_note}")
-            if abs(n.model_error_pct) > MODEL_ERROR_WARN_PCT:
-                out.append(f"{where}: model error {n.model_error_pct:+.1f} % of metered energy")
-    return out
+            for finding in _node_findings(n):
+                where.setdefault(finding, []).append((run.label, n.node))
+    return [f"{_places(places)}: {finding}" for finding, places in where.items()]
 
 
 def check_runs(

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+
 from eams.calibrate.wallpower.check import TOLERANCE_PTS, CheckResult, check_runs
 from eams.calibrate.wallpower.fleet import load_fleet
 from eams.calibrate.wallpower.load import load_run

@@ -10,6 +10,8 @@ Pure numpy; times are seconds from the run's start, the window is ``[0, span_s]`
   the reason is reported.
 - **Power**: the trapezoid rule between samples; before the first and after the last sample the
   nearest value is held to the window's edge.
+- **Utilisation** (and modelled power, linear in it) is an *average* over the interval ending at
+  its timestamp (the agent's /proc/stat delta): each value weighs its own interval, exactly.
 
 A *gap* is an interval between samples (or between an edge of the window and the nearest
 sample) longer than :data:`GAP_FACTOR` × the median interval between the valid samples of that
@@ -120,8 +122,10 @@ def find_gaps(t_s: np.ndarray, span_s: float, threshold_s: float) -> tuple[Gap, 
     )
 
 
-def integrate(t_s: np.ndarray, y: np.ndarray, span_s: float) -> Integral | None:
-    """Trapezoid integral of ``y`` over ``[0, span_s]``, ignoring NaN samples (see module doc).
+def integrate(
+    t_s: np.ndarray, y: np.ndarray, span_s: float, *, averaged: bool = False
+) -> Integral | None:
+    """Integral of ``y`` over ``[0, span_s]``, ignoring NaN samples (see module doc).
 
     Parameters
     ----------
@@ -131,6 +135,11 @@ def integrate(t_s: np.ndarray, y: np.ndarray, span_s: float) -> Integral | None:
         Values; NaN = missing (never read as 0).
     span_s : float
         Window length (s), > 0.
+    averaged : bool
+        False: ``y`` are instantaneous readings (metered power): trapezoid rule. True: each
+        value is the mean over the interval that ends at its timestamp (utilisation from
+        /proc/stat deltas, and anything linear in it): each value weighs its own interval,
+        which is exact, so ordinary intervals carry no sampling uncertainty.
 
     Returns
     -------
@@ -144,16 +153,20 @@ def integrate(t_s: np.ndarray, y: np.ndarray, span_s: float) -> Integral | None:
         return None
     bounds = np.concatenate(([0.0], tau, [span_s]))
     lengths = np.diff(bounds)  # edge, intervals..., edge
-    weights = np.empty_like(values)
-    weights[:] = (lengths[:-1] + lengths[1:]) / 2
-    weights[0] += lengths[0] / 2
-    weights[-1] += lengths[-1] / 2
     threshold_s = GAP_FACTOR * period_s
+    gap = lengths > threshold_s
     steps = np.abs(np.diff(np.concatenate(([values[0]], values, [values[-1]]))))
-    if values.size > 1:  # an edge inherits the step of its neighbouring interval
-        steps[0], steps[-1] = steps[1], steps[-2]
+    steps[0], steps[-1] = steps[1], steps[-2]  # an edge inherits its neighbour's step
+    if averaged:  # interval i ends at sample i; the last value is held to the end
+        weights = lengths[:-1].copy()
+        weights[-1] += lengths[-1]
+        steps[:-1] = np.where(gap[:-1], steps[:-1], 0.0)
+    else:
+        weights = (lengths[:-1] + lengths[1:]) / 2
+        weights[0] += lengths[0] / 2
+        weights[-1] += lengths[-1] / 2
     spread = float(values.max() - values.min())
-    unresolved = np.where(lengths > threshold_s, spread, steps) * lengths / _SQRT12
+    unresolved = np.where(gap, spread, steps) * lengths / _SQRT12
     return Integral(
         value=float(weights @ values),
         sampling_sd=float(np.sqrt(np.sum(unresolved**2))),
@@ -221,7 +234,7 @@ def counter_energy(
     increments[drops] = 0.0
     positive = increments[increments > tolerance]
     if positive.size == 0:
-        return "the energy counter did not advance"
+        return "the energy counter did not advance (too coarse for this run): power integrated"
     # readings are multiples of the resolution, so are increments and their differences
     spread = np.abs(np.diff(np.unique(np.round(positive / tolerance) * tolerance)))
     resolution = float(min(positive.min(), spread[spread > tolerance].min(initial=np.inf)))

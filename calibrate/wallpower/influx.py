@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+
 from eams.calibrate.wallpower.errors import InfluxUnreachable, RunDataError
 from eams.calibrate.wallpower.spec import RunSpec
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+
 from eams.agent.schema import PowerSource, TelemetrySample
 from eams.calibrate.wallpower.errors import RunDataError
 from eams.calibrate.wallpower.influx import read_influx

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from eams.calibrate.model import LinearPowerModel
 from eams.calibrate.wallpower.energy import (
     CounterEvent,
@@ -129,11 +130,11 @@ def node_energy(
         raise RunDataError(
             f"{where}: fewer than two metered power samples and {counter} in the window"
         )
-    util = integrate(series.t_s, series.utilisation, span_s)
+    util = integrate(series.t_s, series.utilisation, span_s, averaged=True)
     if util is None:
         raise RunDataError(f"{where}: fewer than two utilisation samples in the window")
     modelled_w = np.asarray(model.model.power_w(series.utilisation), dtype=float)
-    modelled = integrate(series.t_s, modelled_w, span_s)
+    modelled = integrate(series.t_s, modelled_w, span_s, averaged=True)
     assert modelled is not None  # same validity as util
     reading_sd_frac = accuracy_pct / 100 / _SQRT3
     if isinstance(counter, CounterIntegral):

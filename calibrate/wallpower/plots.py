@@ -9,8 +9,9 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from eams.calibrate.wallpower.check import CheckResult
 from matplotlib.figure import Figure
+
+from eams.calibrate.wallpower.check import CheckResult
 
 METERED, MODELLED = "#1f5fa8", "#d9792b"
 _DPI = 100

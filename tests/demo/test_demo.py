@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -25,5 +26,24 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "read through driver apc_rpdu2" in result.stdout
-    assert "mini-6" in result.stdout
+    stdout = result.stdout
+    for stage in ("1/4", "2/4", "3/4", "4/4"):
+        assert stage in stdout
+    assert "read through driver apc_rpdu2" in stdout
+    assert sorted(p.name for p in (out / "calibration").glob("*.json")) == [
+        f"mini-{i}.json" for i in range(1, 7)
+    ]
+    for run in ("default", "eams"):
+        lines = (out / "telemetry" / run / "mini-1.jsonl").read_text().splitlines()
+        sources = {json.loads(line)["source"] for line in lines}
+        assert "metered" in sources  # the PDU owner's samples came through SNMP
+    summary = json.loads((out / "report" / "wallpower_summary.json").read_text())
+    assert summary["verdict"] in ("PASS", "FAIL")
+    assert summary["normalised_by"] == "work"
+    assert f"VT-5 {summary['verdict']}" in stdout
+    assert "p95 completion" in stdout
+    html = out / "report" / "wallpower_report.html"
+    assert f"report: {html}" in stdout
+    assert html.read_text().count("data:image/png;base64,") == 3
+    ingested = int(stdout.split("the extender ingested ")[1].split()[0])
+    assert ingested > 0  # the agents pushed telemetry to the running extender

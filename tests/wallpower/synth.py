@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+
 from eams.agent.schema import PowerSource, TelemetrySample
 from eams.calibrate.calfile import Calibration, FitSummary
 from eams.calibrate.fit import fit_linear

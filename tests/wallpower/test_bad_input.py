@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from eams.calibrate.wallpower import (
     InfluxUnreachable,
     RunDataError,
@@ -16,7 +17,6 @@ from eams.calibrate.wallpower import (
     load_run,
     parse_run_spec,
 )
-
 from eams.cli import cli
 from tests.conftest import free_port
 from tests.wallpower.synth import RunPlan, simulate, spread

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
 from eams.calibrate.wallpower.energy import integrate
 from eams.calibrate.wallpower.nodes import node_energy
-
 from tests.wallpower.synth import RunPlan, packed, simulate, spread
 
 
@@ -87,3 +87,15 @@ def test_coarse_counter_falls_back_to_power(tmp_path: Path, fleet_dir: Path) -> 
     assert node.method == "power"
     assert node.counter_note is not None and "too coarse" in node.counter_note
     assert node.metered_wh == pytest.approx(truth["n1"], rel=0.02)
+
+
+def test_averaged_values_weigh_their_own_interval_exactly() -> None:
+    # utilisation averaged over the second ending at each sample: 0.2 for 4 s, then 0.8 for 6 s
+    t = np.arange(1.0, 11.0)
+    u = np.where(t <= 4, 0.2, 0.8)
+    result = integrate(t, u, span_s=10.0, averaged=True)
+    assert result is not None
+    assert result.value == pytest.approx(0.2 * 4 + 0.8 * 6)
+    assert result.sampling_sd == pytest.approx(0.0)  # no gap, no edge: nothing unresolved
+    trapezoid = integrate(t, u, span_s=10.0)
+    assert trapezoid is not None and trapezoid.sampling_sd > 0

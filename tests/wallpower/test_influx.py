@@ -8,9 +8,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from eams.agent.schema import TelemetrySample
 from eams.calibrate.wallpower import RunDataError, check_runs, load_fleet, load_run, parse_run_spec
-
 from tests.servers.influxdb import INFLUXD, InfluxDB
 from tests.wallpower.synth import START_NS
 

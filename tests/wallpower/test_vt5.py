@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
 from eams.calibrate.wallpower.cli import EXIT_FAIL
-
 from eams.cli import cli
 from tests.wallpower.synth import write_calibrations
 

@@ -1,0 +1,80 @@
+"""Demo stage 4: the VT-5 wall-power check on the two played runs, and the printed summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec, write_report
+from eams.calibrate.wallpower.check import CheckResult
+from eams.calibrate.wallpower.cli import summary_lines
+from eams.demo_replay import PlayedRun
+
+ACCURACY_PCT = 3.0
+"""The simulated PDU is an APC rPDU2: ±3 % of reading (Schneider FAQ FA156074)."""
+
+
+def check_and_report(
+    console: Console,
+    played: list[PlayedRun],
+    figures: dict[str, dict],
+    speedup: float,
+    report_dir: Path,
+    calibrations_dir: Path,
+) -> CheckResult:
+    """Check run B against run A at the wall, write the report, print the summary.
+
+    Parameters
+    ----------
+    console : Console
+    played : list of PlayedRun, length 2
+        Run A (baseline) and run B.
+    figures : dict
+        The harness's figures per run label (p95 completion time in trace seconds).
+    speedup : float
+        Trace seconds per real second: wall energy × speedup = energy in trace time.
+    report_dir, calibrations_dir : Path
+
+    Returns
+    -------
+    CheckResult
+    """
+    runs = [load_run(parse_run_spec(p.spec), p.label) for p in played]
+    result = check_runs(runs[0], runs[1], load_fleet(calibrations_dir), accuracy_pct=ACCURACY_PCT)
+    html_path, json_path = write_report(
+        result, report_dir, title="eams demo — VT-5 wall-power check"
+    )
+    table = Table(title="two runs of the same trace on the six-node testbed")
+    for column in (
+        "run",
+        "work core-s",
+        "wall energy Wh",
+        "J per core-s (metered)",
+        "J per core-s (modelled)",
+        "p95 completion s",
+    ):
+        table.add_column(column)
+    for run in (result.a, result.b):
+        p95 = figures[run.label].get("p95_completion_s")
+        table.add_row(
+            run.label,
+            f"{run.work_core_s:.0f}",
+            f"{run.metered_wh:.2f}",
+            f"{run.metered_wh * 3600 * speedup / run.work_core_s:.1f}",
+            f"{run.modelled_wh * 3600 * speedup / run.work_core_s:.1f}",
+            "—" if p95 is None else f"{p95:.0f}",
+        )
+    console.print(table)
+    console.print(
+        f"(energy per unit work and completion times in trace time: the runs were played "
+        f"{speedup:.0f}× faster, at the same power)"
+    )
+    colour = "green" if result.passed else "red"
+    lines = summary_lines(result)
+    console.print(f"[bold {colour}]{lines[0]}[/]")
+    for line in lines[1:]:
+        console.print(line)
+    console.print(f"report: {html_path}\nsummary: {json_path}")
+    return result

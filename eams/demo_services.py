@@ -1,0 +1,177 @@
+"""Demo stage 3 services: the extender on a loopback socket and one agent per virtual node.
+
+The agents are deployed as on the real testbed: ``mini-1`` owns the PDU link (meter and outlet
+map) and publishes every node's *metered* power; every node's own agent publishes its
+utilisation (read from its virtual ``/proc/stat``) and its *modelled* power from its
+calibration file. Each agent writes a JSONL file and pushes to the extender
+(``POST /telemetry``), exactly as configured in production (:mod:`eams.agent.config`).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+from prometheus_client.parser import text_string_to_metric_families
+
+from eams.agent.config import parse_config
+from eams.agent.runner import Agent
+from eams.demo_testbed import Testbed
+from eams.scheduler.extender.app import create_app
+from eams.scheduler.extender.settings import Settings
+
+DRIVER = "apc_rpdu2"
+START_TIMEOUT_S = 10.0
+METER_TIMEOUT_S, METER_RETRIES = 2.0, 2
+"""Generous SNMP bounds: the demo shares a small machine with its own six agents."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ExtenderServer:
+    """The extender app (shadow mode, the fleet's calibrations) under uvicorn in a thread.
+
+    Parameters
+    ----------
+    calibrations_dir : Path
+    """
+
+    def __init__(self, calibrations_dir: Path) -> None:
+        self.app = create_app(Settings(mode="shadow", calibrations_dir=calibrations_dir))
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="eams-demo-extender")
+
+    def start(self) -> ExtenderServer:
+        """Serve; returns once it listens.
+
+        Raises
+        ------
+        RuntimeError
+            It did not start within :data:`START_TIMEOUT_S`.
+        """
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the extender did not start on {self.url}")
+            time.sleep(0.02)
+        return self
+
+    def samples_ingested(self) -> int | None:
+        """``eams_extender_telemetry_samples_total`` read from its ``/metrics`` (``None`` if it
+        does not answer)."""
+        try:
+            text = httpx.get(f"{self.url}/metrics", timeout=5).text
+        except httpx.HTTPError:
+            return None
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "eams_extender_telemetry_samples_total":
+                    return int(sample.value)
+        return None
+
+    def stop(self) -> None:
+        """Shut down and join (idempotent)."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+
+class Agents:
+    """One in-process agent per node for one run, writing ``telemetry_dir/NODE.jsonl``.
+
+    Parameters
+    ----------
+    testbed : Testbed
+    calibrations_dir : Path
+        Holds ``NODE.json`` for every node.
+    telemetry_dir : Path
+        This run's JSONL files (and the agents' spools under ``spool/``).
+    extender_url : str
+    period_s : float
+        Sample period of every agent and of the owner's meter poll.
+    """
+
+    def __init__(
+        self,
+        testbed: Testbed,
+        calibrations_dir: Path,
+        telemetry_dir: Path,
+        extender_url: str,
+        period_s: float,
+    ) -> None:
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.agents: list[Agent] = []
+        names = [n.spec.name for n in testbed.nodes]
+        for index, node in enumerate(testbed.nodes):
+            name = node.spec.name
+            data = {
+                "node": name,
+                "power_cap_w": round(max(node.spec.points_w) * 1.2, 1),
+                "calibration": str(calibrations_dir / f"{name}.json"),
+                "sample_period_s": period_s,
+                "sinks": [
+                    {"type": "jsonl", "path": str(telemetry_dir / f"{name}.jsonl")},
+                    {"type": "extender", "url": extender_url, "max_backoff_s": 1.0},
+                ],
+                "spool": {
+                    "dir": str(telemetry_dir / "spool" / name),
+                    "max_points": 100_000,
+                    "policy": "drop_oldest",
+                },
+                "metrics": {"host": "127.0.0.1", "port": 0},
+            }
+            if index == 0:  # the PDU owner
+                data["meter"] = {
+                    "url": testbed.url,
+                    "driver": DRIVER,
+                    "stale_after_s": 3 * period_s,
+                }
+                data["outlets"] = {i + 1: n for i, n in enumerate(names)}
+            config = parse_config(data, telemetry_dir, f"agent {name}")
+            self.agents.append(Agent(config, read_cpu=node.cpu_times))
+
+    def start(self) -> Agents:
+        """Run every agent in its own thread."""
+        for agent in self.agents:
+            thread = threading.Thread(
+                target=agent.run, args=(self._stop,), name=f"eams-demo-agent-{agent.config.node}"
+            )
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def wait_metered(self, timeout_s: float) -> None:
+        """Return once the PDU owner has its first meter reading.
+
+        Raises
+        ------
+        RuntimeError
+            None within ``timeout_s``.
+        """
+        poller = self.agents[0].poller
+        deadline = time.monotonic() + timeout_s
+        while poller is not None and poller.latest() is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the PDU owner agent read no meter within {timeout_s:g} s")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop every agent; each flushes its sinks and closes its spool (idempotent)."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=15)

@@ -1,0 +1,117 @@
+"""Demo stage 3, planning: the workload and each scheduler's placements on the six-node testbed.
+
+The workload is the head of the Alibaba 2017 batch-task trace (``cluster_traces/``, read by
+:func:`eams.scheduler.bench.traces.load_workload`), arrival times rescaled to an offered load
+ρ = :data:`RHO` (the contended regime where the study expects EAMS to help). Without the data
+folder the demo names the file and uses the harness's synthetic workload of the same shape.
+
+Placements come from the benchmark harness (:func:`eams.scheduler.bench.simulator.simulate`)
+with the scheduler plug-ins ``default`` (kube-scheduler's LeastAllocated) and ``eams`` (the
+extender over its HTTP protocol). The harness's cluster is the testbed: the six nodes, their
+hidden curves as the measured power, and P_idle, P_max and speed from the calibration files the
+demo just wrote. The replay log (binds and completions in trace time) is then played on the
+virtual nodes in compressed real time (:mod:`eams.demo_replay`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from eams.calibrate.calfile import Calibration
+from eams.datasets import data_file
+from eams.demo_fleet import MEMORY_MIB, DemoNode
+from eams.scheduler import policies
+from eams.scheduler.bench.cluster import Cluster
+from eams.scheduler.bench.manifest import Params, SyntheticSpec, TraceSpec
+from eams.scheduler.bench.metrics import summarise
+from eams.scheduler.bench.power import PowerCurves
+from eams.scheduler.bench.predicates import NodeMeta
+from eams.scheduler.bench.simulator import Replay, simulate
+from eams.scheduler.bench.traces import DEFAULT_PATHS, load_workload
+from eams.scheduler.bench.workload import Workload, rescale_to_rho, subset, synthetic
+
+TRACE = "alibaba-2017-batch"
+RHO = 0.8
+PODS = {True: 40, False: 200}  # quick, full: few enough that loads change about once per sample
+MAX_DURATION_S = 600.0
+SEED = 1
+SCHEDULERS = (("default", "default"), ("eams", "eams"))
+"""(run label, harness plug-in NAME): run A is the baseline, run B the candidate."""
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One scheduler's placements in trace time.
+
+    Attributes
+    ----------
+    label : str
+    replay : Replay
+        ``log`` holds (time_s, +1 bind / −1 completion, pod, node).
+    figures : dict
+        :func:`eams.scheduler.bench.metrics.summarise` (p95 completion, work, harness energy).
+    """
+
+    label: str
+    replay: Replay
+    figures: dict
+
+
+def testbed_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> Cluster:
+    """The harness's view of the testbed: hidden curves measured, the rest calibrated."""
+    points = np.array([n.points_w for n in nodes], dtype=float)
+    return Cluster(
+        names=[n.name for n in nodes],
+        cores=np.array([n.cores for n in nodes], dtype=float),
+        mem_mib=np.full(len(nodes), MEMORY_MIB),
+        max_pods=np.full(len(nodes), 110, dtype=np.int64),
+        speed=np.array([c.speed or 1.0 for c in calibrations]),
+        curves=PowerCurves(points),
+        p_idle_w=np.array([c.p_idle_w for c in calibrations]),
+        p_max_w=np.array([c.p_max_w for c in calibrations]),
+        power_cap_w=points[:, -1] * 1.2,
+        meta=[NodeMeta() for _ in nodes],
+        server=[n.server for n in nodes],
+        empty_node="idle",
+    )
+
+
+def demo_workload(cluster: Cluster, quick: bool) -> tuple[Workload, str]:
+    """The trace head rescaled to ρ = :data:`RHO`, and a sentence on where it came from."""
+    pods = PODS[quick]
+    if data_file(DEFAULT_PATHS[TRACE]) is not None:
+        spec = TraceSpec(source=TRACE, max_pods=pods, max_duration_s=MAX_DURATION_S)
+        workload = load_workload(spec, SEED)
+        source = f"first {pods} tasks of {DEFAULT_PATHS[TRACE]}"
+    else:
+        spec = SyntheticSpec(pods=pods, cpu_choices=[0.5, 1, 2], duration_median_s=60)
+        workload = synthetic(spec, n_tenants=4, classes=[], seed=SEED)
+        source = f"{DEFAULT_PATHS[TRACE]} not found (EAMS_DATA_DIR): {pods} synthetic pods"
+    fits = workload.cpu <= cluster.cores.max()  # pods larger than a node never run
+    if not fits.all():
+        workload = subset(workload, fits)
+        source += f" ({int((~fits).sum())} larger than a node left out)"
+    workload = rescale_to_rho(workload, cluster.total_cores, RHO)
+    return workload, f"{source}, arrivals rescaled to offered load ρ = {RHO}"
+
+
+def plan_runs(cluster: Cluster, workload: Workload) -> list[PlannedRun]:
+    """Replay ``workload`` with each of :data:`SCHEDULERS` in the harness (trace time).
+
+    Raises
+    ------
+    KeyError
+        A scheduler plug-in is missing from :mod:`eams.scheduler.policies`.
+    """
+    params = Params()
+    planned = []
+    for label, name in SCHEDULERS:
+        policy = policies.load(name).make(cluster, params, SEED)
+        try:
+            replay = simulate(cluster, workload, policy, seed=SEED)
+        finally:
+            policy.close()
+        planned.append(PlannedRun(label, replay, summarise(cluster, workload, replay)))
+    return planned
