@@ -4,6 +4,7 @@ One job: turn a meter URL into a :class:`~eams.meter.reading.Reading` in SI unit
 missing value as ``None``, never 0. See ``meter/README.md`` for the supported devices.
 """
 
+from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import (
     BadMeterUrl,
     MeterAuthError,
@@ -13,11 +14,13 @@ from eams.meter.errors import (
     MeterUnreachable,
     UnknownDevice,
 )
+from eams.meter.open import open_meter
 from eams.meter.reading import OutletReading, Reading
 from eams.meter.url import MeterUrl, parse_meter_url
 
 __all__ = [
     "BadMeterUrl",
+    "BlockingMeter",
     "MeterAuthError",
     "MeterError",
     "MeterProtocolError",
@@ -27,5 +30,6 @@ __all__ = [
     "OutletReading",
     "Reading",
     "UnknownDevice",
+    "open_meter",
     "parse_meter_url",
 ]

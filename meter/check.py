@@ -35,6 +35,8 @@ class CheckResult:
         Both values present and ``|gap_w| <= allowed_w``.
     reason : str
         Why not, when a comparison was impossible.
+    under_floor : int
+        Outlets reported under the metering floor (each widens the band by ``floor_w``).
     """
 
     meter: str
@@ -46,6 +48,7 @@ class CheckResult:
     assumed: bool
     ok: bool
     reason: str = ""
+    under_floor: int = 0
 
     def summary(self) -> str:
         """One line for the terminal."""
@@ -58,7 +61,7 @@ class CheckResult:
             f"{self.meter}: {verdict}: outlets sum {self.outlet_sum_w:.1f} W, total "
             f"{self.total_w:.1f} W, gap {self.gap_w:+.1f} W ({rel:+.1f} %), allowed "
             f"±{self.allowed_w:.1f} W (±{self.accuracy_pct:g} % {basis}"
-            f"{', + floor per outlet under it' if self.allowed_w else ''})"
+            f"{f', + floor for {self.under_floor} outlets under it' if self.under_floor else ''})"
         )
 
 
@@ -92,5 +95,13 @@ def check_reading(reading: Reading) -> CheckResult:
     allowed = pct / 100.0 * (outlet_sum + total) + floor * under
     gap = outlet_sum - total
     return CheckResult(
-        reading.meter, outlet_sum, total, gap, allowed, pct, assumed, abs(gap) <= allowed
+        reading.meter,
+        outlet_sum,
+        total,
+        gap,
+        allowed,
+        pct,
+        assumed,
+        abs(gap) <= allowed,
+        under_floor=under if floor else 0,
     )

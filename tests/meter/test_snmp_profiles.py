@@ -167,3 +167,23 @@ def test_check_reading_band() -> None:
     assert assumed.assumed and assumed.accuracy_pct == 5.0
     missing = check_reading(_reading([], 100.0, 3.0))
     assert not missing.ok and "no per-outlet power" in missing.summary()
+
+
+def test_meter_package_public_names() -> None:
+    import eams.meter
+
+    assert sorted(eams.meter.__all__) == [
+        "BadMeterUrl",
+        "BlockingMeter",
+        "MeterAuthError",
+        "MeterError",
+        "MeterProtocolError",
+        "MeterTimeout",
+        "MeterUnreachable",
+        "MeterUrl",
+        "OutletReading",
+        "Reading",
+        "UnknownDevice",
+        "open_meter",
+        "parse_meter_url",
+    ]
