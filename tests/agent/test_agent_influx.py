@@ -153,3 +153,35 @@ def test_unreachable_sink_at_start_then_up(tmp_path: Path) -> None:
         assert influx_points(server) == jsonl_samples(tmp_path / "samples.jsonl")
     finally:
         server.stop()
+
+
+def test_spool_survives_an_agent_restart(tmp_path: Path) -> None:
+    """Samples spooled while the server was down are replayed by the next agent process."""
+    root = tmp_path / "influxd"
+    root.mkdir()
+    server = InfluxDB(root)
+    config = write_config(tmp_path, sinks=[v1_sink(server), JSONL])
+    try:
+        with running_agent(config) as agent:
+            port = agent.metrics_port
+            wait_for(
+                lambda: (metric(port, "eams_agent_spool_points", sink="influx_v1") or 0) >= 5,
+                "spool",
+            )
+        first_run = jsonl_samples(tmp_path / "samples.jsonl")
+        server.start()
+        server.create_database("eams")
+        with running_agent(config) as agent:
+            port = agent.metrics_port
+            wait_for(
+                lambda: len(jsonl_samples(tmp_path / "samples.jsonl")) > len(first_run) + 3,
+                "samples",
+            )
+            wait_for(
+                lambda: metric(port, "eams_agent_spool_points", sink="influx_v1") == 0, "replay"
+            )
+        both_runs = jsonl_samples(tmp_path / "samples.jsonl")
+        assert influx_points(server) == both_runs
+        assert len(both_runs) > len(first_run) >= 5
+    finally:
+        server.stop()
