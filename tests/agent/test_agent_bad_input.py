@@ -61,3 +61,28 @@ def test_points_the_server_rejects_are_dropped_and_counted(tmp_path: Path, influ
             "a rejected point",
         )
         assert metric(port, "eams_agent_spool_points", sink="influx_v1") == 0
+
+
+def test_wall_clock_stepped_back_mid_run(tmp_path: Path, influxdb) -> None:
+    """The host clock cannot be stepped on a shared machine, so the agent gets a wall clock
+    that is the real one until the 5th sample, then 1 s behind it (an NTP step back)."""
+    calls = {"n": 0}
+
+    def stepped_wall_ns() -> int:
+        calls["n"] += 1
+        return time.time_ns() - (1_000_000_000 if calls["n"] > 5 else 0)
+
+    sink = {"type": "influx_v1", "url": influxdb.url, "database": "eams"}
+    config = write_config(tmp_path, sinks=[sink, {"type": "jsonl", "path": "samples.jsonl"}])
+    with running_agent(config, wall_ns=stepped_wall_ns) as agent:
+        wait_for(lambda: len(jsonl_samples(tmp_path / "samples.jsonl")) >= 8, "samples after it")
+    registry = agent.metrics.registry
+    assert registry.get_sample_value("eams_agent_clock_steps_back_total") == 1
+    skipped = registry.get_sample_value(
+        "eams_agent_skipped_samples_total", {"reason": "clock_back"}
+    )
+    assert skipped >= 3  # about 1 s of 0.2 s ticks held back
+    stamps = [s.measured_at_ns for s in jsonl_samples(tmp_path / "samples.jsonl")]
+    assert stamps == sorted(set(stamps))
+    series = influxdb.query("SELECT power_cap_w FROM eams_node", "eams")
+    assert [row[0] for row in series[0]["values"]] == stamps
