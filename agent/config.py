@@ -30,14 +30,6 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from urllib.parse import urlsplit
 
 import yaml
-
-from eams.agent.errors import ConfigError
-from eams.calibrate.errors import CalibrationFileError
-from eams.meter.errors import BadMeterUrl
-from eams.meter.url import parse_meter_url
-
-if TYPE_CHECKING:
-    from eams.calibrate.calfile import Calibration
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -49,6 +41,14 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+
+from eams.agent.errors import ConfigError
+from eams.calibrate.errors import CalibrationFileError
+from eams.meter.errors import BadMeterUrl
+from eams.meter.url import parse_meter_url
+
+if TYPE_CHECKING:
+    from eams.calibrate.calfile import Calibration
 
 
 def _http_url(value: str) -> str:
@@ -267,8 +267,6 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
             path += f"[{part}]"
         elif part in SINK_TYPES and i > 0 and isinstance(loc[i - 1], int):
             continue  # the discriminated-union tag pydantic inserts into the location
-        elif part.startswith("function-after["):
-            continue
         else:
             path += f".{part}" if path else part
     return path or "(top level)"

@@ -42,8 +42,6 @@ class Agent:
     ----------
     config : AgentConfig
         Validated configuration (see :func:`eams.agent.config.load_config`).
-    open_meter : callable
-        ``MeterConfig -> SyncMeter``; :func:`open_blocking_meter` by default.
     sampler_options : dict
         Passed to :class:`~eams.agent.sampler.Sampler` (``wall_ns``, ``mono_ns``, ``read_cpu``).
 
@@ -56,8 +54,6 @@ class Agent:
     def __init__(
         self,
         config: AgentConfig,
-        *,
-        open_meter: Callable[[MeterConfig], SyncMeter] = open_blocking_meter,
         **sampler_options: Callable[[], object],
     ):
         self.config = config
@@ -65,7 +61,7 @@ class Agent:
         calibration = load_node_calibration(config)
         model = calibration.model().power_w if calibration is not None else None
         self.poller = (
-            MeterPoller(open_meter(config.meter), config.sample_period_s, self.metrics)
+            MeterPoller(open_blocking_meter(config.meter), config.sample_period_s, self.metrics)
             if config.meter is not None
             else None
         )
