@@ -92,6 +92,10 @@ def oid_in_subtree(oid: str, root: str) -> bool:
     return oid == root or oid.startswith(root + ".")
 
 
+def _key(oid: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in oid.split("."))
+
+
 def _to_value(obj: Any) -> Value:
     if isinstance(obj, NoSuchObject | NoSuchInstance | EndOfMibView):
         return None
@@ -163,10 +167,15 @@ class SnmpClient:
 
     async def _connect(self) -> tuple[SnmpEngine, UdpTransportTarget]:
         if self._engine is None or self._target is None:
-            with self._translate("(connect)"):
+            try:
                 self._target = await UdpTransportTarget.create(
                     (self.url.host, self.url.port), timeout=self.timeout_s, retries=self.retries
                 )
+            except Exception as exc:  # pysnmp wraps the resolver's socket.gaierror
+                cause = exc.__cause__ or exc.__context__ or exc
+                raise MeterUnreachable(
+                    f"{self._where}: cannot resolve or address the host: {cause}"
+                ) from exc
             self._engine = SnmpEngine()
         return self._engine, self._target
 
@@ -297,8 +306,8 @@ class SnmpClient:
             if isinstance(value, EndOfMibView) or not oid_in_subtree(oid, root):
                 done.add(root)
                 continue
-            if found[root] and found[root][-1][0] == oid:
-                done.add(root)  # not increasing: stop rather than loop
+            if found[root] and _key(oid) <= _key(found[root][-1][0]):
+                done.add(root)  # not increasing (a broken agent): stop rather than loop
                 continue
             found[root].append((oid, _to_value(value)))
             cursor[root] = oid

@@ -49,10 +49,16 @@ def parse_snmprec(text: str) -> dict[str, Value]:
 
 
 class FakeSnmpClient:
-    """An in-memory agent with the :class:`~eams.meter.snmp.meter.SnmpTransport` methods."""
+    """An in-memory agent with the :class:`~eams.meter.snmp.meter.SnmpTransport` methods.
+
+    Attributes
+    ----------
+    values : dict of str to Value
+        The agent's objects in OID order.
+    """
 
     def __init__(self, values: dict[str, Value]) -> None:
-        self._values = dict(sorted(values.items(), key=lambda item: _key(item[0])))
+        self.values = dict(sorted(values.items(), key=lambda item: _key(item[0])))
         self.requests = 0
 
     @classmethod
@@ -63,13 +69,13 @@ class FakeSnmpClient:
     async def get(self, oids: Sequence[str]) -> dict[str, Value]:
         """Values of ``oids``; ``None`` for absent ones (noSuchObject)."""
         self.requests += 1
-        return {oid: self._values.get(oid) for oid in oids}
+        return {oid: self.values.get(oid) for oid in oids}
 
     async def walk(self, roots: Sequence[str]) -> dict[str, list[tuple[str, Value]]]:
         """Every instance under each root, in OID order."""
         self.requests += 1
         return {
-            root: [(oid, v) for oid, v in self._values.items() if oid_in_subtree(oid, root)]
+            root: [(oid, v) for oid, v in self.values.items() if oid_in_subtree(oid, root)]
             for root in roots
         }
 

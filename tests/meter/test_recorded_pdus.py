@@ -104,8 +104,8 @@ def test_every_recording_has_an_expectation(shared_data: Path) -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED_DRIVER))
 def test_auto_detection_picks_the_family(shared_data: Path, name: str) -> None:
     fake = FakeSnmpClient.from_file(recordings_dir(shared_data) / f"{name}.snmprec")
-    sys_descr = fake._values.get("1.3.6.1.2.1.1.1.0")
-    fam = detect(str(fake._values["1.3.6.1.2.1.1.2.0"]), str(sys_descr or ""))
+    sys_descr = fake.values.get("1.3.6.1.2.1.1.1.0")
+    fam = detect(str(fake.values["1.3.6.1.2.1.1.2.0"]), str(sys_descr or ""))
     assert fam.name == EXPECTED_DRIVER[name]
 
 
