@@ -1,5 +1,6 @@
 """``check-config`` and ``run`` as an operator or systemd runs them (``python -m eams.agent``;
-the same group is ``eams agent``)."""
+the same group is ``eams agent``). Signals need a real process; the rest runs the same
+entry point in-process (:func:`eams.agent.__main__.main`), which is much faster."""
 
 from __future__ import annotations
 
@@ -11,11 +12,27 @@ from pathlib import Path
 
 import pytest
 
+from eams.agent.__main__ import main
 from eams.agent.spool import Spool
 from tests.agent.conftest import jsonl_samples, scrape, wait_for, write_calibration, write_config
 from tests.conftest import free_port
 
 EAMS = [sys.executable, "-m", "eams.agent"]  # the entry point the systemd unit uses
+
+
+def run_main(
+    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, str]:
+    """``python -m eams.agent ARGS`` in-process: (exit status, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["eams.agent", *args])
+    try:
+        main()
+        status = 0
+    except SystemExit as exc:
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
 
 METRIC_NAMES = {
     "eams_agent_node_power_watts",
@@ -30,23 +47,23 @@ METRIC_NAMES = {
 }
 
 
-def test_check_config_valid(tmp_path: Path) -> None:
+def test_check_config_valid(tmp_path: Path, capsys, monkeypatch) -> None:
     write_calibration(tmp_path / "cal.json", "node-a")
     path = write_config(tmp_path, calibration="cal.json", sinks=[{"type": "jsonl", "path": "x"}])
-    done = subprocess.run([*EAMS, "check-config", str(path)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "node node-a: P_cap 65 W" in done.stdout
-    assert f"sink jsonl: jsonl {tmp_path / 'x'}" in done.stdout
+    status, out, err = run_main(["check-config", str(path)], capsys, monkeypatch)
+    assert status == 0, err
+    assert "node node-a: P_cap 65 W" in out
+    assert f"sink jsonl: jsonl {tmp_path / 'x'}" in out
 
 
-def test_check_config_refuses_in_one_line(tmp_path: Path) -> None:
+def test_check_config_refuses_in_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
     write_calibration(tmp_path / "cal.json", "node-b")
     path = write_config(tmp_path, calibration="cal.json")
-    done = subprocess.run([*EAMS, "check-config", str(path)], capture_output=True, text=True)
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1
-    assert done.stderr.startswith("eams: error: ")
-    assert "calibration" in done.stderr and "node-b" in done.stderr
+    status, _, err = run_main(["check-config", str(path)], capsys, monkeypatch)
+    assert status == 1
+    assert err.count("\n") == 1
+    assert err.startswith("eams: error: ")
+    assert "calibration" in err and "node-b" in err
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -80,16 +97,15 @@ def test_run_stops_cleanly_on_signal(tmp_path: Path, signum: signal.Signals) -> 
     assert spooled == [s.to_line_protocol() for s in measured]
 
 
-def test_run_refuses_a_metrics_port_in_use(tmp_path: Path) -> None:
+def test_run_refuses_a_metrics_port_in_use(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(signal, "signal", lambda *_: None)  # keep pytest's own handlers
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
         path = write_config(tmp_path, metrics={"host": "127.0.0.1", "port": port})
-        done = subprocess.run(
-            [*EAMS, "run", "--config", str(path)], capture_output=True, text=True, timeout=60
-        )
-    assert done.returncode == 1
-    assert done.stderr.splitlines()[-1] == (
+        status, _, err = run_main(["run", "--config", str(path)], capsys, monkeypatch)
+    assert status == 1
+    assert err.splitlines()[-1] == (
         f"eams: error: metrics: cannot listen on 127.0.0.1:{port}: Address already in use"
     )
