@@ -211,8 +211,6 @@ def _node_findings(n: NodeEnergy) -> list[str]:
         )
     if n.counter_note:
         out.append(n.counter_note)
-    if abs(n.model_error_pct) > MODEL_ERROR_WARN_PCT:
-        out.append(f"model error {n.model_error_pct:+.1f} % of metered energy")
     return out
 
 
@@ -233,7 +231,19 @@ def _warnings(results: tuple[RunResult, RunResult]) -> list[str]:
         for n in run.nodes.values():
             for finding in _node_findings(n):
                 where.setdefault(finding, []).append((run.label, n.node))
-    return [f"{_places(places)}: {finding}" for finding, places in where.items()]
+    out = [f"{_places(places)}: {finding}" for finding, places in where.items()]
+    for run in results:
+        large = [
+            f"{n.node} {n.model_error_pct:+.1f} %"
+            for n in run.nodes.values()
+            if abs(n.model_error_pct) > MODEL_ERROR_WARN_PCT
+        ]
+        if large:
+            out.append(
+                f"run {run.label}: model error over ±{MODEL_ERROR_WARN_PCT:g} % of metered "
+                f"energy: {', '.join(large)}"
+            )
+    return out
 
 
 def check_runs(

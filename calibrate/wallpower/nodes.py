@@ -72,7 +72,8 @@ class NodeEnergy:
     modelled_samples : int
         Samples with the agent's modelled power (not wall power; reported, not used).
     power_rmse_w : float or None
-        RMS of modelled − metered power at samples having both (W).
+        RMS of modelled − metered power at the metered samples (W), the modelled series
+        linearly interpolated there.
     t_s, power_w, modelled_w : ndarray, shape (K,)
         The series for plotting (NaN = missing).
     """
@@ -152,12 +153,7 @@ def node_energy(
         note = None if counter == "no energy counter" else counter
     if not metered_wh > 0:
         raise RunDataError(f"{where}: metered energy is {metered_wh:g} Wh; nothing to compare")
-    both = np.isfinite(series.power_w) & np.isfinite(modelled_w)
-    rmse = (
-        float(np.sqrt(np.mean((modelled_w[both] - series.power_w[both]) ** 2)))
-        if both.any()
-        else None
-    )
+    rmse = _rmse_w(series.t_s, series.power_w, modelled_w)
     return NodeEnergy(
         node=series.node,
         metered_wh=metered_wh,
@@ -178,6 +174,20 @@ def node_energy(
         power_w=series.power_w,
         modelled_w=modelled_w,
     )
+
+
+def _rmse_w(t_s: np.ndarray, metered_w: np.ndarray, modelled_w: np.ndarray) -> float | None:
+    """RMS of modelled − metered power at the metered samples, the modelled series
+    interpolated there (the two may come from different agents, at other instants)."""
+    met, mod = np.isfinite(metered_w), np.isfinite(modelled_w)
+    if met.sum() == 0 or mod.sum() < 2:
+        return None
+    at = t_s[met]
+    inside = (at >= t_s[mod][0]) & (at <= t_s[mod][-1])
+    if not inside.any():
+        return None
+    model_at = np.interp(at[inside], t_s[mod], modelled_w[mod])
+    return float(np.sqrt(np.mean((model_at - metered_w[met][inside]) ** 2)))
 
 
 def run_energy(

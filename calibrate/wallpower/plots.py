@@ -34,8 +34,18 @@ def power_over_time(result: CheckResult) -> bytes:
     for col, run in enumerate((result.a, result.b)):
         for row, name in enumerate(names):
             ax, node = axes[row][col], run.nodes[name]
-            ax.plot(node.t_s, node.power_w, color=METERED, lw=1.2, label="metered")
-            ax.plot(node.t_s, node.modelled_w, color=MODELLED, lw=1.2, ls="--", label="modelled")
+            # each series at its own samples (the owner agent and the node's agent tick apart)
+            met, mod = np.isfinite(node.power_w), np.isfinite(node.modelled_w)
+            ax.plot(node.t_s[met], node.power_w[met], color=METERED, lw=1.2, label="metered")
+            ax.plot(
+                node.t_s[mod],
+                node.modelled_w[mod],
+                color=MODELLED,
+                lw=1.2,
+                ls="--",
+                drawstyle="steps-pre",
+                label="modelled (interval means)",
+            )
             for gap in node.gaps:
                 ax.axvspan(gap.start_s, gap.end_s, color="0.85", zorder=0)
             ax.set_xlim(0, run.duration_s)

@@ -23,7 +23,8 @@ h1{font-size:24px;margin:0 0 4px} h2{font-size:19px;margin:28px 0 8px;border-bot
 .verdict{display:inline-block;padding:6px 16px;border-radius:6px;color:#fff;font-weight:700;
  font-size:22px;margin:8px 0} .PASS{background:#2e7d32} .FAIL{background:#c62828}
 table{border-collapse:collapse;margin:6px 0 12px} td,th{border:1px solid #ccc;padding:4px 9px;
- text-align:right} th{background:#f3f3f3} td.l,th.l{text-align:left}
+ text-align:right;white-space:nowrap} th{background:#f3f3f3} td.l,th.l{text-align:left}
+code{font-size:12px;word-break:break-all}
 .warn{background:#fff8e1;border-left:4px solid #f9a825;padding:6px 10px;margin:4px 0}
 img{max-width:100%;border:1px solid #eee} .small{color:#555;font-size:13px}
 """
@@ -64,8 +65,7 @@ def render_html(result: CheckResult, title: str = "VT-5 wall-power check") -> st
     a, b = r.a, r.b
     norm = {"work": "energy per unit of work", "time": "mean power", "none": "total energy"}
     runs_rows = "".join(
-        f"<tr><td class=l>{escape(run.label)}</td><td class=l>{escape(run.spec)}</td>"
-        f"<td>{run.duration_s:.1f}</td>"
+        f"<tr><td class=l>{escape(run.label)}</td><td>{run.duration_s:.1f}</td>"
         f"<td>{'—' if run.work_core_s is None else f'{run.work_core_s:.1f}'}</td>"
         f"<td>{run.metered_wh:.3f}</td><td>{run.modelled_wh:.3f}</td>"
         f"<td>{run.metered_normalised:.4g}</td>"
@@ -85,6 +85,7 @@ def render_html(result: CheckResult, title: str = "VT-5 wall-power check") -> st
         "<th>modelled Wh</th><th>model error %</th><th>power RMSE W</th><th>gaps</th>"
         "<th>counter drops</th><th>share of D (points)</th></tr>"
     )
+    specs = "<br>".join(f"run {escape(x.label)}: <code>{escape(x.spec)}</code>" for x in (a, b))
     per_node = "".join(
         f"<h2>Per node: run {escape(run.label)}</h2>"
         f"<table>{node_header}{_per_node_rows(run, r.disagreement_pts)}</table>"
@@ -101,10 +102,11 @@ def render_html(result: CheckResult, title: str = "VT-5 wall-power check") -> st
  Compared by {norm[r.normalised_by]} ({escape(r.unit)}).</p>
 {_img(plots.savings(r), "metered and modelled saving with error bars")}
 <h2>Runs</h2>
-<table><tr><th class=l>run</th><th class=l>SPEC</th><th>window s</th><th>work core-s</th>
-<th>metered Wh</th><th>modelled Wh</th><th>metered, {norm[r.normalised_by]}
-({escape(r.unit)})</th><th>modelled, {norm[r.normalised_by]} ({escape(r.unit)})</th></tr>
+<table><tr><th class=l>run</th><th>window s</th><th>work core-s</th>
+<th>metered Wh</th><th>modelled Wh</th><th>metered {escape(r.unit)}</th>
+<th>modelled {escape(r.unit)}</th></tr>
 {runs_rows}</table>
+<p class=small>{specs}</p>
 <h2>Uncertainty of the savings (points, 1σ)</h2>
 <table>{sd_rows}<tr><th class=l>difference D</th><th>{r.sd_difference_pts:.2f}</th></tr></table>
 <h2>Findings</h2>{warnings}
@@ -116,12 +118,16 @@ this node's modelled energy is replaced by its metered energy (in both runs).</p
 <h2>How this was computed</h2><ul class=small>
 <li>Metered energy: the PDU outlet's cumulative counter where it advanced at least
  {COUNTER_MIN_STEPS} steps (a drop is a wrap or reset: stitched with the metered power across
- it), else the trapezoid of metered power samples. Samples whose power the agent modelled count
- as missing.</li>
-<li>A gap is an interval longer than {GAP_FACTOR:g} × the node's median sample period; it is
- bridged linearly (never with zeros) and charged range × length / √12 of uncertainty.</li>
+ it), else the trapezoid of the metered power samples. Power the agents modelled is never
+ counted as wall power.</li>
+<li>A gap is an interval longer than {GAP_FACTOR:g} × the median interval between a quantity's
+ samples; it is bridged linearly (never with zeros) and charged range × length / √12 of
+ uncertainty.</li>
 <li>Modelled energy: each node's calibrated P(u) = P_idle + (P_max − P_idle)·u applied to the
- measured utilisation, integrated the same way.</li>
+ measured utilisation; utilisation is a mean over the interval ending at its sample, so each
+ value weighs its own interval (exact).</li>
+<li>Energy is compared by {norm[r.normalised_by]} ({escape(r.unit)}): per unit of work when
+ both runs state it, per unit time when they differ in length without it.</li>
 <li>Meter accuracy ±{r.accuracy_pct:g} % taken as a uniform bound (σ = a/√3), both as a per-outlet
  gain shared by runs A and B (cancels except through shifts of energy share) and as independent
  per-reading error. Calibration uncertainty from each node's P_idle/P_max CI.</li>

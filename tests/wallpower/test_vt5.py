@@ -44,7 +44,7 @@ def test_miscalibrated_node_fails_and_is_named(two_runs, tmp_path: Path) -> None
     assert abs(result.difference_pts) > 3
     worst = max(result.disagreement_pts, key=lambda n: abs(result.disagreement_pts[n]))
     assert worst == "n4"
-    assert any("n4: model error" in w for w in result.warnings)
+    assert any("model error" in w and "n4 +" in w for w in result.warnings)
 
 
 def test_cli_writes_report_and_exits_by_verdict(two_runs, fleet_dir, tmp_path: Path) -> None:
