@@ -86,10 +86,12 @@ class ExtenderClient:
                 raise ValueError(f"status {response.status_code}")
             scores: dict[str, int] = {}
             for entry in response.json():
-                entry = {k.lower(): v for k, v in entry.items()}
-                if not isinstance(entry["score"], int) or isinstance(entry["score"], bool):
+                if "Host" not in entry or "Score" not in entry:  # Go matches keys in any case
+                    entry = {k.capitalize(): v for k, v in entry.items()}
+                host, score = entry["Host"], entry["Score"]
+                if type(score) is not int:
                     raise ValueError("Score is not an integer")
-                scores[entry["host"]] = scores.get(entry["host"], 0) + entry["score"]
+                scores[host] = scores.get(host, 0) + score
             return scores
         except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
             self.failures["prioritize"] += 1

@@ -9,6 +9,7 @@ upstream (lowerCamelCase inside the objects; reference ``extender-protocol.md`` 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -21,6 +22,8 @@ EPOCH_S = 1_767_225_600.0
 """Simulated t = 0 as epoch seconds (2026-01-01T00:00:00Z): a fixed origin keeps replays equal."""
 
 SCHEDULER_NAME = "eams-scheduler"
+# the keys of TelemetrySample.to_json(); read once, because dataclasses.asdict is slow at scale
+_SAMPLE_KEYS = tuple(f.name for f in dataclasses.fields(TelemetrySample))
 WORK_ANNOTATION = "eams.io/work-core-s"
 
 
@@ -76,11 +79,15 @@ def pod_object(workload: Workload, pod: PodRequest, node: str | None = None) -> 
     }
 
 
-def telemetry(state: NodeState, nodes: list[int]) -> list[dict[str, Any]]:
+def telemetry(
+    state: NodeState, nodes: list[int], measured_at_s: float | None = None
+) -> list[dict[str, Any]]:
     """What each node's agent would report now: power on the measured curve (0 W when an empty
-    node is off), utilisation, headroom 1 − P/P_cap, measured at the simulated instant."""
+    node is off), utilisation, headroom 1 − P/P_cap, measured at ``measured_at_s`` (epoch s;
+    default the simulated instant, :data:`EPOCH_S` + ``state.now_s``)."""
     c = state.cluster
-    at_ns = round((EPOCH_S + state.now_s) * 1e9)
+    at_s = EPOCH_S + state.now_s if measured_at_s is None else measured_at_s
+    at_ns = round(at_s * 1e9)
     out = []
     for n in nodes:
         u = float(state.alloc_cpu[n] / c.cores[n])
@@ -96,5 +103,7 @@ def telemetry(state: NodeState, nodes: list[int]) -> list[dict[str, Any]]:
             source=PowerSource.MODELLED,
             headroom=1.0 - power / cap,
         )
-        out.append(sample.to_json())
+        row = {key: getattr(sample, key) for key in _SAMPLE_KEYS}
+        row["source"] = sample.source.value
+        out.append(row)
     return out

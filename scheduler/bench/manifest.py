@@ -101,10 +101,13 @@ class Params(_Strict):
     replays deterministically; > 0 lets the extender clear batches, whose composition then
     depends on wall-clock timing (not AR-8 reproducible). ``extender_weight`` is the
     KubeSchedulerConfiguration extender ``weight``; ``telemetry_period_s`` the agents' period in
-    simulated seconds.
+    simulated seconds. ``percentage_of_nodes_to_score`` is kube-scheduler's setting of that
+    name for the per-pod schedulers: 0 = its adaptive default (all nodes below 100, 420 of
+    1,000), 100 = every feasible node.
     """
 
     batch_window_s: float = Field(default=0.2, ge=0)
+    percentage_of_nodes_to_score: int = Field(default=0, ge=0, le=100)
     milp_time_limit_s: float = Field(default=1.0, gt=0)
     milp_max_batch: int = Field(default=64, ge=1)
     milp_candidates_per_pod: int = Field(default=16, ge=1)

@@ -5,6 +5,8 @@ scheduling pass over the pending pods in arrival order (kube-scheduler's active 
 
 1. **Filter** — the same predicates for every scheduler (:mod:`.predicates`): resources,
    taints/tolerations, nodeSelector; then the policy's own ``filter`` (the extender's ``/filter``).
+   Per-pod schedulers, like kube-scheduler, stop the search once ``numFeasibleNodesToFind``
+   feasible nodes are found, starting where the previous search stopped (:func:`feasible_to_find`).
 2. **Score** — :class:`~.policy.ScoringPolicy`: best score wins, seeded random tie-break; one
    feasible node is taken without scoring (kube-scheduler skips prioritize then).
    :class:`~.policy.BatchPolicy`: the pass runs ``batch_window_s`` after the triggering event
@@ -39,6 +41,17 @@ from eams.scheduler.bench.predicates import resource_fit, static_masks
 from eams.scheduler.bench.workload import Workload
 
 _COMPLETE, _ARRIVE, _PASS = 0, 1, 2
+MIN_FEASIBLE_NODES = 100
+
+
+def feasible_to_find(n_nodes: int, percentage: int) -> int:
+    """kube-scheduler's ``numFeasibleNodesToFind`` (``schedule_one.go``): every node below 100
+    nodes or at 100 %; else ``percentage`` (0 = adaptive max(5, 50 − N/125)) of N, at least 100.
+    """
+    if n_nodes < MIN_FEASIBLE_NODES or percentage >= 100:
+        return n_nodes
+    pct = percentage or max(5, 50 - n_nodes // 125)
+    return max(n_nodes * pct // 100, MIN_FEASIBLE_NODES)
 
 
 @dataclass
@@ -69,7 +82,15 @@ class Replay:
 
 
 class _Sim:
-    def __init__(self, cluster: Cluster, workload: Workload, policy, seed: int, window_s: float):
+    def __init__(
+        self,
+        cluster: Cluster,
+        workload: Workload,
+        policy,
+        seed: int,
+        window_s: float,
+        sample_pct: int = 100,
+    ):
         self.c, self.w, self.policy = cluster, workload, policy
         self.rng = np.random.default_rng([seed, 4])
         self.batched = isinstance(policy, BatchPolicy) or getattr(policy, "batched", False)
@@ -91,6 +112,8 @@ class _Sim:
         self.events: list[tuple[float, int, int, int]] = []
         self.seq = 0
         self.pass_at: float | None = None
+        self.to_find = feasible_to_find(cluster.size, sample_pct)
+        self.next_start = 0
 
     def push(self, t: float, kind: int, pod: int) -> None:
         heapq.heappush(self.events, (t, kind, self.seq, pod))
@@ -161,6 +184,18 @@ class _Sim:
         )
         return np.concatenate([cand[: i + 1], rest[~dominated]])
 
+    def search(self, feasible: NDArray[np.bool_]) -> NDArray[np.int64]:
+        """Feasible nodes in search order from ``next_start``, at most ``to_find`` of them."""
+        n = feasible.size
+        if self.to_find >= n:
+            return np.flatnonzero(feasible)
+        order = np.roll(np.arange(n), -self.next_start)
+        hits = np.flatnonzero(feasible[order])
+        if hits.size > self.to_find:
+            hits = hits[: self.to_find]
+            self.next_start = int((self.next_start + hits[-1] + 1) % n)
+        return np.sort(order[hits])
+
     def scoring_pass(self) -> None:
         policy: ScoringPolicy = self.policy
         policy.observe(self.state)
@@ -170,7 +205,7 @@ class _Sim:
         while i < cand.size:
             j = int(cand[i])
             tick = time.perf_counter()
-            nodes = np.flatnonzero(self.feasible(j))
+            nodes = self.search(self.feasible(j))
             if nodes.size == 0:
                 cand = self.prune(cand, i)
                 i += 1
@@ -265,6 +300,7 @@ def simulate(
     seed: int,
     batch_window_s: float = 0.2,
     batch_size: int = 64,
+    percentage_of_nodes_to_score: int = 100,
 ) -> Replay:
     """Replay ``workload`` on ``cluster`` with ``policy``; deterministic for a given ``seed``
     (wall-clock time only enters :attr:`Replay.decision_wall_s`).
@@ -276,5 +312,8 @@ def simulate(
     seed : int, seeds the tie-breaking generator
     batch_window_s : float, s, how long a :class:`BatchPolicy` collects pods before a pass
     batch_size : int, pods per batch handed to a :class:`BatchPolicy`
+    percentage_of_nodes_to_score : int, kube-scheduler's setting (0 = adaptive) for per-pod
+        policies; 100 (the default here) searches every node
     """
-    return _Sim(cluster, workload, policy, seed, batch_window_s).run(batch_size)
+    sim = _Sim(cluster, workload, policy, seed, batch_window_s, percentage_of_nodes_to_score)
+    return sim.run(batch_size)

@@ -92,6 +92,7 @@ def run_cell(manifest: Manifest, cell: Cell) -> tuple[dict, dict]:
             seed=cell.seed,
             batch_window_s=manifest.params.batch_window_s,
             batch_size=manifest.params.milp_max_batch,
+            percentage_of_nodes_to_score=manifest.params.percentage_of_nodes_to_score,
         )
     finally:
         policy.close()

@@ -23,6 +23,7 @@ Succeeded``; that releases its capacity in the extender's node cache.
 from __future__ import annotations
 
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -96,7 +97,8 @@ class ExtenderPolicy(ScoringPolicy):
         Extender ``weight``.
     telemetry_period_s : float
     clock : SimClock, optional
-        The extender app's clock, advanced to the simulated instant before each pass.
+        The in-process extender's clock, advanced to the simulated instant before each pass;
+        ``None`` for an extender in its own process (telemetry is then stamped with wall time).
     """
 
     name = NAME
@@ -140,7 +142,9 @@ class ExtenderPolicy(ScoringPolicy):
         )
         nodes = np.flatnonzero(due)
         if nodes.size:
-            self.client.post("/telemetry", {"samples": telemetry(state, list(nodes))})
+            # a real extender process ages samples on its own wall clock
+            stamp = self.clock() if self.clock is not None else time.time()
+            self.client.post("/telemetry", {"samples": telemetry(state, list(nodes), stamp)})
             self.reported_at[nodes] = state.now_s
             self.reported_cpu[nodes] = state.alloc_cpu[nodes]
 
