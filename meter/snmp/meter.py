@@ -55,14 +55,18 @@ def decode(fam: Family, walked: dict[str, list[tuple[str, Value]]]) -> Decoded:
         else {}
     )
     indexes = sorted({i for rows in columns.values() for i in rows})
-    ordinal = 0
+    present = []  # (index, printed number or None)
     for index in indexes:
         number = numbers.get(index)
         if isinstance(number, int) and number <= 0:
             continue  # an empty slot of a fixed-size table (APC cPDU rows 41-64): no outlet
-        ordinal += 1
         if not isinstance(number, int):
-            number = index[-1] if fam.numbering == "last" and index else ordinal
+            number = index[-1] if fam.numbering == "last" and index else None
+        present.append((index, number))
+    if len({n for _, n in present}) != len(present) or None in {n for _, n in present}:
+        # Daisy-chained units or tower.infeed.outlet tables: number the outlets 1, 2, ...
+        present = [(index, ordinal) for ordinal, (index, _) in enumerate(present, start=1)]
+    for index, number in present:
         name = names.get(index)
         row: dict[str, Any] = {
             "outlet": number,

@@ -58,7 +58,8 @@ class Family:
         Columns with the outlet label and its printed number.
     numbering : {"last", "ordinal"}
         Outlet number from the last index component, or 1, 2, ... in index order (for
-        tables indexed by tower.infeed.outlet).
+        tables indexed by tower.infeed.outlet). "last" falls back to ordinal when numbers
+        would repeat (daisy-chained units).
     total : dict of str to ColumnReader
         ``power_w``/``energy_wh`` of the device, summed over the column's rows.
     no_power_data : str or None

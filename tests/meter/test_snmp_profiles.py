@@ -187,3 +187,10 @@ def test_meter_package_public_names() -> None:
         "open_meter",
         "parse_meter_url",
     ]
+
+
+def test_daisy_chained_units_are_numbered_in_order() -> None:
+    col = "1.3.6.1.4.1.534.6.6.7.6.5.1.3"  # outletWatts.strapping.outlet: two units
+    values = {f"{col}.0.1": 10, f"{col}.0.2": 20, f"{col}.1.1": 30}
+    reading, _ = _read(values, "eaton_epdu")
+    assert [(o.outlet, o.power_w) for o in reading.outlets] == [(1, 10.0), (2, 20.0), (3, 30.0)]
