@@ -59,7 +59,7 @@ class PlannedRun:
     figures: dict
 
 
-def testbed_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> Cluster:
+def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> Cluster:
     """The harness's view of the testbed: hidden curves measured, the rest calibrated."""
     points = np.array([n.points_w for n in nodes], dtype=float)
     return Cluster(
