@@ -127,22 +127,31 @@ class SinkChannel:
 
     def _send(self, records: list[str]) -> bool:
         """One write; True when the records are done with (acknowledged, or rejected)."""
+        error = self._write(records)
+        if error is None:
+            self._backoff_s = 0.0
+            self._metrics.written.labels(self.sink.name).inc(len(records))
+            return True
+        self._metrics.write_errors.labels(self.sink.name).inc()
+        if not error.retryable:
+            log.error("%s; %d records dropped", error, len(records))
+            self._metrics.dropped.labels(self.sink.name, "rejected").inc(len(records))
+            return True
+        self._backoff_s = min(self._max_backoff_s, max(FIRST_BACKOFF_S, 2 * self._backoff_s))
+        delay_s = error.retry_after_s if error.retry_after_s is not None else self._backoff_s
+        self._retry_at = self._monotonic() + delay_s
+        log.warning("%s; spooling, next try in %.1f s", error, delay_s)
+        return False
+
+    def _write(self, records: list[str]) -> SinkError | None:
         try:
             self.sink.write(records)
         except SinkError as exc:
-            self._metrics.write_errors.labels(self.sink.name).inc()
-            if not exc.retryable:
-                log.error("%s; %d records dropped", exc, len(records))
-                self._metrics.dropped.labels(self.sink.name, "rejected").inc(len(records))
-                return True
-            self._backoff_s = min(self._max_backoff_s, max(FIRST_BACKOFF_S, 2 * self._backoff_s))
-            delay_s = exc.retry_after_s if exc.retry_after_s is not None else self._backoff_s
-            self._retry_at = self._monotonic() + delay_s
-            log.warning("%s; spooling, next try in %.1f s", exc, delay_s)
-            return False
-        self._backoff_s = 0.0
-        self._metrics.written.labels(self.sink.name).inc(len(records))
-        return True
+            return exc
+        except Exception as exc:  # a sink bug must not end delivery: spool and retry
+            log.exception("sink %s: unexpected error", self.sink.name)
+            return SinkError(f"{self.sink.name}: {exc!r}", retryable=True)
+        return None
 
     def _to_spool(self, buffer: list[str]) -> None:
         if not buffer:
