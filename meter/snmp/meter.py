@@ -168,7 +168,7 @@ class SnmpMeter:
             why = "; ".join(decoded.problems[:3]) or f"nothing under {', '.join(fam.roots()[:3])}"
             raise MeterProtocolError(f"{where}: {fam.name}: no value decodes ({why})")
         for problem in decoded.problems:
-            log.warning("%s: %s", where, problem)
+            log.info("%s: %s", where, problem)
         return Reading(
             meter=self.url.redacted(),
             read_at=read_at,
