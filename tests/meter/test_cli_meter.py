@@ -117,3 +117,16 @@ def test_errors_are_one_line_on_stderr(snmp_agent, monkeypatch, capsys, args, ex
     captured = capsys.readouterr()
     assert captured.out == ""
     assert expected in _one_error_line(captured.err)
+
+
+def test_a_value_that_failed_is_null_and_warned_once(snmp_agent) -> None:
+    result = CliRunner().invoke(
+        cli, ["meter", "read", snmp_agent.url("string_power"), "--json", *PATIENT]
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [o["power_w"] for o in doc["outlets"]] == [110.0, None, 0.0]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("eams: warning")]
+    assert warnings == [
+        "eams: warning: 1.3.6.1.4.1.318.1.1.26.9.4.3.1.7.2: '152 W' is not a number"
+    ]
