@@ -16,7 +16,6 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
 
 from eams.agent.errors import SinkError
 from eams.agent.metrics import AgentMetrics
@@ -53,14 +52,12 @@ class SinkChannel:
         *,
         batch_size: int,
         max_backoff_s: float,
-        monotonic: Callable[[], float] = time.monotonic,
     ):
         self.sink = sink
         self.spool = spool
         self._metrics = metrics
         self._batch_size = batch_size
         self._max_backoff_s = max_backoff_s
-        self._monotonic = monotonic
         self._inbox: queue.SimpleQueue[list[str]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -99,12 +96,12 @@ class SinkChannel:
             stopping = self._stopping.is_set()
             while not self._inbox.empty():
                 buffer.extend(self._inbox.get())
-            if self._monotonic() >= self._retry_at:
+            if time.monotonic() >= self._retry_at:
                 self._deliver(buffer, replay=not stopping)
             self._to_spool(buffer)  # whatever is left: the sink is down (or we are stopping)
             if stopping:
                 return
-            wait_s = self._retry_at - self._monotonic()
+            wait_s = self._retry_at - time.monotonic()
             self._wake.wait(wait_s if wait_s > 0 else None)
 
     def _deliver(self, buffer: list[str], *, replay: bool) -> None:
@@ -139,7 +136,7 @@ class SinkChannel:
             return True
         self._backoff_s = min(self._max_backoff_s, max(FIRST_BACKOFF_S, 2 * self._backoff_s))
         delay_s = error.retry_after_s if error.retry_after_s is not None else self._backoff_s
-        self._retry_at = self._monotonic() + delay_s
+        self._retry_at = time.monotonic() + delay_s
         log.warning("%s; spooling, next try in %.1f s", error, delay_s)
         return False
 
