@@ -79,7 +79,7 @@ def write_outputs(manifest, results: list[dict], latency: list[dict], out: Path)
 def sweep(manifest_path: Path, out_dir: Path, workers: int | None) -> None:
     """Replay a manifest's workload for every scheduler × ρ × seed; write results.json,
     results.csv, latency.json, summary.txt and regime PNGs to OUT, and print the AR-3/AR-7
-    summary."""
+    summary. Each finished cell is also appended to OUT/cells.jsonl as it completes."""
     manifest = load_manifest(manifest_path)
     if workers is not None:
         manifest = manifest.model_copy(update={"workers": max(1, workers)})
@@ -92,9 +92,19 @@ def sweep(manifest_path: Path, out_dir: Path, workers: int | None) -> None:
         TextColumn("left"),
         TimeRemainingColumn(),
     )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    partial = out_dir / "cells.jsonl"
+    partial.write_text("")
+
+    def done(cell, figures: dict, latency_row: dict) -> None:
+        with partial.open("a") as handle:  # kept if the sweep is stopped early
+            handle.write(json.dumps({"figures": figures, "latency": latency_row}, default=str))
+            handle.write("\n")
+        progress.advance(task)
+
     with Progress(*columns, console=console) as progress:
         task = progress.add_task(f"{manifest.name} cells", total=len(cells(manifest)))
-        results, latency = run_sweep(manifest, lambda _: progress.advance(task))
+        results, latency = run_sweep(manifest, done)
     plots = write_outputs(manifest, results, latency, out_dir)
     for line in report_lines(evaluate(results)):
         click.echo(line)

@@ -25,6 +25,8 @@ from eams.scheduler.bench.traces import load_workload
 from eams.scheduler.bench.workload import Workload, rescale_factor, subset
 from eams.scheduler.policies import load
 
+SLOW = ("eams", "milp")
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -111,17 +113,20 @@ def _worker(args: tuple[str, Cell]) -> tuple[Cell, dict, dict]:
 
 
 def run_sweep(
-    manifest: Manifest, on_done: Callable[[Cell], None] | None = None
+    manifest: Manifest, on_done: Callable[[Cell, dict, dict], None] | None = None
 ) -> tuple[list[dict], list[dict]]:
-    """Run every cell (in ``manifest.workers`` processes when > 1).
+    """Run every cell (in ``manifest.workers`` processes when > 1); ``on_done(cell, figures,
+    latency)`` is called as each cell finishes (in finishing order).
 
     Returns
     -------
     results, latency : lists of dicts in :func:`cells` order
     """
     todo = cells(manifest)
-    # the slowest schedulers first, so the pool does not end on one long cell
-    slow_first = sorted(todo, key=lambda c: (c.scheduler not in ("eams", "milp"), -c.rho))
+    # seed by seed (a stopped sweep still has whole curves), slowest schedulers first in each
+    slow_first = sorted(
+        todo, key=lambda c: (manifest.seeds.index(c.seed), c.scheduler not in SLOW, -c.rho)
+    )
     jobs = [(manifest.model_dump_json(), c) for c in slow_first]
     done: dict[Cell, tuple[dict, dict]] = {}
     if manifest.workers > 1 and len(jobs) > 1:
@@ -130,11 +135,11 @@ def run_sweep(
             for cell, figures, latency in pool.imap_unordered(_worker, jobs):
                 done[cell] = (figures, latency)
                 if on_done:
-                    on_done(cell)
+                    on_done(cell, figures, latency)
     else:
         for job in jobs:
             cell, figures, latency = _worker(job)
             done[cell] = (figures, latency)
             if on_done:
-                on_done(cell)
+                on_done(cell, figures, latency)
     return [done[c][0] for c in todo], [done[c][1] for c in todo]

@@ -68,6 +68,7 @@ def test_sweep_command_writes_results_plots_and_summary(shared_data, tmp_path) -
     assert (out / "results.csv").read_text().startswith("scheduler,rho,seed")
     for png in ("regime.png", "regime_energy.png", "regime_p95.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert len((out / "cells.jsonl").read_text().splitlines()) == 3 * 2
     latency = json.loads((out / "latency.json").read_text())
     assert all(row["decisions"] > 0 for row in latency)
 
