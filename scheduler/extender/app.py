@@ -1,0 +1,304 @@
+"""The FastAPI app factory of the extender: HTTP in, :class:`~.service.Extender` decides.
+
+Routes (all JSON):
+
+=========================  ======================================================  ==========
+route                      body / answer                                           codes
+=========================  ======================================================  ==========
+``POST /filter``           ``ExtenderArgs`` → ``ExtenderFilterResult``               200 400 413
+``POST /prioritize``       ``ExtenderArgs`` → ``[{"Host", "Score"}]`` (0–10 ints)    200 400 413
+``POST /telemetry``        ``{"samples": [TelemetrySample.to_json()]}`` →            202 400 413
+                           ``{"accepted": n}``
+``POST /nodes``            ``v1.NodeList`` (the watch's HTTP twin) → ``{"accepted"}``  202 400 413
+``POST /pending``          ``v1.PodList``: pending pods join a window, bound ones      202 400 413
+                           use capacity → ``{"accepted": n}``
+``GET /healthz``           ``{"status": "ok"}`` while the process serves            200
+``GET /readyz``            ``{"ready": bool, "missing": [...]}``                     200 503
+``GET /metrics``           Prometheus text (``eams_extender_*``)                     200
+``GET /recommendations``   recorded shadow-mode recommendations, newest last         200
+=========================  ======================================================  ==========
+
+Strict where a wrong answer would hurt (reference §8.1): malformed JSON, a missing or null
+``Pod``, or a wrong type is a 400 whose ``Error`` names the key; a body over
+``max_body_bytes`` is a 413. Never a 500: an unexpected error inside filter answers 200 with
+every input node passing (fail open, like ``ignorable: true``), inside prioritize 200 with an
+empty list (no opinion), and anything escaping a route is caught by the outermost middleware,
+logged, counted and answered 503 ``{"Error": ...}`` so kube-scheduler ignores this extender
+for that call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+from pydantic_core import to_json
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from eams.scheduler.auction import AuctionParams
+from eams.scheduler.extender.calibrations import load_calibrations
+from eams.scheduler.extender.errors import BadRequest, PayloadTooLarge
+from eams.scheduler.extender.metrics import ExtenderMetrics
+from eams.scheduler.extender.schemas import (
+    ExtenderArgs,
+    ExtenderFilterResult,
+    NodeList,
+    PodObject,
+    json_path,
+)
+from eams.scheduler.extender.service import Extender, parse_args
+from eams.scheduler.extender.settings import Settings
+from eams.scheduler.extender.telemetry import parse_samples
+
+log = logging.getLogger(__name__)
+
+KNOWN_PATHS = frozenset(
+    (
+        "/filter",
+        "/prioritize",
+        "/telemetry",
+        "/nodes",
+        "/pending",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/recommendations",
+    )
+)
+
+
+async def read_body(request: Request, limit_bytes: int) -> bytes:
+    """The request body, refusing more than ``limit_bytes`` without reading it all.
+
+    Raises
+    ------
+    PayloadTooLarge
+        Declared (``Content-Length``) or actual size over the limit.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit_bytes:
+        raise PayloadTooLarge(f"body: {declared} bytes is over the limit of {limit_bytes}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit_bytes:
+            raise PayloadTooLarge(f"body: over the limit of {limit_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _Guard:
+    """Outermost ASGI middleware: times every request and turns any escape into a 503."""
+
+    def __init__(self, app: ASGIApp, metrics: ExtenderMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"] if scope["path"] in KNOWN_PATHS else "other"
+        started = time.perf_counter()
+        status = {"code": 0}
+
+        async def send_and_note(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        except Exception:
+            log.exception("unhandled error on %s", scope["path"])
+            self.metrics.errors.labels(path, "internal").inc()
+            if status["code"] == 0:
+                status["code"] = 503
+                await JSONResponse({"Error": "eams extender internal error (logged)"}, 503)(
+                    scope, receive, send
+                )
+        finally:
+            self.metrics.request_seconds.labels(path, str(status["code"])).observe(
+                time.perf_counter() - started
+            )
+
+
+def _error(metrics: ExtenderMetrics, path: str, exc: BadRequest | PayloadTooLarge) -> JSONResponse:
+    too_large = isinstance(exc, PayloadTooLarge)
+    metrics.errors.labels(path, "too_large" if too_large else "bad_request").inc()
+    return JSONResponse({"Error": str(exc)}, status_code=413 if too_large else 400)
+
+
+def _json(data: Any, status_code: int = 200) -> Response:
+    return Response(to_json(data), status_code, media_type="application/json")
+
+
+def _list_items(body: bytes) -> list[Any]:
+    """``items`` of a Kubernetes list body (``v1.NodeList``, ``v1.PodList``), as received."""
+    try:
+        parsed = NodeList.model_validate_json(body)  # any v1 list: {"metadata", "items"}
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise BadRequest(f"{json_path(first['loc'])}: {first['msg']}") from None
+    if parsed.items is None:
+        raise BadRequest("items: must be a list")
+    return parsed.items
+
+
+def _pods(items: list[Any]) -> list[PodObject]:
+    """Validate every pod of a list before any is used (a bad one names its index)."""
+    pods = []
+    for i, item in enumerate(items):
+        try:
+            pods.append(PodObject.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise BadRequest(f"{json_path(first['loc'], f'items[{i}]')}: {first['msg']}") from None
+    return pods
+
+
+def create_app(
+    settings: Settings,
+    clock: Callable[[], float] = time.time,
+    *,
+    params: AuctionParams | None = None,
+    on_startup: Callable[[Extender], Callable[[], None]] | None = None,
+) -> FastAPI:
+    """Build the extender app.
+
+    Parameters
+    ----------
+    settings : Settings
+    clock : callable
+        Epoch seconds; tests pass a controllable one to age telemetry.
+    params : AuctionParams, optional
+        Engine parameters; ``AuctionParams()`` by default.
+    on_startup : callable, optional
+        Called with the :class:`Extender` when the app starts; returns a stop function called at
+        shutdown (``watch.py`` uses it to run the API-server watch).
+
+    Returns
+    -------
+    FastAPI
+        ``app.state.extender`` is the :class:`Extender`.
+
+    Raises
+    ------
+    ExtenderConfigError
+        A calibration file in ``settings.calibrations_dir`` is unreadable or duplicated.
+    """
+    calibrations = load_calibrations(settings.calibrations_dir) if settings.calibrations_dir else {}
+    metrics = ExtenderMetrics()
+    extender = Extender(settings, calibrations, metrics, clock, params)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        stop = on_startup(extender) if on_startup is not None else None
+        try:
+            yield
+        finally:
+            if stop is not None:
+                stop()
+            if extender.batcher is not None:
+                await extender.batcher.close()
+
+    app = FastAPI(
+        title="EAMS kube-scheduler extender", lifespan=lifespan, docs_url=None, redoc_url=None
+    )
+    app.state.extender = extender
+    limit = settings.max_body_bytes
+
+    def internal(path: str, what: str) -> None:
+        log.exception("%s failed; %s", path, what)
+        metrics.errors.labels(path, "internal").inc()
+        metrics.fallbacks.labels("internal").inc()
+
+    @app.post("/filter")
+    async def filter_(request: Request) -> Response:
+        try:
+            args = parse_args(await read_body(request, limit))
+            try:
+                result = extender.filter(args)
+            except BadRequest:
+                raise
+            except Exception:
+                internal("/filter", "every input node passes (fail open)")
+                result = _pass_all(args)
+        except (BadRequest, PayloadTooLarge) as exc:
+            return _error(metrics, "/filter", exc)
+        return Response(result.model_dump_json(), media_type="application/json")
+
+    @app.post("/prioritize")
+    async def prioritize(request: Request) -> Response:
+        try:
+            args = parse_args(await read_body(request, limit))
+            try:
+                entries = await extender.prioritize(args)
+            except BadRequest:
+                raise
+            except Exception:
+                internal("/prioritize", "answering no opinion")
+                entries = []
+        except (BadRequest, PayloadTooLarge) as exc:
+            return _error(metrics, "/prioritize", exc)
+        return _json(entries)
+
+    @app.post("/telemetry")
+    async def telemetry(request: Request) -> Response:
+        try:
+            samples = parse_samples(await read_body(request, limit))
+        except (BadRequest, PayloadTooLarge) as exc:
+            return _error(metrics, "/telemetry", exc)
+        return _json({"accepted": extender.ingest(samples)}, 202)
+
+    @app.post("/nodes")
+    async def nodes(request: Request) -> Response:
+        try:
+            count = extender.observe_nodes(_list_items(await read_body(request, limit)))
+        except (BadRequest, PayloadTooLarge) as exc:
+            return _error(metrics, "/nodes", exc)
+        return _json({"accepted": count}, 202)
+
+    @app.post("/pending")
+    async def pending(request: Request) -> Response:
+        try:
+            pods = _pods(_list_items(await read_body(request, limit)))
+            for i, pod in enumerate(pods):
+                extender.observe_pod(pod, f"items[{i}]")
+        except (BadRequest, PayloadTooLarge) as exc:
+            return _error(metrics, "/pending", exc)
+        return _json({"accepted": len(pods)}, 202)
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        missing = extender.readiness()
+        return _json({"ready": not missing, "missing": missing}, 503 if missing else 200)
+
+    @app.get("/metrics")
+    async def metrics_() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/recommendations")
+    async def recommendations() -> Response:
+        return _json(list(extender.recommendations))
+
+    app.add_middleware(_Guard, metrics=metrics)
+    return app
+
+
+def _pass_all(args: ExtenderArgs) -> ExtenderFilterResult:
+    """Every input node passes, in the request's own fields (fail open)."""
+    return ExtenderFilterResult(
+        Nodes=args.Nodes, NodeNames=args.NodeNames, FailedNodes={}, FailedAndUnresolvableNodes={}
+    )

@@ -1,0 +1,29 @@
+"""Errors of the kube-scheduler extender::
+
+    eams.scheduler.errors.SchedulerError
+    └── ExtenderError
+        ├── BadRequest          a request kube-scheduler or an agent sent is unusable → HTTP 400
+        ├── PayloadTooLarge     the body exceeds ``Settings.max_body_bytes`` → HTTP 413
+        └── ExtenderConfigError a bad setting or calibration folder (names the setting)
+
+Every message names what was wrong and where (a JSON path such as
+``Pod.spec.containers[0].resources.requests.cpu`` or ``samples[3].node``).
+"""
+
+from eams.scheduler.errors import SchedulerError
+
+
+class ExtenderError(SchedulerError):
+    """Base class of the extender's deliberate errors."""
+
+
+class BadRequest(ExtenderError):
+    """The request body is malformed or has a wrong type; answered with HTTP 400."""
+
+
+class PayloadTooLarge(ExtenderError):
+    """The request body is larger than the configured limit; answered with HTTP 413."""
+
+
+class ExtenderConfigError(ExtenderError):
+    """A setting or the calibration folder is unusable; names the setting or file."""

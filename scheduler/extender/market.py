@@ -1,0 +1,309 @@
+"""The bridge between the extender's state and the auction engine (``eams.scheduler.auction``).
+
+It turns pods, node capacities, calibrations, telemetry and herding reservations into the
+engine's ``Pods``/``Nodes`` arrays (``docs/architecture.md``), and the engine's answers back
+into node names and 0–10 scores. The engine is pure numpy; :meth:`Market.solve` is the only
+call that runs in a worker thread, on a snapshot taken on the event loop.
+
+Per node (study §5.1–5.2): ``cores`` from allocatable CPU, free ``slots`` from allocatable minus
+the requests of pods placed there, ``p_idle_w``/``p_max_w``/``speed`` from the node's
+calibration, ``headroom`` from the newest telemetry sample minus the herding reservations
+(NaN when unknown), ``age_s`` (NaN when unknown). A node without capacity or calibration cannot
+be valued: it is left out of the auction, scores 0 and still passes ``/filter``.
+
+Per pod: ``slots = ceil(cpu / cores_per_slot)`` (at least 1), ``work_core_s`` from the
+annotation ``eams.io/work-core-s`` or ``slots × cores_per_slot × default_runtime_s`` (the pod
+then runs ``default_runtime_s`` at speed 1), and π from the resolved ``spec.priority`` through
+``bids.priority_weight`` — never from anything the pod declares itself (AR-7).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from eams.scheduler.auction import AuctionParams, Clearing, Nodes, Pods, bids, clear
+from eams.scheduler.extender.herding import HerdGuard
+from eams.scheduler.extender.requests import PodRequest, pod_request
+from eams.scheduler.extender.schemas import PodObject
+from eams.scheduler.extender.table import NodeTable
+
+WORK_ANNOTATION = "eams.io/work-core-s"
+# The extender does not track tenant quotas yet: every tenant counts as having its whole quota
+# free (q = 1 in bids.priority_weight), so π depends on the PriorityClass value alone.
+FREE_QUOTA_SHARE = 1.0
+# A node below this utilisation with nothing placed or reserved on it is treated as empty
+# (placing a pod there also pays P_idle, study §5.1).
+EMPTY_UTILISATION = 0.05
+MAX_SCORE = 10  # MaxExtenderPriority, kube-scheduler extender/v1 types.go
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPod:
+    """A pod waiting for placement, sized for the auction.
+
+    Attributes
+    ----------
+    key : str
+        ``namespace/name``.
+    request : PodRequest
+        Effective CPU and memory request.
+    priority : float
+        π from ``spec.priority`` through ``bids.priority_weight`` (bounded, > 0).
+    tenant : str
+        Namespace (the fairness unit, study §6.2).
+    work_core_s : float or None
+        Reference core-seconds from the ``eams.io/work-core-s`` annotation; ``None`` when
+        absent or not a positive number (the default runtime applies).
+    candidates : frozenset of str or None
+        Nodes kube-scheduler's filters passed for this pod (seen in a request), or ``None``.
+    """
+
+    key: str
+    request: PodRequest
+    priority: float
+    tenant: str
+    work_core_s: float | None
+    candidates: frozenset[str] | None = None
+
+
+def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> PendingPod:
+    """Size a received pod for the auction.
+
+    Raises
+    ------
+    BadRequest
+        A resource quantity of the pod breaks the grammar (names its JSON path).
+    """
+    return PendingPod(
+        key=pod.key(),
+        request=pod_request(pod),
+        priority=float(bids.priority_weight(pod.spec.priority or 0, FREE_QUOTA_SHARE)),
+        tenant=pod.metadata.namespace or "default",
+        work_core_s=_positive_float((pod.metadata.annotations or {}).get(WORK_ANNOTATION)),
+        candidates=candidates,
+    )
+
+
+def _positive_float(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and value > 0 else None
+
+
+@dataclass(frozen=True)
+class BatchSnapshot:
+    """Engine input for one window, taken on the event loop.
+
+    Attributes
+    ----------
+    pods : list of PendingPod
+        The batch, length J.
+    names : list of str
+        Valued nodes, length N.
+    pod_arrays : Pods
+    node_arrays : Nodes
+    feasible : (J, N) bool ndarray
+        Candidate set (where known) and CPU, memory and pod-count fit.
+    """
+
+    pods: list[PendingPod]
+    names: list[str]
+    pod_arrays: Pods
+    node_arrays: Nodes
+    feasible: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Cleared:
+    """One row of the clearing table.
+
+    Attributes
+    ----------
+    pod : str
+    node : str or None
+        The node the auction cleared the pod onto; ``None`` if it stayed unassigned.
+    price : float or None
+        That node's clearing price (bid-value units per slot).
+    cleared_at_s : float
+        Epoch seconds.
+    fell_back : bool
+        The engine hit its round cap and the greedy fallback completed the assignment.
+    """
+
+    pod: str
+    node: str | None
+    price: float | None
+    cleared_at_s: float
+    fell_back: bool
+
+
+class Market:
+    """Builds engine inputs from live state and turns engine outputs into answers.
+
+    Every per-node quantity is read from the :class:`~.table.NodeTable` as whole columns, so
+    a request over 1,000 candidates costs a few numpy operations, not 1,000 Python steps.
+
+    Parameters
+    ----------
+    table : NodeTable
+        Capacities, usage, calibrations and the newest telemetry, one row per node.
+    herd : HerdGuard
+    params : AuctionParams
+        ``cores_per_slot`` sizes slots; ``stale_after_s`` is AR-6's limit.
+    default_runtime_s : float
+        Runtime at speed 1 assumed for a pod without the work annotation, s.
+    """
+
+    def __init__(
+        self, table: NodeTable, herd: HerdGuard, params: AuctionParams, default_runtime_s: float
+    ) -> None:
+        self.table = table
+        self.herd = herd
+        self.params = params
+        self.default_runtime_s = default_runtime_s
+
+    def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
+        """Columns for ``names`` plus the derived ones, each (N,):
+
+        ``headroom`` (telemetry minus herding reservations, NaN unknown), ``age_s`` (NaN
+        unknown), ``fresh_headroom`` (headroom where age ≤ ``stale_after_s``, else NaN),
+        ``reserved`` (live reservation count), ``valued`` (calibrated and allocatable CPU known:
+        the auction can price it) and ``slots`` (free slots).
+        """
+        rows = self.table.rows(names)
+        view = self.table.take(rows)
+        reserved_w = np.zeros(len(names))
+        reserved = np.zeros(len(names), dtype=np.int64)
+        live = self.herd.live(now_s)
+        if live:
+            for k, name in enumerate(names):
+                if name in live:
+                    reserved_w[k], reserved[k] = live[name]
+        view["headroom"] = view["headroom"] - reserved_w / view["power_cap_w"]
+        view["age_s"] = np.maximum(0.0, now_s - view["measured_at_s"])
+        fresh = view["age_s"] <= self.params.stale_after_s  # NaN age compares False
+        view["fresh_headroom"] = np.where(fresh, view["headroom"], np.nan)
+        view["reserved"] = reserved
+        view["valued"] = np.isfinite(view["speed"]) & (view["alloc_cpu_milli"] > 0)
+        free_cpu = np.nan_to_num(view["alloc_cpu_milli"] - view["used_cpu_milli"], nan=0.0)
+        view["slots"] = np.maximum(0, free_cpu // (self.params.cores_per_slot * 1000.0))
+        return view
+
+    @staticmethod
+    def nodes(view: dict[str, np.ndarray], keep: np.ndarray) -> Nodes:
+        """Engine ``Nodes`` of the rows ``keep`` (a bool mask or indices) of a :meth:`view`."""
+        empty = (view["used_pods"] == 0) & (view["reserved"] == 0)
+        empty &= view["utilisation"] < EMPTY_UTILISATION  # unknown (NaN) is never empty
+        return Nodes(
+            slots=view["slots"][keep].astype(np.int64),
+            cores=view["alloc_cpu_milli"][keep] / 1000.0,
+            p_idle_w=view["p_idle_w"][keep],
+            p_max_w=view["p_max_w"][keep],
+            speed=view["speed"][keep],
+            headroom=np.fmin(view["headroom"][keep], 1.0),
+            age_s=view["age_s"][keep],
+            empty=empty[keep],
+        )
+
+    def _slots(self, pod: PendingPod) -> int:
+        return max(1, math.ceil(pod.request.cpu_milli / (self.params.cores_per_slot * 1000.0)))
+
+    def pod_arrays(self, pods: list[PendingPod]) -> Pods:
+        """Engine ``Pods`` for a batch (tenants numbered in sorted namespace order)."""
+        tenants = {t: i for i, t in enumerate(sorted({p.tenant for p in pods}))}
+        slots = [self._slots(p) for p in pods]
+        per_slot_s = self.params.cores_per_slot * self.default_runtime_s
+        work = [p.work_core_s or s * per_slot_s for p, s in zip(pods, slots, strict=True)]
+        return Pods(
+            slots=np.array(slots, dtype=np.int64),
+            work_core_s=np.array(work, dtype=float),
+            priority=np.array([p.priority for p in pods], dtype=float),
+            tenant=np.array([tenants[p.tenant] for p in pods], dtype=np.int64),
+        )
+
+    @staticmethod
+    def fits(pod: PendingPod, names: list[str], view: dict[str, np.ndarray]) -> np.ndarray:
+        """(N,) bool: a candidate (where known) with room for the pod's CPU, memory and one
+        more pod (NodeResourcesFit, ``fit.go``); unknown allocatable does not exclude."""
+        request = pod.request
+
+        def room(alloc: str, used: str, need: float) -> np.ndarray:
+            free = view[alloc] - view[used]
+            return np.isnan(free) | (need <= free)
+
+        fits = room("alloc_cpu_milli", "used_cpu_milli", request.cpu_milli)
+        fits &= room("alloc_memory_bytes", "used_memory_bytes", request.memory_bytes)
+        fits &= room("alloc_pods", "used_pods", 1)
+        if pod.candidates is not None:
+            fits &= np.fromiter((n in pod.candidates for n in names), dtype=bool, count=len(names))
+        return fits
+
+    def snapshot(self, pods: list[PendingPod], names: list[str], now_s: float) -> BatchSnapshot:
+        """Engine input for a batch over the valued ones of ``names``."""
+        view = self.view(names, now_s)
+        keep = np.flatnonzero(view["valued"])
+        kept = [names[i] for i in keep]
+        feasible = np.zeros((len(pods), len(keep)), dtype=bool)
+        for j, pod in enumerate(pods):
+            feasible[j] = self.fits(pod, names, view)[keep]
+        return BatchSnapshot(pods, kept, self.pod_arrays(pods), self.nodes(view, keep), feasible)
+
+    def solve(self, snapshot: BatchSnapshot) -> Clearing:
+        """Run the ε-auction on a snapshot (pure; safe in a worker thread)."""
+        return clear(snapshot.pod_arrays, snapshot.node_arrays, self.params, snapshot.feasible)
+
+    def apply(
+        self, snapshot: BatchSnapshot, clearing: Clearing, now_s: float, reserve: bool = True
+    ) -> list[Cleared]:
+        """Turn a clearing into table rows; with ``reserve``, leave a herding reservation of
+        each assigned pod's expected power on its node (shadow mode places nothing).
+
+        Expected power (study §5.1): ``(P_max − P_idle)·c_j/C_n``, plus ``P_idle`` when the
+        node was empty; ``c_j = slots × cores_per_slot``.
+        """
+        rows = []
+        nodes = snapshot.node_arrays
+        fell_back = bool(clearing.fell_back)
+        for j, pod in enumerate(snapshot.pods):
+            n = int(clearing.assignment[j])
+            if n < 0:
+                rows.append(Cleared(pod.key, None, None, now_s, fell_back))
+                continue
+            if reserve:
+                share = snapshot.pod_arrays.slots[j] * self.params.cores_per_slot / nodes.cores[n]
+                power_w = (nodes.p_max_w[n] - nodes.p_idle_w[n]) * min(1.0, share)
+                power_w += nodes.p_idle_w[n] if nodes.empty[n] else 0.0
+                self.herd.reserve(snapshot.names[n], pod.key, float(power_w), now_s)
+            price = float(clearing.prices[n])
+            rows.append(Cleared(pod.key, snapshot.names[n], price, now_s, fell_back))
+        return rows
+
+    def scores(
+        self, pod: PendingPod, candidates: list[str], now_s: float, cleared: str | None = None
+    ) -> list[int]:
+        """0–10 integer scores of ``candidates`` for one pod, in order.
+
+        The cleared node (if given and a candidate) gets 10 and every other node at most 9;
+        without a clearing the best single-pod bid gets 10. Others scale linearly with their bid
+        value v_jn (study §5.2, ``bids.bid_values``), rounded half up. A node that cannot be
+        valued, that the pod does not fit, or whose bid is 0 (gated out) scores 0.
+        """
+        view = self.view(candidates, now_s)
+        is_cleared = np.fromiter((n == cleared for n in candidates), bool, len(candidates))
+        usable = view["valued"] & (view["slots"] > 0) & self.fits(pod, candidates, view)
+        values = np.zeros(len(candidates))
+        if usable.any():
+            keep = np.flatnonzero(usable)
+            bid = bids.bid_values(self.pod_arrays([pod]), self.nodes(view, keep), self.params)[0]
+            values[keep] = np.where(np.isfinite(bid), bid, 0.0)
+        values[is_cleared] = 0.0
+        best = values.max(initial=0.0)
+        top = MAX_SCORE - 1 if is_cleared.any() else MAX_SCORE
+        scores = np.floor(top * values / best + 0.5) if best > 0 else np.zeros(len(candidates))
+        scores[is_cleared] = MAX_SCORE
+        return scores.astype(int).tolist()

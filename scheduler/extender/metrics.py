@@ -1,0 +1,111 @@
+"""Prometheus metrics of the extender, on a registry of its own (one per app instance).
+
+Every name starts with ``eams_extender_``; the list with meanings is in this folder's
+README.md (the dashboards are built from it).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# Seconds; dense below the 250 ms AR-2 budget, the window W = 200 ms sits in the middle.
+LATENCY_BUCKETS_S = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.5,
+    1.0,
+    2.5,
+)
+
+
+class ExtenderMetrics:
+    """The extender's collectors, registered on :attr:`registry`."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.request_seconds = Histogram(
+            "eams_extender_request_duration_seconds",
+            "Time to answer a request, by path and HTTP status code.",
+            ["path", "code"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.errors = Counter(
+            "eams_extender_errors_total",
+            "Requests answered with an error, by path and kind (bad_request, too_large, internal).",
+            ["path", "kind"],
+            registry=r,
+        )
+        self.clearings = Counter(
+            "eams_extender_clearings_total", "Batch windows cleared by the auction.", registry=r
+        )
+        self.auction_rounds = Histogram(
+            "eams_extender_auction_rounds",
+            "Bidding rounds the ε-auction needed per clearing.",
+            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000),
+            registry=r,
+        )
+        self.batch_pods = Histogram(
+            "eams_extender_batch_pods",
+            "Pods per cleared batch.",
+            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500),
+            registry=r,
+        )
+        self.clearing_seconds = Histogram(
+            "eams_extender_clearing_duration_seconds",
+            "Wall time of one clearing (snapshot + auction), s.",
+            buckets=LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.fallbacks = Counter(
+            "eams_extender_fallbacks_total",
+            "Pods or clearings that did not get the normal auction answer, by reason "
+            "(window_timeout, greedy, clearing_error, internal).",
+            ["reason"],
+            registry=r,
+        )
+        self.prices = Gauge(
+            "eams_extender_node_price",
+            "Clearing price of each node's slots after the last clearing (bid units).",
+            ["node"],
+            registry=r,
+        )
+        self.filtered = Counter(
+            "eams_extender_filtered_nodes_total",
+            "Nodes /filter removed (or, in shadow mode, would have removed) for low headroom.",
+            ["mode"],
+            registry=r,
+        )
+        self.recoveries = Counter(
+            "eams_extender_headroom_recoveries_total",
+            "Filtered nodes whose headroom came back above floor + margin.",
+            registry=r,
+        )
+        self.telemetry_samples = Counter(
+            "eams_extender_telemetry_samples_total",
+            "Telemetry samples accepted on POST /telemetry.",
+            registry=r,
+        )
+        self.telemetry_nodes = Gauge(
+            "eams_extender_telemetry_nodes", "Nodes with at least one telemetry sample.", registry=r
+        )
+        self.calibrated_nodes = Gauge(
+            "eams_extender_calibrated_nodes", "Nodes with a loaded calibration.", registry=r
+        )
+        self.ready = Gauge("eams_extender_ready", "1 when /readyz answers 200.", registry=r)
+        self.recommendations = Counter(
+            "eams_extender_recommendations_total",
+            "Placements recommended, by mode (shadow records them, active serves them).",
+            ["mode"],
+            registry=r,
+        )

@@ -1,0 +1,169 @@
+"""What the extender knows about each node: allocatable resources and the pods placed on it.
+
+In ``nodeCacheCapable: true`` mode kube-scheduler sends node *names* only, so the extender keeps
+its own cache (reference §2.3, CFG ``NodeCacheCapable``). It learns nodes from every full
+``Nodes`` payload it receives, from the API-server watch (``watch.py``) and from ``POST /nodes``
+(the harness's twin of the watch); it learns placed pods from the watch and ``POST /pending``.
+Capacity follows NodeResourcesFit: ``status.allocatable`` (``status.capacity`` only when
+allocatable is absent, ``SetDefaults_NodeStatus``) minus the effective requests of pods on the
+node (kubernetes/kubernetes ``pkg/scheduler/framework/plugins/noderesources/fit.go``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from eams.scheduler.extender.errors import BadRequest
+from eams.scheduler.extender.quantity import integer_value, milli_value, parse_quantity
+from eams.scheduler.extender.requests import PodRequest
+from eams.scheduler.extender.table import NodeTable
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCapacity:
+    """Allocatable resources of one node; ``None`` where the node does not say.
+
+    Attributes
+    ----------
+    cpu_milli : int or None
+        Allocatable CPU, millicores.
+    memory_bytes : int or None
+        Allocatable memory, bytes.
+    pods : int or None
+        Allocatable pod count.
+    """
+
+    cpu_milli: int | None
+    memory_bytes: int | None
+    pods: int | None
+
+
+def node_name(item: Any, field: str) -> str:
+    """``metadata.name`` of a node object.
+
+    Raises
+    ------
+    BadRequest
+        The item is not an object or has no string name; names ``field``.
+    """
+    if not isinstance(item, dict):
+        raise BadRequest(f"{field}: node must be an object")
+    meta = item.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise BadRequest(f"{field}.metadata.name: must be a non-empty string, got {name!r}")
+    return name
+
+
+def _resources(item: dict[str, Any], field: str) -> tuple[dict[str, Any], str]:
+    status = item.get("status")
+    if status is None:
+        return {}, f"{field}.status"
+    if not isinstance(status, dict):
+        raise BadRequest(f"{field}.status: must be an object")
+    for key in ("allocatable", "capacity"):
+        resources = status.get(key)
+        if resources is not None:
+            if not isinstance(resources, dict):
+                raise BadRequest(f"{field}.status.{key}: must be an object")
+            return resources, f"{field}.status.{key}"
+    return {}, f"{field}.status"
+
+
+def node_capacity(item: dict[str, Any], field: str) -> NodeCapacity:
+    """Parse a node object's allocatable cpu, memory and pods.
+
+    Raises
+    ------
+    BadRequest
+        A quantity breaks the grammar; names its JSON path.
+    """
+    resources, where = _resources(item, field)
+
+    def get(name: str, convert: Any) -> int | None:
+        value = resources.get(name)
+        return None if value is None else convert(parse_quantity(value, f"{where}.{name}"))
+
+    return NodeCapacity(
+        get("cpu", milli_value), get("memory", integer_value), get("pods", integer_value)
+    )
+
+
+class NodeCache:
+    """Node capacities and bound pods, keyed by name; numbers are mirrored into ``table``.
+
+    Parameters
+    ----------
+    table : NodeTable
+        Receives every capacity and usage change (``market.py`` reads it vectorised).
+    """
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self._capacity: dict[str, NodeCapacity] = {}
+        self._version: dict[str, Any] = {}
+        self._pods: dict[str, tuple[str, PodRequest]] = {}
+
+    def learn(self, items: Iterable[Any], field: str) -> list[str]:
+        """Add or refresh node objects (a ``NodeList``'s items); returns their names in order.
+
+        A node whose ``metadata.resourceVersion`` (or, without one, whose ``status``) is unchanged
+        since the last call is not parsed again, which keeps full-payload requests at 1,000
+        nodes cheap.
+
+        Raises
+        ------
+        BadRequest
+            An item has no name or a bad quantity; nothing after it is learnt.
+        """
+        names = []
+        for index, item in enumerate(items):
+            where = f"{field}[{index}]"
+            name = node_name(item, where)
+            version = item["metadata"].get("resourceVersion") or item.get("status")
+            if name not in self._capacity or self._version.get(name) != version:
+                capacity = node_capacity(item, where)
+                self._capacity[name] = capacity
+                self._version[name] = version
+                self.table.set_capacity(
+                    name, capacity.cpu_milli, capacity.memory_bytes, capacity.pods
+                )
+            names.append(name)
+        return names
+
+    def forget(self, name: str) -> None:
+        """Drop a deleted node."""
+        if self._capacity.pop(name, None) is not None:
+            self._version.pop(name, None)
+            self.table.set_capacity(name, None, None, None)
+
+    def capacity(self, name: str) -> NodeCapacity | None:
+        """The node's allocatable resources, ``None`` if the node was never seen."""
+        return self._capacity.get(name)
+
+    def names(self) -> list[str]:
+        """Every known node name."""
+        return list(self._capacity)
+
+    def place(self, pod: str, node: str, request: PodRequest) -> None:
+        """Record that ``pod`` is bound to ``node`` (moves it if it was elsewhere)."""
+        self.unplace(pod)
+        self._pods[pod] = (node, request)
+        self.table.add_used(node, request.cpu_milli, request.memory_bytes, 1)
+
+    def unplace(self, pod: str) -> None:
+        """Forget a pod that was deleted or finished."""
+        held = self._pods.pop(pod, None)
+        if held is not None:
+            node, request = held
+            self.table.add_used(node, -request.cpu_milli, -request.memory_bytes, -1)
+
+    def used(self, name: str) -> tuple[int, int, int]:
+        """``(cpu_milli, memory_bytes, pod_count)`` requested by pods bound to ``name``."""
+        i = self.table.row(name)
+        cols = self.table.cols
+        keys = ("used_cpu_milli", "used_memory_bytes", "used_pods")
+        cpu, memory, pods = (int(cols[k][i]) for k in keys)
+        return cpu, memory, pods

@@ -1,0 +1,191 @@
+"""The kube-scheduler extender v1 wire types, with the upstream Go field names.
+
+Source: kubernetes/kube-scheduler ``extender/v1/types.go`` (TYPES) and its ``types_test.go``
+(the pinned JSON), summarised in ``../shared/reference/extender-protocol.md`` §1. The Go structs
+carry no ``json`` tags and no ``omitempty``, so keys are the capitalised field names and an unset
+pointer, map or slice travels as ``null``; the embedded ``v1.Pod``/``v1.NodeList`` use the normal
+lowerCamelCase API keys. Unknown keys are ignored everywhere (Go's decoder does the same).
+
+Node objects inside ``Nodes.items`` are kept as the raw JSON objects, because in
+``nodeCacheCapable: false`` mode the filter answer must echo them unchanged (reference §8.5).
+Only the pod fields the extender reads are modelled; everything else in the pod is ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter
+
+# A quantity as it may arrive in JSON: the scheduler sends strings, hand-made pods may carry
+# numbers (apimachinery ``Quantity.UnmarshalJSON`` accepts both). Parsed by ``quantity.py``.
+QuantityValue = str | int | float
+ResourceList = dict[str, QuantityValue]
+
+
+def json_path(loc: tuple[int | str, ...], root: str = "") -> str:
+    """A pydantic error location as a JSON path: ``("Pod", "spec", "containers", 0)`` →
+    ``Pod.spec.containers[0]``; ``root`` is prefixed (``items[3]``)."""
+    path = root
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "body"
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ObjectMeta(_Wire):
+    """``metadata`` of a pod: the fields used to key it and read its hints."""
+
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    annotations: dict[str, str] | None = None
+
+
+class ResourceRequirements(_Wire):
+    """``resources`` of a container (or pod-level ``spec.resources``)."""
+
+    requests: ResourceList | None = None
+    limits: ResourceList | None = None
+
+
+class Container(_Wire):
+    """A container or init container; ``restartPolicy: Always`` marks a sidecar (KEP-753)."""
+
+    name: str | None = None
+    resources: ResourceRequirements | None = None
+    restartPolicy: str | None = None
+
+
+class PodSpec(_Wire):
+    """``spec`` of the pod being scheduled (the fields that size and rank it)."""
+
+    containers: list[Container] | None = None
+    initContainers: list[Container] | None = None
+    overhead: ResourceList | None = None
+    resources: ResourceRequirements | None = None
+    priority: int | None = None
+    schedulerName: str | None = None
+    nodeName: str | None = None
+
+
+class PodStatus(_Wire):
+    """``status`` of a pod: only the phase matters (a finished pod frees its node)."""
+
+    phase: str | None = None
+
+
+class PodObject(_Wire):
+    """``v1.Pod`` as far as the extender reads it."""
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @property
+    def finished(self) -> bool:
+        """``status.phase`` is Succeeded or Failed: the pod no longer uses its node."""
+        return self.status.phase in ("Succeeded", "Failed")
+
+    def key(self) -> str:
+        """``namespace/name`` (namespace ``default`` when absent), or the UID if unnamed."""
+        meta = self.metadata
+        if meta.name:
+            return f"{meta.namespace or 'default'}/{meta.name}"
+        return f"uid:{meta.uid or ''}"
+
+
+class NodeList(_Wire):
+    """``v1.NodeList``: ``items`` are the node objects exactly as received."""
+
+    metadata: dict[str, Any] | None = None
+    items: list[dict[str, Any]] | None = None
+
+
+class ExtenderArgs(_Wire):
+    """Body of the filter and prioritize POSTs (TYPES ``ExtenderArgs``).
+
+    Exactly one of ``Nodes`` (``nodeCacheCapable: false``) and ``NodeNames``
+    (``nodeCacheCapable: true``) is non-null in what kube-scheduler sends.
+    """
+
+    Pod: PodObject | None = None
+    Nodes: NodeList | None = None
+    NodeNames: list[str] | None = None
+
+
+class ExtenderFilterResult(_Wire):
+    """Answer of filter (TYPES ``ExtenderFilterResult``); every key is always emitted.
+
+    ``NodeNames: null`` together with ``Nodes: null`` means *no node passes* (reference §2.3),
+    so the app fills the field matching the request's mode and never drops it.
+    """
+
+    Nodes: NodeList | None = None
+    NodeNames: list[str] | None = None
+    FailedNodes: dict[str, str] | None = None
+    FailedAndUnresolvableNodes: dict[str, str] | None = None
+    Error: str = ""
+
+
+class HostPriority(_Wire):
+    """One entry of the prioritize answer; ``Score`` is a JSON integer 0–10 (TYPES)."""
+
+    Host: str
+    Score: StrictInt
+
+
+HostPriorityList = TypeAdapter(list[HostPriority])
+"""The prioritize answer is a bare JSON array of :class:`HostPriority` (TYPES)."""
+
+
+class ExtenderBindingArgs(_Wire):
+    """Body of the bind POST (TYPES); EAMS configures no ``bindVerb``, kept for the contract."""
+
+    PodName: str
+    PodNamespace: str
+    PodUID: str
+    Node: str
+
+
+class ExtenderBindingResult(_Wire):
+    """Answer of bind (TYPES): non-empty ``Error`` means the bind failed."""
+
+    Error: str = ""
+
+
+class MetaPod(_Wire):
+    """A pod named by UID only (TYPES ``MetaPod``)."""
+
+    UID: str
+
+
+class MetaVictims(_Wire):
+    """Victims on one node in UID form (TYPES ``MetaVictims``)."""
+
+    Pods: list[MetaPod] | None = None
+    NumPDBViolations: StrictInt = 0
+
+
+class Victims(_Wire):
+    """Victims on one node as full pods (TYPES ``Victims``)."""
+
+    Pods: list[dict[str, Any]] | None = None
+    NumPDBViolations: StrictInt = 0
+
+
+class ExtenderPreemptionArgs(_Wire):
+    """Body of the preempt POST (TYPES); EAMS configures no ``preemptVerb``."""
+
+    Pod: PodObject | None = None
+    NodeNameToVictims: dict[str, Victims] | None = None
+    NodeNameToMetaVictims: dict[str, MetaVictims] | None = None
+
+
+class ExtenderPreemptionResult(_Wire):
+    """Answer of preempt (TYPES): always the UID form."""
+
+    NodeNameToMetaVictims: dict[str, MetaVictims] | None = None

@@ -1,0 +1,107 @@
+"""Settings of the extender service, checked once and completely (STYLE point 7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from eams.scheduler.auction import AuctionParams
+from eams.scheduler.extender.errors import ExtenderConfigError
+
+Mode = Literal["shadow", "active"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the extender behaves.
+
+    Attributes
+    ----------
+    mode : {"shadow", "active"}
+        ``shadow`` answers neutrally (every candidate passes, every score 0) and records what
+        ``active`` would have answered; ``active`` serves the auction.
+    window_ms : float
+        Batch window W, ms (study §4: 200 ms). 0 disables batching: every pod gets an immediate
+        single-pod bid score.
+    grace_ms : float
+        How long past W a pod may wait for its clearing before falling back, ms (study §4:
+        "waits up to W + 50 ms").
+    calibrations_dir : Path or None
+        Folder of calibration files (``eams.calibrate.calfile``); readiness needs at least one.
+    max_body_bytes : int
+        Largest request body accepted; larger is HTTP 413. Full-node payloads at 5,000 nodes of
+        ~7 kB each are ~35 MB, so the default is 64 MiB.
+    headroom_floor : float
+        Hard floor of discounted power headroom (0–1) below which ``/filter`` removes a node.
+    recovery_margin : float
+        A filtered node counts as recovered once its headroom is at least floor + margin
+        (hysteresis against flapping).
+    stale_after_s : float
+        Telemetry older than this is stale (AR-6: 15 s): it never grounds a filter decision and
+        the bids discount it (``AuctionParams.stale_after_s``).
+    slot_milli : int
+        CPU per auction slot, millicores (study §5.3: pods are quantised to slots;
+        ``AuctionParams.cores_per_slot``). 250m keeps small pods from claiming whole cores.
+    default_runtime_s : float
+        Runtime assumed for a pod without the ``eams.io/work-core-s`` annotation, s.
+    herd_settle_s, herd_ttl_s : float
+        Herding-guard reservation settle time and upper bound, s (``herding.py``).
+    clearing_ttl_s : float
+        How long a clearing-table entry stays valid, s.
+    recommendations_kept : int
+        Shadow-mode recommendations kept for ``GET /recommendations``.
+    scheduler_name : str
+        ``spec.schedulerName`` of the pods this extender batches (the k3s profile's name).
+    """
+
+    mode: Mode = "shadow"
+    window_ms: float = 200.0
+    grace_ms: float = 50.0
+    calibrations_dir: Path | None = None
+    max_body_bytes: int = 64 * 1024 * 1024
+    headroom_floor: float = 0.05
+    recovery_margin: float = 0.05
+    stale_after_s: float = 15.0
+    slot_milli: int = 250
+    default_runtime_s: float = 600.0
+    herd_settle_s: float = 10.0
+    herd_ttl_s: float = 120.0
+    clearing_ttl_s: float = 60.0
+    recommendations_kept: int = 1000
+    scheduler_name: str = "eams-scheduler"
+
+    def auction_params(self) -> AuctionParams:
+        """Engine parameters from these settings (slot size, staleness); the rest default."""
+        return AuctionParams(
+            cores_per_slot=self.slot_milli / 1000.0, stale_after_s=self.stale_after_s
+        )
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.mode not in ("shadow", "active"):
+            problems.append(f"mode: must be 'shadow' or 'active', got {self.mode!r}")
+        non_negative = ("window_ms", "grace_ms", "recovery_margin", "herd_settle_s")
+        problems += [
+            f"{n}: must be ≥ 0, got {getattr(self, n)!r}"
+            for n in non_negative
+            if getattr(self, n) < 0
+        ]
+        positive = (
+            "max_body_bytes",
+            "stale_after_s",
+            "slot_milli",
+            "default_runtime_s",
+            "herd_ttl_s",
+            "clearing_ttl_s",
+            "recommendations_kept",
+        )
+        problems += [
+            f"{n}: must be > 0, got {getattr(self, n)!r}" for n in positive if getattr(self, n) <= 0
+        ]
+        if not 0 <= self.headroom_floor < 1:
+            problems.append(f"headroom_floor: must be in [0, 1), got {self.headroom_floor!r}")
+        if self.calibrations_dir is not None and not Path(self.calibrations_dir).is_dir():
+            problems.append(f"calibrations_dir: {self.calibrations_dir} is not a folder")
+        if problems:
+            raise ExtenderConfigError("extender settings: " + "; ".join(problems))

@@ -1,0 +1,101 @@
+"""Per-node numeric columns, kept up to date on every write, read with numpy on every request.
+
+At 1,000 nodes and 100 pods/s a per-node Python loop on each request costs more than the whole
+latency budget, so the node cache, the calibrations and the telemetry store push their numbers
+here when they change (a row per node name ever seen), and ``market.py`` reads whole columns
+by fancy indexing. Unknown values are NaN, never 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eams.agent.schema import TelemetrySample
+from eams.calibrate.calfile import Calibration
+
+COLUMNS = (
+    "alloc_cpu_milli",  # allocatable CPU, millicores
+    "alloc_memory_bytes",  # allocatable memory, bytes
+    "alloc_pods",  # allocatable pod count
+    "used_cpu_milli",  # requests of pods bound to the node, millicores
+    "used_memory_bytes",  # bytes
+    "used_pods",  # count
+    "p_idle_w",  # calibration, W
+    "p_max_w",  # calibration, W
+    "speed",  # calibration, relative to the reference node
+    "headroom",  # newest telemetry sample, 1 − P/P_cap
+    "power_cap_w",  # P_cap of that sample, W
+    "measured_at_s",  # when it was measured, epoch s
+    "utilisation",  # CPU utilisation of that sample, 0–1
+)
+_ZERO = ("used_cpu_milli", "used_memory_bytes", "used_pods")
+
+
+class NodeTable:
+    """One row per node name; columns as in :data:`COLUMNS` (float64, NaN = unknown)."""
+
+    def __init__(self, initial_rows: int = 1024) -> None:
+        self.index: dict[str, int] = {}
+        self.cols = {c: np.full(initial_rows, 0.0 if c in _ZERO else np.nan) for c in COLUMNS}
+
+    def row(self, name: str) -> int:
+        """The row of ``name``, created (all unknown) on first sight."""
+        i = self.index.get(name)
+        if i is None:
+            i = self.index[name] = len(self.index)
+            size = self.cols["speed"].shape[0]
+            if i >= size:
+                for c, old in self.cols.items():
+                    grown = np.full(2 * size, 0.0 if c in _ZERO else np.nan)
+                    grown[:size] = old
+                    self.cols[c] = grown
+        return i
+
+    def rows(self, names: list[str]) -> np.ndarray:
+        """(N,) int rows of ``names`` in order (creating unknown ones)."""
+        rows = list(map(self.index.get, names))
+        if None in rows:
+            rows = [self.row(n) if r is None else r for n, r in zip(names, rows, strict=True)]
+        return np.array(rows, dtype=np.int64)
+
+    def set_capacity(
+        self, name: str, cpu_milli: int | None, memory_bytes: int | None, pods: int | None
+    ) -> None:
+        """Allocatable resources of a node (``None`` → unknown)."""
+        i = self.row(name)
+        for column, value in (
+            ("alloc_cpu_milli", cpu_milli),
+            ("alloc_memory_bytes", memory_bytes),
+            ("alloc_pods", pods),
+        ):
+            self.cols[column][i] = np.nan if value is None else value
+
+    def add_used(self, name: str, cpu_milli: int, memory_bytes: int, pods: int) -> None:
+        """Add (or with negative values remove) a bound pod's requests."""
+        i = self.row(name)
+        self.cols["used_cpu_milli"][i] += cpu_milli
+        self.cols["used_memory_bytes"][i] += memory_bytes
+        self.cols["used_pods"][i] += pods
+
+    def set_calibration(self, calibration: Calibration) -> None:
+        """P_idle, P_max and speed of the calibrated node (speed ``None`` → 1.0: its own
+        reference, as ``calfile`` writes for ``reference="self"``)."""
+        i = self.row(calibration.node)
+        self.cols["p_idle_w"][i] = calibration.p_idle_w
+        self.cols["p_max_w"][i] = calibration.p_max_w
+        self.cols["speed"][i] = calibration.speed if calibration.speed is not None else 1.0
+
+    def set_sample(self, sample: TelemetrySample) -> None:
+        """The node's newest telemetry sample; headroom from ``power_w`` when not given."""
+        i = self.row(sample.node)
+        headroom = sample.headroom
+        if headroom is None and sample.power_w is not None:
+            headroom = 1.0 - sample.power_w / sample.power_cap_w
+        self.cols["headroom"][i] = np.nan if headroom is None else headroom
+        self.cols["power_cap_w"][i] = sample.power_cap_w
+        self.cols["measured_at_s"][i] = sample.measured_at_ns / 1e9
+        self.cols["utilisation"][i] = np.nan if sample.utilisation is None else sample.utilisation
+
+    def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Every column at ``rows`` (copies)."""
+        return {c: a[rows] for c, a in self.cols.items()}

@@ -1,0 +1,156 @@
+"""Batch windows, the clearing table, shadow mode, the herding guard and headroom recovery."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from eams.scheduler.extender.batching import Batcher
+from eams.scheduler.extender.market import Cleared, PendingPod
+from eams.scheduler.extender.requests import PodRequest
+from eams.scheduler.extender.service import FILTER_REASON
+from tests.extender.conftest import args_names, node_object, pod_object, post_json, sample
+
+pytestmark = pytest.mark.anyio
+
+NAMES = ["node-a", "node-b", "node-c"]
+
+
+async def _cluster(client, clock, headroom: float = 0.6, cpu: str = "8") -> None:
+    await post_json(client, "/nodes", {"items": [node_object(n, cpu=cpu) for n in NAMES]})
+    samples = [sample(n, clock() - 1.0, headroom) for n in NAMES]
+    await post_json(client, "/telemetry", {"samples": samples})
+
+
+def _metric(text: str, name: str) -> float:
+    line = next(
+        line
+        for line in text.splitlines()
+        if line.startswith(name + " ") or line.startswith(name + "{")
+    )
+    return float(line.rsplit(" ", 1)[1])
+
+
+async def test_announced_batch_clears_into_the_table(make_client, clock) -> None:
+    client = await make_client(mode="active", window_ms=40)
+    await _cluster(client, clock)
+    # A bound pod takes 7 of node-a's 8 cores: the cheapest node has room for one 1-core pod.
+    bound = pod_object("bound", cpu="7")
+    bound["spec"]["nodeName"] = "node-a"
+    pods = [pod_object(f"p{i}", cpu="1") for i in range(3)]
+    assert (await post_json(client, "/pending", {"items": [bound, *pods]})).json() == {
+        "accepted": 4
+    }
+    await asyncio.sleep(0.15)  # the window closes after 40 ms and clears
+    winners = []
+    for pod in pods:
+        scores = {
+            e["Host"]: e["Score"]
+            for e in (await post_json(client, "/prioritize", args_names(pod, NAMES))).json()
+        }
+        assert sorted(scores.values())[-1] == 10 and sorted(scores.values())[-2] <= 9
+        winners.append(max(scores, key=scores.get))
+    assert winners.count("node-a") == 1  # one slot, one pod
+    metrics = (await client.get("/metrics")).text
+    assert _metric(metrics, "eams_extender_clearings_total") == 1.0
+    assert _metric(metrics, "eams_extender_batch_pods_sum") == 3.0
+    assert 'eams_extender_fallbacks_total{reason="window_timeout"}' not in metrics
+    assert 'eams_extender_node_price{node="node-a"}' in metrics
+    # A finished pod reported on /pending frees its node.
+    assert client.app.state.extender.nodes.used("node-a")[0] == 7000
+    bound["status"]["phase"] = "Succeeded"
+    await post_json(client, "/pending", {"items": [bound]})
+    assert client.app.state.extender.nodes.used("node-a") == (0, 0, 0)
+
+
+async def test_prioritize_waits_for_the_window(make_client, clock) -> None:
+    client = await make_client(mode="active", window_ms=60)
+    await _cluster(client, clock)
+    # Unannounced pod: prioritize itself opens a window and waits for it (≤ W + 50 ms).
+    scores = (await post_json(client, "/prioritize", args_names(pod_object("late"), NAMES))).json()
+    assert {e["Host"]: e["Score"] for e in scores}["node-a"] == 10
+    metrics = (await client.get("/metrics")).text
+    assert _metric(metrics, "eams_extender_clearings_total") == 1.0
+
+
+async def test_a_pod_without_a_clearing_in_time_falls_back() -> None:
+    rows_for: list[list[str]] = []
+
+    async def slow_clear(batch: list[PendingPod]) -> list[Cleared]:
+        rows_for.append([p.key for p in batch])
+        await asyncio.sleep(0.3)  # a clearing slower than the grace
+        return [Cleared(p.key, "node-a", 0.0, 0.0, False) for p in batch]
+
+    batcher = Batcher(0.02, 60.0, slow_clear, clock=lambda: 0.0)
+    pod = PendingPod("default/p", PodRequest(100, 0), 1.0, "default", None)
+    batcher.submit(pod)
+    assert await batcher.wait(pod.key, 0.07) is None  # W + 50 ms passed: caller falls back
+    assert rows_for == [["default/p"]]
+    await asyncio.sleep(0.3)
+    assert batcher.row(pod.key).node == "node-a"  # the late clearing still lands in the table
+    await batcher.close()
+
+
+async def test_a_failing_clearing_leaves_no_row_and_the_loop_alive() -> None:
+    async def broken(batch: list[PendingPod]) -> list[Cleared]:
+        raise RuntimeError("engine bug")
+
+    batcher = Batcher(0.01, 60.0, broken, clock=lambda: 0.0)
+    pod = PendingPod("default/p", PodRequest(100, 0), 1.0, "default", None)
+    batcher.submit(pod)
+    assert await batcher.wait(pod.key, 0.5) is None
+    assert not batcher.waiting(pod.key)
+
+
+async def test_shadow_mode_is_neutral_and_records(make_client, clock) -> None:
+    client = await make_client(mode="shadow", window_ms=30, headroom_floor=0.3)
+    await _cluster(client, clock)
+    await post_json(client, "/telemetry", {"samples": [sample("node-b", clock(), 0.1)]})
+    filtered = (await post_json(client, "/filter", args_names(pod_object("p"), NAMES))).json()
+    assert filtered["NodeNames"] == NAMES and filtered["FailedNodes"] == {}
+    scores = (await post_json(client, "/prioritize", args_names(pod_object("p"), NAMES))).json()
+    assert scores == [{"Host": n, "Score": 0} for n in NAMES]
+    await asyncio.sleep(0.12)
+    recorded = (await client.get("/recommendations")).json()
+    assert {"pod": "default/p", "kind": "filter", "would_filter": ["node-b"]}.items() <= recorded[
+        0
+    ].items()
+    assert recorded[-1]["kind"] == "clearing" and recorded[-1]["node"] == "node-a"
+    metrics = (await client.get("/metrics")).text
+    assert _metric(metrics, 'eams_extender_filtered_nodes_total{mode="shadow"}') == 1.0
+    # Shadow places nothing, so it reserves no headroom either.
+    assert client.app.state.extender.herd.count("node-a") == 0
+
+
+async def test_herding_guard_then_telemetry_catches_up_and_recovery_is_announced(
+    make_client, clock
+) -> None:
+    client = await make_client(
+        mode="active", window_ms=20, headroom_floor=0.3, recovery_margin=0.05, herd_settle_s=5.0
+    )
+    extender = client.app.state.extender
+    recovered: list[str] = []
+    extender.on_recovery = recovered.append
+    await _cluster(client, clock, headroom=0.5, cpu="4")
+    # A 4-core pod on a 4-core node-a (cheapest): expected (120 − 40) W, cap 200 W → −0.4.
+    first = (
+        await post_json(client, "/prioritize", args_names(pod_object("big", cpu="4"), NAMES))
+    ).json()
+    assert {e["Host"]: e["Score"] for e in first}["node-a"] == 10
+    assert extender.herd.count("node-a") == 1
+    second = (await post_json(client, "/filter", args_names(pod_object("next"), NAMES))).json()
+    assert second["FailedNodes"] == {"node-a": FILTER_REASON}  # 0.5 − 0.4 < 0.3: not flooded
+    # A sample measured before the settle time does not end the reservation...
+    clock.now_s += 2.0
+    await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), 0.5)]})
+    assert extender.herd.count("node-a") == 1 and recovered == []
+    # ...one measured after it does: the node's own power now includes the pod.
+    clock.now_s += 4.0
+    await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), 0.45)]})
+    assert extender.herd.count("node-a") == 0
+    assert recovered == ["node-a"]
+    third = (await post_json(client, "/filter", args_names(pod_object("third"), NAMES))).json()
+    assert third["NodeNames"] == NAMES
+    metrics = (await client.get("/metrics")).text
+    assert _metric(metrics, "eams_extender_headroom_recoveries_total") == 1.0

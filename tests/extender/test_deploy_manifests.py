@@ -1,0 +1,214 @@
+"""The shipped k3s manifests: well-formed, fields the upstream types know, values that fit.
+
+No API server runs here, so the typed objects are checked by a lossless round trip through the
+kubernetes Python client's models (generated from the upstream OpenAPI), the scheduler file
+against the field names of kube-scheduler ``config/v1/types.go`` (reference §3.1), and the
+whole folder with ``kubectl kustomize`` where kubectl is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes.client import ApiClient
+
+from eams.scheduler.extender.cli import serve
+from eams.scheduler.extender.settings import Settings
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "k3s"
+
+# kube-scheduler config/v1/types.go field names (JSON tags), as listed in reference §3.1.
+CONFIG_KEYS = {
+    "apiVersion",
+    "kind",
+    "parallelism",
+    "leaderElection",
+    "clientConnection",
+    "healthzBindAddress",
+    "metricsBindAddress",
+    "enableProfiling",
+    "enableContentionProfiling",
+    "percentageOfNodesToScore",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "profiles",
+    "extenders",
+    "delayCacheUntilActive",
+}
+LEADER_KEYS = {
+    "leaderElect",
+    "leaseDuration",
+    "renewDeadline",
+    "retryPeriod",
+    "resourceLock",
+    "resourceName",
+    "resourceNamespace",
+}
+PROFILE_KEYS = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
+EXTENSION_POINTS = {
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+    "multiPoint",
+}
+EXTENDER_KEYS = {
+    "urlPrefix",
+    "filterVerb",
+    "preemptVerb",
+    "prioritizeVerb",
+    "weight",
+    "bindVerb",
+    "enableHTTPS",
+    "tlsConfig",
+    "httpTimeout",
+    "nodeCacheCapable",
+    "managedResources",
+    "ignorable",
+}
+# Default score plugins and weights (reference §2.4, DEFAULTS default_plugins.go).
+DEFAULT_SCORE_WEIGHTS = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
+    "NodeResourcesBalancedAllocation": 1,
+    "ImageLocality": 1,
+}
+MODELS = {
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("v1", "ConfigMap"): "V1ConfigMap",
+    ("v1", "Service"): "V1Service",
+    ("v1", "Pod"): "V1Pod",
+    ("apps/v1", "Deployment"): "V1Deployment",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
+}
+
+
+def _documents() -> list[dict[str, Any]]:
+    docs = []
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        if path.name != "kustomization.yaml":
+            docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+def _one(kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [
+        d
+        for d in _documents()
+        if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
+    ]
+    assert len(found) == 1, (kind, name)
+    return found[0]
+
+
+def _scheduler_config() -> dict[str, Any]:
+    return yaml.safe_load(
+        _one("ConfigMap", "eams-scheduler-config")["data"]["scheduler-config.yaml"]
+    )
+
+
+def test_every_object_round_trips_through_the_upstream_models() -> None:
+    api = ApiClient()
+    for doc in _documents():
+        model = MODELS[(doc["apiVersion"], doc["kind"])]
+        typed = api.deserialize(json.dumps(doc), model, "application/json")
+        assert api.sanitize_for_serialization(typed) == doc, (
+            f"{doc['kind']}: unknown or mistyped field"
+        )
+
+
+def test_kustomize_builds_the_folder() -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    built = subprocess.run(
+        [kubectl, "kustomize", str(DEPLOY)], capture_output=True, text=True, timeout=60, check=True
+    )
+    kinds = sorted(d["kind"] for d in yaml.safe_load_all(built.stdout))
+    assert kinds == sorted(d["kind"] for d in _documents() if d["kind"] != "Pod")
+
+
+def test_scheduler_config_uses_only_upstream_fields() -> None:
+    config = _scheduler_config()
+    assert (config["apiVersion"], config["kind"]) == (
+        "kubescheduler.config.k8s.io/v1",
+        "KubeSchedulerConfiguration",
+    )
+    assert set(config) <= CONFIG_KEYS
+    assert set(config["leaderElection"]) <= LEADER_KEYS
+    for profile in config["profiles"]:
+        assert set(profile) <= PROFILE_KEYS
+        assert set(profile.get("plugins", {})) <= EXTENSION_POINTS
+        for point in profile.get("plugins", {}).values():
+            assert set(point) <= {"enabled", "disabled"}
+    for extender in config["extenders"]:
+        assert set(extender) <= EXTENDER_KEYS
+
+
+def _duration_s(text: str) -> float:
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0}
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", text)
+    assert match, f"not a Go duration: {text}"
+    return float(match[1]) * units[match[2]]
+
+
+def test_extender_settings_let_the_cleared_node_win_and_fail_open() -> None:
+    config = _scheduler_config()
+    assert config["leaderElection"] == {"leaderElect": False}
+    assert config["percentageOfNodesToScore"] == 100
+    (profile,) = config["profiles"]
+    assert profile["schedulerName"] == Settings().scheduler_name
+    (extender,) = config["extenders"]
+    assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True
+    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
+    settings = Settings()
+    timeout_s = _duration_s(extender["httpTimeout"])
+    assert (settings.window_ms + settings.grace_ms) / 1000 < timeout_s <= 5.0
+    disabled = {p["name"] for p in profile["plugins"]["score"]["disabled"]}
+    in_tree_max = 100 * sum(w for name, w in DEFAULT_SCORE_WEIGHTS.items() if name not in disabled)
+    # The cleared node scores 10, the rest ≤ 9: its lead, weight × 10, beats any in-tree spread.
+    assert extender["weight"] * 10 > in_tree_max
+
+
+def test_deployment_wires_scheduler_and_extender_together() -> None:
+    deployment = _one("Deployment")
+    pod = deployment["spec"]["template"]
+    containers = {c["name"]: c for c in pod["spec"]["containers"]}
+    scheduler, extender = containers["kube-scheduler"], containers["extender"]
+    config_arg = next(a for a in scheduler["command"] if a.startswith("--config="))
+    mount = scheduler["volumeMounts"][0]["mountPath"]
+    assert config_arg == f"--config={mount}/scheduler-config.yaml"
+    # The extender's command is accepted by the real CLI, and listens where urlPrefix points.
+    assert extender["command"][:3] == ["eams", "extender", "serve"]
+    params = serve.make_context("serve", extender["command"][3:]).params
+    url_port = int(_scheduler_config()["extenders"][0]["urlPrefix"].rsplit(":", 1)[1])
+    assert params["port"] == url_port == extender["ports"][0]["containerPort"]
+    assert params["watch"] is True and params["host"] == "0.0.0.0"
+    service = _one("Service")
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    account = pod["spec"]["serviceAccountName"]
+    for binding in (d for d in _documents() if d["kind"].endswith("Binding")):
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": account, "namespace": "kube-system"}
+        ]
+    assert _one("Pod")["spec"]["schedulerName"] == Settings().scheduler_name

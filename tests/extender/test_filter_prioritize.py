@@ -1,0 +1,139 @@
+"""Filter and prioritize behaviour: the hard floor, staleness, scoring, mode matching."""
+
+from __future__ import annotations
+
+import pytest
+
+from eams.scheduler.extender.schemas import ExtenderFilterResult, HostPriorityList
+from eams.scheduler.extender.service import FILTER_REASON
+from tests.extender.conftest import (
+    args_full,
+    args_names,
+    node_object,
+    pod_object,
+    post_json,
+    sample,
+)
+
+pytestmark = pytest.mark.anyio
+
+NAMES = ["node-a", "node-b", "node-c"]
+
+
+async def _cluster(
+    client, clock, headroom: dict[str, float | None], ages_s: dict[str, float] | None = None
+) -> None:
+    await post_json(client, "/nodes", {"items": [node_object(n) for n in NAMES]})
+    ages_s = ages_s or {}
+    samples = [sample(n, clock() - ages_s.get(n, 1.0), h) for n, h in headroom.items()]
+    assert (await post_json(client, "/telemetry", {"samples": samples})).status_code == 202
+
+
+async def test_low_headroom_node_is_filtered_with_a_stable_reason(make_client, clock) -> None:
+    client = await make_client(mode="active", window_ms=0, headroom_floor=0.05)
+    await _cluster(client, clock, {"node-a": 0.6, "node-b": 0.02, "node-c": 0.5})
+    result = ExtenderFilterResult.model_validate_json(
+        (await post_json(client, "/filter", args_names(pod_object("p"), NAMES))).content
+    )
+    assert result.NodeNames == ["node-a", "node-c"]
+    assert result.FailedNodes == {"node-b": FILTER_REASON}
+    assert result.FailedAndUnresolvableNodes == {} and result.Error == ""
+    full = (
+        await post_json(
+            client, "/filter", args_full(pod_object("p"), [node_object(n) for n in NAMES])
+        )
+    ).json()
+    assert [i["metadata"]["name"] for i in full["Nodes"]["items"]] == ["node-a", "node-c"]
+    assert full["NodeNames"] is None
+
+
+async def test_stale_telemetry_never_filters_but_ranks_lower(make_client, clock) -> None:
+    client = await make_client(mode="active", window_ms=0)
+    # node-b: nearly capped but 60 s old → kept by /filter; node-a and node-c identical
+    # calibrations would tie, so compare node-c fresh against node-c stale in two rounds.
+    await _cluster(
+        client,
+        clock,
+        {"node-a": 0.6, "node-b": 0.02, "node-c": 0.6},
+        {"node-b": 60.0, "node-c": 1.0},
+    )
+    result = (await post_json(client, "/filter", args_names(pod_object("p"), NAMES))).json()
+    assert result["NodeNames"] == NAMES and result["FailedNodes"] == {}
+    fresh = {
+        e["Host"]: e["Score"]
+        for e in (await post_json(client, "/prioritize", args_names(pod_object("p"), NAMES))).json()
+    }
+    clock.now_s += 40.0  # every reading is now ≥ 41 s old: discounted by κ·(a − 15 s)
+    stale = {
+        e["Host"]: e["Score"]
+        for e in (await post_json(client, "/prioritize", args_names(pod_object("p"), NAMES))).json()
+    }
+    assert fresh["node-a"] == 10  # cheapest calibration, open gate
+    assert stale["node-c"] <= fresh["node-c"]
+    filtered = (await post_json(client, "/filter", args_names(pod_object("p"), NAMES))).json()
+    assert filtered["NodeNames"] == NAMES  # stale: no filtering at all
+
+
+async def test_unknown_node_passes_and_scores_zero(make_client, clock) -> None:
+    client = await make_client(mode="active", window_ms=0)
+    await _cluster(client, clock, {"node-a": 0.6, "node-b": 0.6, "node-c": 0.6})
+    names = [*NAMES, "node-unknown"]
+    assert (await post_json(client, "/filter", args_names(pod_object("p"), names))).json()[
+        "NodeNames"
+    ] == names
+    entries = HostPriorityList.validate_json(
+        (await post_json(client, "/prioritize", args_names(pod_object("p"), names))).content
+    )
+    scores = {e.Host: e.Score for e in entries}
+    assert scores["node-unknown"] == 0
+    assert scores["node-a"] == 10 and all(0 <= s <= 10 for s in scores.values())
+
+
+async def test_pod_larger_than_every_node(make_client, clock) -> None:
+    client = await make_client(mode="active", window_ms=50)
+    await _cluster(client, clock, {"node-a": 0.6, "node-b": 0.6, "node-c": 0.6})
+    huge = pod_object("huge", cpu="64", memory="1Ti")
+    # Resource fit is the built-in NodeResourcesFit's job (AR-4): the extender does not filter.
+    assert (await post_json(client, "/filter", args_names(huge, NAMES))).json()[
+        "NodeNames"
+    ] == NAMES
+    scores = (await post_json(client, "/prioritize", args_names(huge, NAMES))).json()
+    assert [e["Score"] for e in scores] == [0, 0, 0]
+    metrics = (await client.get("/metrics")).text
+    assert "eams_extender_clearings_total 1.0" in metrics
+
+
+async def test_zero_nodes_and_five_thousand_nodes(make_client, clock) -> None:
+    client = await make_client(mode="active", window_ms=0)
+    await _cluster(client, clock, {"node-a": 0.6})
+    empty = await post_json(client, "/filter", args_names(pod_object("p"), []))
+    assert empty.status_code == 200 and empty.json()["NodeNames"] == []
+    assert (await post_json(client, "/prioritize", args_names(pod_object("p"), []))).json() == []
+    empty_full = (await post_json(client, "/filter", args_full(pod_object("p"), []))).json()
+    assert empty_full["Nodes"] == {"metadata": {}, "items": []}
+    many = [f"n{i:04d}" for i in range(5000)]
+    big = await post_json(client, "/filter", args_names(pod_object("p"), many))
+    assert big.status_code == 200 and big.json()["NodeNames"] == many
+    objects = [node_object(n, cpu="3900m", memory="16318064Ki") for n in many]
+    big_full = await post_json(client, "/prioritize", args_full(pod_object("p"), objects))
+    assert big_full.status_code == 200
+    assert [e["Host"] for e in big_full.json()] == many
+
+
+async def test_quantities_in_the_full_grammar(make_client, clock) -> None:
+    client = await make_client(mode="active", window_ms=0)
+    await _cluster(client, clock, {"node-a": 0.6, "node-b": 0.6, "node-c": 0.6})
+    for cpu, memory in (("100m", "1.5Gi"), ("1e3", "0.1Gi"), ("1", "107374182400m"), (".5", "1e3")):
+        response = await post_json(
+            client, "/prioritize", args_names(pod_object("p", cpu, memory), NAMES)
+        )
+        assert response.status_code == 200, (cpu, memory, response.text)
+    bad = await post_json(client, "/filter", args_names(pod_object("p", "1K"), NAMES))
+    assert bad.status_code == 400
+    assert bad.json()["Error"].startswith(
+        "Pod.spec.containers[0].resources.requests.cpu: invalid quantity"
+    )
+    bad_node = node_object("node-x", memory="12 Gi")
+    response = await post_json(client, "/filter", args_full(pod_object("p"), [bad_node]))
+    assert response.status_code == 400
+    assert response.json()["Error"].startswith("Nodes.items[0].status.allocatable.memory")

@@ -1,0 +1,113 @@
+"""Health, readiness, metrics, telemetry ingest, settings and the calibration folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eams.scheduler.extender.calibrations import load_calibrations
+from eams.scheduler.extender.errors import ExtenderConfigError
+from eams.scheduler.extender.settings import Settings
+from tests.extender.conftest import post_json, sample, write_calibration
+
+pytestmark = pytest.mark.anyio
+
+METRIC_NAMES = (
+    "eams_extender_request_duration_seconds",
+    "eams_extender_errors_total",
+    "eams_extender_clearings_total",
+    "eams_extender_auction_rounds",
+    "eams_extender_batch_pods",
+    "eams_extender_clearing_duration_seconds",
+    "eams_extender_fallbacks_total",
+    "eams_extender_node_price",
+    "eams_extender_filtered_nodes_total",
+    "eams_extender_headroom_recoveries_total",
+    "eams_extender_telemetry_samples_total",
+    "eams_extender_telemetry_nodes",
+    "eams_extender_calibrated_nodes",
+    "eams_extender_ready",
+    "eams_extender_recommendations_total",
+)
+
+
+async def test_ready_only_with_calibrations_and_telemetry(
+    make_client, clock, tmp_path: Path
+) -> None:
+    bare = await make_client(calibrations_dir=None)
+    assert (await bare.get("/healthz")).json() == {"status": "ok"}
+    answer = await bare.get("/readyz")
+    assert answer.status_code == 503
+    assert [m.split(" (")[0] for m in answer.json()["missing"]] == [
+        "no calibration loaded",
+        "no telemetry received yet",
+    ]
+
+    client = await make_client()
+    assert (await client.get("/readyz")).json()["missing"] == [
+        "no telemetry received yet (agents POST /telemetry)"
+    ]
+    accepted = await post_json(
+        client,
+        "/telemetry",
+        {"samples": [sample("node-a", clock(), 0.5), sample("node-b", clock(), None)]},
+    )
+    assert accepted.status_code == 202 and accepted.json() == {"accepted": 2}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200 and ready.json() == {"ready": True, "missing": []}
+    assert "eams_extender_ready 1.0" in (await client.get("/metrics")).text
+
+
+async def test_older_samples_do_not_replace_newer_ones(make_client, clock) -> None:
+    client = await make_client()
+    await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), 0.5)]})
+    await post_json(client, "/telemetry", {"samples": [sample("node-a", clock() - 30, 0.1)]})
+    assert client.app.state.extender.telemetry.latest("node-a").headroom == 0.5
+
+
+async def test_metrics_are_prometheus_text_with_the_documented_names(make_client) -> None:
+    client = await make_client()
+    await client.get("/healthz")
+    response = await client.get("/metrics")
+    assert response.headers["content-type"].startswith("text/plain")
+    for name in METRIC_NAMES:
+        assert f"# TYPE {name} " in response.text, name
+    assert (
+        'eams_extender_request_duration_seconds_count{code="200",path="/healthz"} 1.0'
+        in response.text
+    )
+    readme = (
+        Path(__file__).resolve().parents[2] / "scheduler" / "extender" / "README.md"
+    ).read_text()
+    for name in METRIC_NAMES:
+        assert f"`{name}" in readme, f"{name} is not documented for the dashboards"
+
+
+def test_settings_collect_every_problem() -> None:
+    with pytest.raises(ExtenderConfigError) as caught:
+        Settings(
+            mode="loud",
+            window_ms=-1,
+            slot_milli=0,
+            headroom_floor=1.5,
+            calibrations_dir=Path("/nonexistent"),
+        )
+    message = str(caught.value)
+    for key in ("mode:", "window_ms:", "slot_milli:", "headroom_floor:", "calibrations_dir:"):
+        assert key in message
+
+
+def test_calibration_folder_errors_name_the_file(tmp_path: Path) -> None:
+    write_calibration(tmp_path, "node-a", 40.0, 120.0)
+    (tmp_path / "node-a.partial.json").write_text("{}")  # an unfinished sweep: skipped
+    (tmp_path / "notes.txt").write_text("ignored")
+    assert list(load_calibrations(tmp_path)) == ["node-a"]
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ExtenderConfigError, match=r"broken\.json"):
+        load_calibrations(tmp_path)
+    (tmp_path / "broken.json").unlink()
+    copy = (tmp_path / "node-a.json").read_text()
+    (tmp_path / "node-a-copy.json").write_text(copy)
+    with pytest.raises(ExtenderConfigError, match="calibrated twice"):
+        load_calibrations(tmp_path)
