@@ -48,30 +48,22 @@ async def test_low_headroom_node_is_filtered_with_a_stable_reason(make_client, c
 
 
 async def test_stale_telemetry_never_filters_but_ranks_lower(make_client, clock) -> None:
+    pod = pod_object("p")
+    fresh_client = await make_client(mode="active", window_ms=0)
+    await _cluster(fresh_client, clock, {"node-a": 0.6, "node-b": 0.6, "node-c": 0.6})
+    fresh = (await post_json(fresh_client, "/prioritize", args_names(pod, NAMES))).json()
+    assert fresh[0] == {"Host": "node-a", "Score": 10}  # cheapest calibration, gate open
+    # Same cluster, but node-a's and node-b's newest readings are 60 s old (AR-6: > 15 s);
+    # node-b's even says it is nearly capped.
     client = await make_client(mode="active", window_ms=0)
-    # node-b: nearly capped but 60 s old → kept by /filter; node-a and node-c identical
-    # calibrations would tie, so compare node-c fresh against node-c stale in two rounds.
-    await _cluster(
-        client,
-        clock,
-        {"node-a": 0.6, "node-b": 0.02, "node-c": 0.6},
-        {"node-b": 60.0, "node-c": 1.0},
-    )
-    result = (await post_json(client, "/filter", args_names(pod_object("p"), NAMES))).json()
-    assert result["NodeNames"] == NAMES and result["FailedNodes"] == {}
-    fresh = {
-        e["Host"]: e["Score"]
-        for e in (await post_json(client, "/prioritize", args_names(pod_object("p"), NAMES))).json()
-    }
-    clock.now_s += 40.0  # every reading is now ≥ 41 s old: discounted by κ·(a − 15 s)
-    stale = {
-        e["Host"]: e["Score"]
-        for e in (await post_json(client, "/prioritize", args_names(pod_object("p"), NAMES))).json()
-    }
-    assert fresh["node-a"] == 10  # cheapest calibration, open gate
-    assert stale["node-c"] <= fresh["node-c"]
-    filtered = (await post_json(client, "/filter", args_names(pod_object("p"), NAMES))).json()
-    assert filtered["NodeNames"] == NAMES  # stale: no filtering at all
+    headroom = {"node-a": 0.6, "node-b": 0.02, "node-c": 0.6}
+    await _cluster(client, clock, headroom, {"node-a": 60.0, "node-b": 60.0})
+    result = (await post_json(client, "/filter", args_names(pod, NAMES))).json()
+    assert result["NodeNames"] == NAMES and result["FailedNodes"] == {}  # stale: never filtered
+    scores = (await post_json(client, "/prioritize", args_names(pod, NAMES))).json()
+    stale = {e["Host"]: e["Score"] for e in scores}
+    # ĥ = 0.6 − κ·(60 − 15 s) = 0.15 nearly closes node-a's gate: node-c now wins.
+    assert stale["node-c"] == 10 and stale["node-a"] < 10 and stale["node-b"] == 0
 
 
 async def test_unknown_node_passes_and_scores_zero(make_client, clock) -> None:
