@@ -194,3 +194,15 @@ def test_daisy_chained_units_are_numbered_in_order() -> None:
     values = {f"{col}.0.1": 10, f"{col}.0.2": 20, f"{col}.1.1": 30}
     reading, _ = _read(values, "eaton_epdu")
     assert [(o.outlet, o.power_w) for o in reading.outlets] == [(1, 10.0), (2, 20.0), (3, 30.0)]
+
+
+def test_snmp_package_public_names() -> None:
+    import eams.meter.snmp
+
+    assert sorted(eams.meter.snmp.__all__) == [
+        "Family",
+        "SnmpMeter",
+        "detect",
+        "families",
+        "family",
+    ]
