@@ -216,7 +216,8 @@ class SnmpClient:
             bad = oid
             if index and 0 < int(index) <= len(var_binds):
                 bad = str(var_binds[int(index) - 1][0])
-            raise MeterProtocolError(f"{self._where}: {bad}: agent error {status.prettyPrint()}")
+            text = status.prettyPrint() if hasattr(status, "prettyPrint") else str(status)
+            raise MeterProtocolError(f"{self._where}: {bad}: agent error {text}")
 
     async def get(self, oids: Sequence[str]) -> dict[str, Value]:
         """GET ``oids`` in one request.
