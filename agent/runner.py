@@ -92,6 +92,10 @@ class Agent:
             )
             for name, sink in zip(config.sink_names(), config.sinks, strict=True)
         ]
+        for orphan in sorted(
+            set(spool.dir.glob("*.sqlite")) - {c.spool.path for c in self.channels}
+        ):
+            log.warning("spool %s belongs to no configured sink: it is not replayed", orphan)
         self.metrics_port: int | None = None
 
     def run(self, stop: threading.Event) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import httpx
 
+from eams.agent.config import load_config
+from eams.agent.runner import Agent
 from tests.agent.conftest import fill, jsonl_samples, metric, running_agent, wait_for, write_config
 from tests.conftest import free_port
 
@@ -86,3 +88,15 @@ def test_wall_clock_stepped_back_mid_run(tmp_path: Path, influxdb) -> None:
     assert stamps == sorted(set(stamps))
     series = influxdb.query("SELECT power_cap_w FROM eams_node", "eams")
     assert [row[0] for row in series[0]["values"]] == stamps
+
+
+def test_spool_of_a_renamed_sink_is_reported(tmp_path: Path, caplog) -> None:
+    (tmp_path / "spool").mkdir()
+    (tmp_path / "spool" / "old-name.sqlite").touch()
+    config = write_config(tmp_path, sinks=[{"type": "jsonl", "path": "s.jsonl", "name": "new"}])
+    Agent(load_config(config)).close()
+    assert (
+        f"spool {tmp_path / 'spool' / 'old-name.sqlite'} belongs to no configured sink"
+        in caplog.text
+    )
+    assert (tmp_path / "spool" / "new.sqlite").exists()
