@@ -1,0 +1,161 @@
+"""Marginal energy, the headroom gate and bid values (study §5.1–§5.2), and the priority bound.
+
+Pure numpy; every function takes the checked ``Pods``/``Nodes``/``AuctionParams`` objects
+and returns arrays. No I/O.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eams.scheduler.auction.model import AuctionParams, Nodes, Pods
+from eams.scheduler.errors import AuctionInputError
+
+# kubernetes pkg/apis/scheduling/types.go: HighestUserDefinablePriority = 1e9; larger values
+# are reserved for system-node-critical / system-cluster-critical.
+HIGHEST_USER_PRIORITY = 1_000_000_000
+
+
+def runtime_s(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.ndarray:
+    """Runtime t_jn of each pod on each node (study §5.1).
+
+    ``t_jn = w_j / (c_j · s_n)`` with ``w_j`` in reference core-seconds and
+    ``c_j = slots_j × cores_per_slot``; this is the study's ``t = w / s`` with the work counted
+    per pod (the worked example: 4 cores × 3,600 s = 14,400 core-s → 3,600 s at speed 1).
+
+    Returns
+    -------
+    (J, N) float, seconds
+    """
+    pod_cores = pods.slots * params.cores_per_slot
+    return (pods.work_core_s / pod_cores)[:, None] / nodes.speed[None, :]
+
+
+def marginal_energy_j(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.ndarray:
+    """ΔE_jn, the energy node n spends running pod j (study §5.1), joules.
+
+    ``ΔE_jn = (P_max − P_idle)·(c_j / C_n)·t_jn + 1[n empty]·P_idle·t_jn``: the dynamic power
+    of the pod's share of the cores for its runtime, plus the idle power of waking an empty
+    node for that time. ``c_j / C_n`` is not clipped: a pod wider than the node is excluded by
+    the free-slot check, not here.
+
+    Returns
+    -------
+    delta_e : (J, N) float, joules, > 0
+    """
+    t = runtime_s(pods, nodes, params)
+    share = (pods.slots * params.cores_per_slot)[:, None] / nodes.cores[None, :]
+    dynamic_w = (nodes.p_max_w - nodes.p_idle_w)[None, :] * share
+    wake_w = np.where(nodes.empty, nodes.p_idle_w, 0.0)[None, :]
+    return (dynamic_w + wake_w) * t
+
+
+def headroom_estimate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
+    """ĥ_n, the headroom a bid believes in (study §5.2, AR-6).
+
+    ``ĥ = h − κ·max(0, a − stale_after_s)``: a reading up to ``stale_after_s`` old (15 s) is
+    taken as is; beyond that each second costs κ of headroom, so stale nodes look fuller than
+    they claim. Missing telemetry (NaN headroom or NaN age) gives
+    ``min(h, unknown_headroom)`` (h taken as +∞ when NaN): such a node never looks idle.
+
+    Returns
+    -------
+    (N,) float
+    """
+    h, age = nodes.headroom, nodes.age_s
+    unknown = np.isnan(h) | np.isnan(age)
+    stale_s = np.maximum(0.0, np.nan_to_num(age) - params.stale_after_s)
+    fresh = h - params.kappa * stale_s
+    return np.where(unknown, np.fmin(h, params.unknown_headroom), fresh)
+
+
+def gate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
+    """σ(k·(ĥ_n − h0)), 0 for a node at or over its power cap (known h ≤ 0).
+
+    Returns
+    -------
+    (N,) float in [0, 1)
+    """
+    x = params.k * (headroom_estimate(nodes, params) - params.h0)
+    open_ = 0.5 * (1.0 + np.tanh(0.5 * x))  # σ(x) without overflow
+    capped = nodes.headroom <= 0  # NaN compares False: unknown is not "capped"
+    return np.where(capped, 0.0, open_)
+
+
+def bid_values(
+    pods: Pods, nodes: Nodes, params: AuctionParams, delta_e_j: np.ndarray | None = None
+) -> np.ndarray:
+    """v_jn = π_j · (w_j / ΔE_jn) · σ(k(ĥ_n − h0)) (study §5.2).
+
+    Work per joule (reference core-seconds per joule), weighted by priority and gated by
+    headroom. A node at or over its cap bids 0 (gated out of the market).
+
+    Parameters
+    ----------
+    pods, nodes, params
+    delta_e_j : (J, N) float, joules, optional
+        Precomputed :func:`marginal_energy_j`.
+
+    Returns
+    -------
+    values : (J, N) float, ≥ 0, core-seconds per joule
+    """
+    delta = marginal_energy_j(pods, nodes, params) if delta_e_j is None else delta_e_j
+    return (pods.priority * pods.work_core_s)[:, None] / delta * gate(nodes, params)[None, :]
+
+
+def priority_weight(
+    priority_class_value: np.ndarray | float,
+    tenant_quota_share: np.ndarray | float,
+    *,
+    pi_max: float = 4.0,
+    quota_floor: float = 0.25,
+) -> np.ndarray:
+    """π_j from the pod's PriorityClass value and its tenant's free quota (AR-7).
+
+    ``π = (1 + (pi_max − 1)·log10(1 + v⁺)/9) · (quota_floor + (1 − quota_floor)·q)``, with
+    v⁺ the PriorityClass value clipped to [0, 1e9] (Kubernetes' highest user-definable
+    priority) and q the share of the tenant's quota still free, in [0, 1]. Bounds:
+    π ∈ [quota_floor, pi_max] = [0.25, 4] by default; priority 0, 1e3, 1e6, 1e9 map to 1, 2,
+    3, 4 before the quota factor. A tenant at its quota still bids at ``quota_floor`` of its
+    weight: never starved, never dominant. Nothing a pod declares (labels, annotations)
+    enters: the caller resolves the PriorityClass and the quota (study §6.2).
+
+    Parameters
+    ----------
+    priority_class_value : float or array
+        ``spec.priority`` as resolved by the API server (any int32).
+    tenant_quota_share : float or array, [0, 1]
+        Free share of the tenant's quota.
+    pi_max : float, > 1
+    quota_floor : float, (0, 1]
+
+    Returns
+    -------
+    ndarray of float, π > 0 (broadcast shape of the inputs)
+
+    Raises
+    ------
+    AuctionInputError
+        A value is NaN, a share is outside [0, 1], or a bound is invalid.
+    """
+    if not (pi_max > 1 and 0 < quota_floor <= 1):
+        raise AuctionInputError(
+            f"priority_weight: need pi_max > 1 and 0 < quota_floor ≤ 1, got {pi_max}, {quota_floor}"
+        )
+    value = np.asarray(priority_class_value, dtype=float)
+    share = np.asarray(tenant_quota_share, dtype=float)
+    if np.isnan(value).any():
+        raise AuctionInputError(
+            f"priority_class_value[{int(np.flatnonzero(np.isnan(value))[0])}] is NaN"
+        )
+    bad = ~((share >= 0) & (share <= 1))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise AuctionInputError(
+            f"tenant_quota_share[{i}] = {share.ravel()[i]!r}: must be in [0, 1]"
+        )
+    level = np.log10(1.0 + np.clip(value, 0, HIGHEST_USER_PRIORITY)) / np.log10(
+        1.0 + HIGHEST_USER_PRIORITY
+    )
+    return (1.0 + (pi_max - 1.0) * level) * (quota_floor + (1.0 - quota_floor) * share)

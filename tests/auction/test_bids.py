@@ -1,0 +1,160 @@
+"""Marginal energy, the headroom gate, telemetry age and priority bounds (study §5.1–5.2)."""
+
+import numpy as np
+import pytest
+
+from eams.scheduler.auction import AuctionParams, Nodes, Pods, bids, clear, priority_weight
+from eams.scheduler.errors import AuctionInputError, SchedulerError
+
+PARAMS = AuctionParams()
+
+
+def nodes(**over: object) -> Nodes:
+    base = {
+        "slots": [32, 32],
+        "cores": [32.0, 32.0],
+        "p_idle_w": [100.0, 100.0],
+        "p_max_w": [240.0, 320.0],
+        "speed": [1.0, 1.5],
+        "headroom": [0.5, 0.5],
+        "age_s": [1.0, 1.0],
+        "empty": [False, False],
+    }
+    base.update(over)
+    return Nodes(**base)
+
+
+def one_pod(slots: int = 4, work_core_s: float = 4 * 3600.0) -> Pods:
+    return Pods(slots=[slots], work_core_s=[work_core_s], priority=[1.0], tenant=[0])
+
+
+def test_worked_example_63_vs_66_kj() -> None:
+    """Study §5.1: a 4-core pod with one reference hour of work on A (140 W range, speed 1)
+    and B (220 W range, speed 1.5), both busy: ≈ 63 kJ vs ≈ 66 kJ; B finishes 33 % sooner."""
+    delta = bids.marginal_energy_j(one_pod(), nodes(), PARAMS)[0]
+    assert delta[0] == pytest.approx(140 * 4 / 32 * 3600)  # 63,000 J
+    assert delta[1] == pytest.approx(220 * 4 / 32 * 2400)  # 66,000 J
+    assert round(delta[0] / 1e3) == 63 and round(delta[1] / 1e3) == 66
+    runtime = bids.runtime_s(one_pod(), nodes(), PARAMS)[0]
+    assert runtime == pytest.approx([3600.0, 2400.0])
+    values = bids.bid_values(one_pod(), nodes(), PARAMS)[0]
+    assert values[0] > values[1]  # A is more work per joule; with equal gates it wins
+    assert clear(one_pod(), nodes(), PARAMS).assignment.tolist() == [0]
+
+
+def test_waking_an_empty_node_costs_its_idle_power() -> None:
+    busy = bids.marginal_energy_j(one_pod(), nodes(), PARAMS)[0]
+    woken = bids.marginal_energy_j(one_pod(), nodes(empty=[True, False]), PARAMS)[0]
+    assert woken[0] - busy[0] == pytest.approx(100.0 * 3600)
+    assert woken[1] == pytest.approx(busy[1])
+
+
+def test_gate_nearly_closed_below_10_and_open_above_35_percent() -> None:
+    gate = bids.gate(nodes(headroom=[0.10, 0.35], age_s=[0.0, 0.0]), PARAMS)
+    assert gate[0] < 0.05 and gate[1] > 0.95
+    sweep = bids.gate(
+        Nodes(
+            slots=np.ones(5, int),
+            cores=np.ones(5),
+            p_idle_w=np.ones(5),
+            p_max_w=np.full(5, 2.0),
+            speed=np.ones(5),
+            headroom=[0.0, 0.05, 0.2, 0.5, 1.0],
+            age_s=np.zeros(5),
+            empty=np.zeros(5, bool),
+        ),
+        PARAMS,
+    )
+    assert np.all(np.diff(sweep) > 0)
+
+
+@pytest.mark.parametrize("headroom", [0.0, -0.2])
+def test_node_at_or_over_its_power_cap_is_gated_out(headroom: float) -> None:
+    n = nodes(headroom=[headroom, 0.5])
+    assert bids.bid_values(one_pod(), n, PARAMS)[0, 0] == 0.0
+    # even as the only node with room, it takes nothing
+    only = clear(one_pod(), nodes(headroom=[headroom, 0.5], slots=[32, 0]), PARAMS)
+    assert only.assignment.tolist() == [-1]
+    assert only.unplaceable.tolist() == [True]
+
+
+def test_telemetry_ages_0_14_9_15_1_and_missing() -> None:
+    """AR-6: up to 15 s a reading counts in full; beyond, it is discounted; missing is
+    pessimistic (never looks idle)."""
+    ages = [0.0, 14.9, 15.1, np.nan]
+    n = Nodes(
+        slots=np.full(4, 8),
+        cores=np.full(4, 32.0),
+        p_idle_w=np.full(4, 100.0),
+        p_max_w=np.full(4, 240.0),
+        speed=np.ones(4),
+        headroom=np.full(4, 0.5),
+        age_s=ages,
+        empty=np.zeros(4, bool),
+    )
+    h = bids.headroom_estimate(n, PARAMS)
+    assert h[0] == h[1] == 0.5
+    assert h[2] == pytest.approx(0.5 - PARAMS.kappa * 0.1) and h[2] < h[1]
+    assert h[3] == PARAMS.unknown_headroom
+    v = bids.bid_values(one_pod(), n, PARAMS)[0]
+    assert v[0] == v[1] > v[2] > v[3] > 0
+    assert clear(one_pod(), n, PARAMS).assignment[0] in (0, 1)
+
+
+def test_unknown_headroom_never_looks_idle() -> None:
+    n = nodes(headroom=[np.nan, 0.12], age_s=[1.0, np.nan])
+    h = bids.headroom_estimate(n, PARAMS)
+    assert h[0] == PARAMS.unknown_headroom  # NaN headroom: pessimistic level
+    assert h[1] == 0.10  # known 0.12 but no age: capped at the pessimistic level
+    fresh_idle = bids.gate(nodes(headroom=[0.9, 0.9], age_s=[0.0, 0.0]), PARAMS)
+    assert np.all(bids.gate(n, PARAMS) < fresh_idle)
+
+
+def test_priority_weight_bounds_and_quota() -> None:
+    pi = priority_weight([0, 1000, 1_000_000, 1_000_000_000, 2_000_000_000, -5], 1.0)
+    assert pi == pytest.approx([1, 2, 3, 4, 4, 1], abs=1e-3)
+    starved = priority_weight(1_000_000_000, 0.0)
+    assert starved == pytest.approx(1.0)  # top priority at zero free quota: 4 × 0.25
+    assert priority_weight(0, 0.0) == pytest.approx(0.25)  # the floor: never zero
+    with pytest.raises(AuctionInputError, match=r"tenant_quota_share\[1\]"):
+        priority_weight([0, 0], [0.5, 1.5])
+    with pytest.raises(ValueError, match="NaN"):
+        priority_weight(np.nan, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "pattern"),
+    [
+        ("work_core_s", [3600.0, np.nan], r"pods\.work_core_s\[1\] = nan"),
+        ("work_core_s", [-1.0, 3600.0], r"pods\.work_core_s\[0\] = -1\.0"),
+        ("slots", [1, 0], r"pods\.slots\[1\]"),
+        ("priority", [0.0, 1.0], r"pods\.priority\[0\]"),
+    ],
+)
+def test_bad_pod_input_names_array_and_index(field: str, value: list, pattern: str) -> None:
+    kwargs = {
+        "slots": [1, 2],
+        "work_core_s": [3600.0, 3600.0],
+        "priority": [1.0, 1.0],
+        "tenant": [0, 1],
+    }
+    kwargs[field] = value
+    with pytest.raises(AuctionInputError, match=pattern) as info:
+        Pods(**kwargs)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, SchedulerError)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "pattern"),
+    [
+        ("p_max_w", [90.0, 320.0], r"nodes\.p_max_w\[0\]"),
+        ("speed", [1.0, 0.0], r"nodes\.speed\[1\]"),
+        ("age_s", [-1.0, 1.0], r"nodes\.age_s\[0\]"),
+        ("headroom", [np.inf, 0.5], r"nodes\.headroom\[0\]"),
+        ("slots", [-1, 3], r"nodes\.slots\[0\]"),
+        ("cores", [32.0], r"nodes\.cores: length 1, expected 2"),
+    ],
+)
+def test_bad_node_input_names_array_and_index(field: str, value: list, pattern: str) -> None:
+    with pytest.raises(AuctionInputError, match=pattern):
+        nodes(**{field: value})
