@@ -91,9 +91,10 @@ def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 20.0) -
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
-def scrape(port: int) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """``/metrics`` as {(sample name, labels): value}."""
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+def scrape(target: int | str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """``/metrics`` of a local port (an agent) or of a base URL, as {(name, labels): value}."""
+    base = f"http://127.0.0.1:{target}" if isinstance(target, int) else target
+    text = httpx.get(f"{base}/metrics", timeout=5).text
     return {
         (s.name, frozenset(s.labels.items())): s.value
         for family in text_string_to_metric_families(text)
