@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from eams.calibrate.errors import SweepError
 from eams.demo_fleet import DemoNode
@@ -39,7 +39,7 @@ class VirtualNode:
         Monotonic seconds (``time.monotonic``).
     """
 
-    def __init__(self, spec: DemoNode, clock=time.monotonic) -> None:
+    def __init__(self, spec: DemoNode, clock: Callable[[], float] = time.monotonic) -> None:
         self.spec = spec
         self._clock = clock
         self._lock = threading.Lock()
