@@ -2,6 +2,7 @@
 
 import click
 
+from eams.scheduler.auction.cli import auction
 from eams.scheduler.bench.cli import sweep
 
 
@@ -15,4 +16,5 @@ def bench() -> None:
     """Benchmarks: the auction engine, and trace replay against baseline schedulers."""
 
 
+bench.add_command(auction)
 bench.add_command(sweep)

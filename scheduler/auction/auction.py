@@ -65,19 +65,26 @@ def _check_matrix(
 def _allowed(
     v: np.ndarray, d: np.ndarray, cap: np.ndarray, eligible: np.ndarray | None
 ) -> np.ndarray:
-    """``v`` with −inf wherever the pod may not go: v ≤ 0, not eligible, or wider than the node."""
-    v = np.where(v > 0, v, -np.inf)
+    """``v`` with −inf wherever the pod may not go: v ≤ 0, not eligible, or wider than the node.
+
+    Returns ``v`` itself (not a copy) when nothing has to change.
+    """
     if eligible is not None:
         mask = np.asarray(eligible)
         if mask.shape != v.shape or mask.dtype != bool:
             raise AuctionInputError(
                 f"feasible: must be a bool array of shape {v.shape}, got {mask.dtype} {mask.shape}"
             )
+    if v.size == 0:
+        return v
+    narrow = np.flatnonzero(cap < d.max())  # only these nodes can be too small for a pod
+    if eligible is None and narrow.size == 0 and v.min() > 0:
+        return v
+    v = np.where(v > 0, v, -np.inf)
+    if eligible is not None:
         v[~mask] = -np.inf
-    if d.size and cap.size:
-        narrow = np.flatnonzero(cap < d.max())  # only these nodes can be too small for a pod
-        if narrow.size:
-            v[:, narrow] = np.where(d[:, None] <= cap[narrow][None, :], v[:, narrow], -np.inf)
+    if narrow.size:
+        v[:, narrow] = np.where(d[:, None] <= cap[narrow][None, :], v[:, narrow], -np.inf)
     return v
 
 
@@ -125,7 +132,8 @@ def solve(
     """
     v, d, cap = _check_matrix(values, demand, capacity)
     v = _allowed(v, d, cap, eligible)
-    best = v.max(axis=1) if v.size else np.full(v.shape[0], -np.inf)
+    top = v.argmax(axis=1) if v.size else np.zeros(v.shape[0], dtype=np.int64)
+    best = v[np.arange(v.shape[0]), top] if v.size else np.full(v.shape[0], -np.inf)
     placeable = best > -np.inf
     if not placeable.any():
         return _result(Market(v, d, cap, params.candidates), d, 0, 0.0, True, False, placeable, 0)
@@ -133,7 +141,7 @@ def solve(
     first = params.epsilon_start_rel * v_max
     start = None
     if params.warm_start:
-        start, residual = rank_one_prices(v, d, cap, best)
+        start, residual = rank_one_prices(v, d, cap, best, top)
         first = min(first, residual)  # coarse phases would only blur good starting prices
     market = Market(v, d, cap, params.candidates, start)
     schedule = _epsilons(first, params.epsilon_rel * v_max, params.epsilon_factor)

@@ -100,8 +100,24 @@ def bid_values(
     -------
     values : (J, N) float, ≥ 0, core-seconds per joule
     """
-    delta = marginal_energy_j(pods, nodes, params) if delta_e_j is None else delta_e_j
-    return (pods.priority * pods.work_core_s)[:, None] / delta * gate(nodes, params)[None, :]
+    gate_n = gate(nodes, params)
+    if delta_e_j is not None:
+        return (pods.priority * pods.work_core_s)[:, None] / delta_e_j * gate_n[None, :]
+    # w_j / ΔE_jn = s_n / ((P_max − P_idle)/C_n + 1[empty]·P_idle/c_j): the work cancels, and
+    # for one pod size the row is a fixed (N,) vector: one outer product per distinct size.
+    dynamic = (nodes.p_max_w - nodes.p_idle_w) / nodes.cores
+    wake = np.where(nodes.empty, nodes.p_idle_w, 0.0)
+    sizes = np.unique(pods.slots)
+    if sizes.size == 1:
+        c = float(sizes[0]) * params.cores_per_slot
+        return np.multiply.outer(pods.priority, nodes.speed * gate_n / (dynamic + wake / c))
+    values = np.empty((len(pods), len(nodes)))
+    for size in sizes:
+        rows = pods.slots == size
+        c = float(size) * params.cores_per_slot
+        per_node = nodes.speed * gate_n / (dynamic + wake / c)
+        values[rows] = np.multiply.outer(pods.priority[rows], per_node)
+    return values
 
 
 def priority_weight(

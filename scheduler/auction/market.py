@@ -30,21 +30,22 @@ TIE_REL = 1e-12  # nodes whose net values agree this closely count as tied
 def node_classes(values: np.ndarray, probe_rows: int = 16) -> np.ndarray:
     """Class id per node; nodes of one class have identical value columns (similar objects).
 
-    Columns are grouped by a few probe rows, then every multi-member group is confirmed
-    column by column, so equal probes alone never merge two nodes.
+    Columns are grouped by a hash of a few probe rows, then every multi-member group is
+    confirmed column by column, so a hash collision never merges two different nodes.
 
     Returns
     -------
     (N,) int
+        The lowest node index of the node's class.
     """
     n_pods, n_nodes = values.shape
-    if n_pods == 0 or n_nodes == 0:
-        return np.arange(n_nodes)
-    probe = values[:: max(1, n_pods // probe_rows)]
-    _, cls = np.unique(probe.T, axis=0, return_inverse=True)
-    cls = cls.ravel()
-    counts = np.bincount(cls)
     result = np.arange(n_nodes)
+    if n_pods == 0 or n_nodes == 0:
+        return result
+    probe = values[:: max(1, n_pods // probe_rows)]
+    probe = np.where(np.isfinite(probe), probe, -1.0)
+    weights = np.random.default_rng(0).uniform(1.0, 2.0, probe.shape[0])
+    _, cls, counts = np.unique(weights @ probe, return_inverse=True, return_counts=True)
     for c in np.flatnonzero(counts > 1):  # groups of look-alike nodes only
         members = np.flatnonzero(cls == c)
         same = (values[:, members] == values[:, [members[0]]]).all(axis=0)

@@ -20,7 +20,11 @@ SAMPLE_PODS = 64
 
 
 def rank_one_prices(
-    values: np.ndarray, demand: np.ndarray, capacity: np.ndarray, row_max: np.ndarray | None = None
+    values: np.ndarray,
+    demand: np.ndarray,
+    capacity: np.ndarray,
+    row_max: np.ndarray | None = None,
+    row_argmax: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
     """Per-slot node prices that clear the rank-one approximation of ``values``.
 
@@ -36,8 +40,8 @@ def rank_one_prices(
     values : (J, N) float, −inf where not allowed
     demand : (J,) int ≥ 1
     capacity : (N,) int ≥ 0
-    row_max : (J,) float, optional
-        ``values.max(axis=1)`` when the caller has it.
+    row_max, row_argmax : (J,) float and int, optional
+        ``values.max(axis=1)`` and ``values.argmax(axis=1)`` when the caller has them.
 
     Returns
     -------
@@ -55,23 +59,26 @@ def rank_one_prices(
         return prices, 0.0
     sample = values[pods[:: max(1, pods.size // SAMPLE_PODS)]]
     allowed = np.isfinite(sample)
-    log_v = np.log(np.where(allowed, sample, 1.0))
+    log_v = np.log(sample, where=allowed, out=np.zeros(sample.shape))
     seen = allowed.sum(axis=0)
     nodes = np.flatnonzero((seen > 0) & (capacity > 0))
     if nodes.size < 2:
         return prices, 0.0
     # log v = log a + log q on the allowed entries: alternating means (filter masks leave
     # holes, so a row's maximum alone would mis-scale a pod whose best node is masked)
-    log_a = np.log(sample.max(axis=1))
-    for _ in range(3):
-        log_q = np.where(allowed, log_v - log_a[:, None], 0.0).sum(axis=0) / np.maximum(seen, 1)
-        log_a = np.where(allowed, log_v - log_q[None, :], 0.0).sum(axis=1) / allowed.sum(axis=1)
+    if allowed.all():  # no holes: the means are exact in one step
+        log_a = log_v.mean(axis=1)
+        log_q = (log_v - log_a[:, None]).mean(axis=0)
+    else:
+        log_a = np.log(sample.max(axis=1))
+        for _ in range(3):
+            log_q = np.where(allowed, log_v - log_a[:, None], 0.0).sum(axis=0) / np.maximum(seen, 1)
+            log_a = np.where(allowed, log_v - log_q[None, :], 0.0).sum(axis=1) / allowed.sum(axis=1)
     q = np.where(seen > 0, np.exp(log_q), 0.0)
-    residual = float(
-        np.abs(np.where(allowed, sample - np.exp(log_a)[:, None] * q[None, :], 0.0)).max()
-    )
+    misfit = np.abs(sample - np.exp(log_a)[:, None] * q[None, :])
+    residual = float(np.where(allowed, misfit, 0.0).max())
     # every pod's a from its best node (exact when the bids are rank one)
-    top = values[pods].argmax(axis=1)
+    top = (values.argmax(axis=1) if row_argmax is None else row_argmax)[pods]
     q_top = q[top]
     a = best[pods] / np.where(q_top > 0, q_top, q.max())
     nodes = nodes[np.argsort(-q[nodes], kind="stable")]
