@@ -29,6 +29,7 @@ from eams.scheduler.auction.bids import bid_values
 from eams.scheduler.auction.greedy import greedy_complete
 from eams.scheduler.auction.market import Market
 from eams.scheduler.auction.model import AuctionParams, Clearing, Nodes, Pods
+from eams.scheduler.auction.reverse import floor, reverse_round
 from eams.scheduler.auction.warmstart import rank_one_prices
 from eams.scheduler.errors import AuctionInputError
 
@@ -156,8 +157,8 @@ def solve(
             market.forward_round(active, eps, rounds)
         if phase == len(schedule):
             market.invalidate()
-            lam = market.floor(eps)
-            while rounds < params.max_rounds and market.reverse_round(eps, lam):
+            lam = floor(market, eps)
+            while rounds < params.max_rounds and reverse_round(market, eps, lam):
                 rounds += 1
         if rounds >= params.max_rounds:
             market.assign = greedy_complete(v, d, cap, market.assign)

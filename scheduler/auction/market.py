@@ -1,4 +1,4 @@
-"""The order book of the ε-auction: slot prices per node, forward and reverse bidding rounds.
+"""The order book of the ε-auction: slot prices per node and the forward bidding rounds.
 
 Every node offers its free slots as one capacity. The book keeps, per node, one entry per slot
 with its price and holder (``prices``, ``holders``: (N, K_max), each row sorted by price
@@ -11,46 +11,18 @@ cannot start a price war among themselves (the "similar objects" of Bertsekas & 
 
 Forward rounds are Jacobi rounds: every unassigned pod bids at once, each node keeps its
 highest entries up to capacity (incumbent first on equal price) and evicts the rest.
-Reverse rounds (Bertsekas & Castañón, *A forward/reverse auction algorithm for asymmetric
-assignment problems*, Comput. Optim. Appl. 1, 1992) let a node with free slots priced above
-λ = 0 (the value of staying out) lower its price and pull in the pod that gains most; they
-end when every free slot costs 0, which with ε-CS makes the assignment ε-optimal although
-there are fewer pods than slots.
+Reverse rounds live in :mod:`.reverse` (forward–reverse auction for asymmetric problems).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from eams.scheduler.auction.classes import node_classes
+
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
 TIE_REL = 1e-12  # nodes whose net values agree this closely count as tied
-
-
-def node_classes(values: np.ndarray, probe_rows: int = 16) -> np.ndarray:
-    """Class id per node; nodes of one class have identical value columns (similar objects).
-
-    Columns are grouped by a hash of a few probe rows, then every multi-member group is
-    confirmed column by column, so a hash collision never merges two different nodes.
-
-    Returns
-    -------
-    (N,) int
-        The lowest node index of the node's class.
-    """
-    n_pods, n_nodes = values.shape
-    result = np.arange(n_nodes)
-    if n_pods == 0 or n_nodes == 0:
-        return result
-    probe = values[:: max(1, n_pods // probe_rows)]
-    probe = np.where(np.isfinite(probe), probe, -1.0)
-    weights = np.random.default_rng(0).uniform(1.0, 2.0, probe.shape[0])
-    _, cls, counts = np.unique(weights @ probe, return_inverse=True, return_counts=True)
-    for c in np.flatnonzero(counts > 1):  # groups of look-alike nodes only
-        members = np.flatnonzero(cls == c)
-        same = (values[:, members] == values[:, [members[0]]]).all(axis=0)
-        result[members[same]] = members[0]
-    return result
 
 
 class Market:
@@ -102,7 +74,8 @@ class Market:
 
     # -- net values ------------------------------------------------------------------------
 
-    def _net_full(self, pods: np.ndarray) -> np.ndarray:
+    def net_values(self, pods: np.ndarray) -> np.ndarray:
+        """g_jn = v_jn − d_j · (node n's d_j-th cheapest slot price), (|pods|, N)."""
         demand = self.d[pods]
         sizes = np.unique(demand)
         rows = self.v if pods.size == self.v.shape[0] else self.v[pods]
@@ -123,7 +96,7 @@ class Market:
         """Rebuild the short lists of ``pods`` from a full scan (one (|pods|, N) pass)."""
         if pods.size == 0:
             return
-        g = self._net_full(pods)
+        g = self.net_values(pods)
         n_nodes = g.shape[1]
         if self.t < n_nodes:
             k = n_nodes - self.t - 1
@@ -222,7 +195,7 @@ class Market:
     def _bids_full(
         self, pods: np.ndarray, active: np.ndarray, round_no: int
     ) -> tuple[np.ndarray, ...]:
-        g = self._net_full(pods)
+        g = self.net_values(pods)
         c1, beta, runner_up, second = self._top2(g, None)
         keep = self._drop(pods, beta, active)
         pods, g, c1, beta = pods[keep], g[keep], c1[keep], beta[keep]
@@ -294,100 +267,6 @@ class Market:
         profit = np.zeros(self.assign.size)
         profit[on] = self.v[on, self.assign[on]] - self.df[on] * self.bid[on]
         return profit
-
-    def floor(self, eps: float) -> float:
-        """λ for the reverse rounds (Bertsekas & Castañón 1992): the lowest price any held slot
-        pays, lowered so that no unassigned pod would gain more than ε once every price is
-        shifted down by λ; never below 0. Prices only need to fall to λ, not to 0: shifting
-        all of them by −λ changes no pod's choice among nodes."""
-        held = self.holders >= 0
-        lam = float(self.prices[held].min()) if held.any() else 0.0
-        out = np.flatnonzero((self.assign < 0) & np.isfinite(self.v).any(axis=1))
-        if out.size and lam > 0:
-            best = self._net_full(out).max(axis=1)
-            lam = min(lam, float(((eps - best) / self.df[out]).min()))
-        return max(0.0, lam)
-
-    def reverse_round(self, eps: float, lam: float) -> bool:
-        """One Jacobi round of reverse bids by nodes whose free slots cost more than λ.
-
-        For each such node n the best pod j* maximises the per-slot gain
-        ``(v_jn − π_j) / d_j`` over pods that fit its free slots and are not already in its
-        class of identical nodes (π_j = −d_j·λ for a pod left out); if
-        ``d_j*·(gain − λ) ≤ ε`` the free slots drop to λ; else the node takes j* at
-        ``max(λ, second gain − ε/d_j*)`` per slot, and the slots j* leaves keep their price
-        (they may make their node bid next round). A pod wanted by several nodes goes where
-        its profit is highest.
-
-        Returns
-        -------
-        bool
-            Whether any node still had to act (``False`` = no free slot costs more than λ).
-        """
-        free = (self.holders < 0) & np.isfinite(self.prices)
-        dirty = np.flatnonzero((free & (self.prices > lam)).any(axis=1))
-        if dirty.size == 0:
-            return False
-        n_free = free[dirty].sum(axis=1)
-        profit = np.where(self.assign >= 0, self.profits(), -lam * self.df)
-        gain = (self.v[:, dirty] - profit[:, None]) / self.df[:, None]
-        # pods already in the node's class stay: moving among identical nodes gains nothing
-        home = np.where(self.assign >= 0, self.cls[np.maximum(self.assign, 0)], -1)
-        gain[
-            (self.d[:, None] > n_free[None, :]) | (home[:, None] == self.cls[dirty][None, :])
-        ] = -np.inf
-        c = np.arange(dirty.size)
-        best = gain.argmax(axis=0)
-        h1 = gain[best, c]
-        gain[best, c] = -np.inf
-        h2 = gain.max(axis=0) if gain.shape[0] > 1 else np.full(dirty.size, -np.inf)
-        close = ~((h1 - lam) * self.df[best] > eps)
-        if close.any():
-            rows = dirty[close]
-            sub_p = np.where(free[rows], np.minimum(self.prices[rows], lam), self.prices[rows])
-            order = np.argsort(sub_p, axis=1, kind="stable")
-            self.prices[rows] = np.take_along_axis(sub_p, order, axis=1)
-            self.holders[rows] = np.take_along_axis(self.holders[rows], order, axis=1)
-        take = ~close
-        if not take.any():
-            return True
-        nodes, pods = dirty[take], best[take]
-        price = np.maximum(lam, h2[take] - eps / self.df[pods])
-        payoff = self.v[pods, nodes] - self.df[pods] * price
-        order = np.lexsort((-payoff, pods))
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = pods[order][1:] != pods[order][:-1]
-        sel = order[first]
-        self._move(pods[sel], nodes[sel], price[sel], free)
-        return True
-
-    def _move(
-        self, pods: np.ndarray, nodes: np.ndarray, price: np.ndarray, free: np.ndarray
-    ) -> None:
-        """Pods move onto ``nodes`` at per-slot ``price``; the entries they leave turn free."""
-        n_pods = self.assign.size
-        old = self.assign[pods]
-        moved = np.zeros(n_pods + 1, dtype=bool)
-        moved[pods] = True
-        rows = np.unique(old[old >= 0])
-        if rows.size:
-            sub = self.holders[rows]
-            sub[moved[sub]] = -1
-            self.holders[rows] = sub
-        sub_free = free[nodes] & (self.holders[nodes] < 0)
-        # take the d most expensive free entries (those that made the node act)
-        from_right = np.cumsum(sub_free[:, ::-1], axis=1)[:, ::-1]
-        takes = sub_free & (from_right <= self.d[pods][:, None])
-        sub_p, sub_h = self.prices[nodes], self.holders[nodes]
-        sub_p = np.where(takes, price[:, None], sub_p)
-        sub_h = np.where(takes, pods[:, None], sub_h)
-        order = np.argsort(sub_p, axis=1, kind="stable")
-        self.prices[nodes] = np.take_along_axis(sub_p, order, axis=1)
-        self.holders[nodes] = np.take_along_axis(sub_h, order, axis=1)
-        self.assign[pods] = nodes
-        self.bid[pods] = price
-
-    # -- results ---------------------------------------------------------------------------
 
     def restart(self, eps_done: float) -> None:
         """Start an ε phase: drop every assignment; each node restarts at one price per slot.
