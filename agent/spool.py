@@ -2,12 +2,12 @@
 
 Records (the sink's encoded strings, see :mod:`eams.agent.sinks.base`) are kept in arrival
 order under an increasing row id. A replay reads the oldest rows (:meth:`Spool.peek`), writes
-them, and deletes them only after the sink acknowledged (:meth:`Spool.ack`): an acknowledged
-point is never sent again. If the agent dies between the acknowledgement and the delete, the
-same rows are sent once more on restart; for InfluxDB that is harmless, because a point's
-identity is measurement + tag set + timestamp and writing it again with the same fields
-overwrites it (InfluxDB docs, "Duplicate points"), and the timestamps in the stored lines are
-the original measured ones.
+them, and only after the sink acknowledged them advances a stored watermark
+(:meth:`Spool.ack`): an acknowledged point is never sent again. If the agent dies between the
+acknowledgement and the watermark update, the same rows are sent once more on restart; for
+InfluxDB that is harmless, because a point's identity is measurement + tag set + timestamp and
+writing it again with the same fields overwrites it (InfluxDB docs, "Duplicate points"), and
+the timestamps in the stored lines are the original measured ones.
 
 Bounds: ``max_points`` and/or ``max_bytes`` (bytes of stored records; the file itself is a
 little larger). When full, ``drop_oldest`` deletes the oldest rows to make room and
@@ -84,7 +84,7 @@ class Spool:
         self._policy = policy
         self._db: sqlite3.Connection | None = None
         self._open_failure = "spool_error"
-        self._acked_id = 0  # rows up to here are acknowledged, even if their delete failed
+        self._acked_id = 0  # rows up to this id are acknowledged (table ``acked``)
         self.depth_points = 0
         self.depth_bytes = 0
         self._open()
@@ -99,13 +99,21 @@ class Spool:
             # killed), the common failure; only an OS crash may lose the last commits.
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("CREATE TABLE IF NOT EXISTS spool (id INTEGER PRIMARY KEY, record TEXT)")
-            count, size = db.execute("SELECT count(*), total(length(record)) FROM spool").fetchone()
+            db.executescript(
+                "CREATE TABLE IF NOT EXISTS spool (id INTEGER PRIMARY KEY, record TEXT);"
+                "CREATE TABLE IF NOT EXISTS acked (id INTEGER NOT NULL);"
+                "INSERT INTO acked SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM acked);"
+            )
+            (acked_id,) = db.execute("SELECT id FROM acked").fetchone()
+            count, size = db.execute(
+                "SELECT count(*), total(length(record)) FROM spool WHERE id > ?", (acked_id,)
+            ).fetchone()
         except (OSError, sqlite3.Error) as exc:
             log.warning("spool %s unavailable: %s", self.path, exc)
             self._open_failure = _reason(exc)
             return False
-        self._db, self.depth_points, self.depth_bytes = db, int(count), int(size)
+        self._db, self._acked_id = db, int(acked_id)
+        self.depth_points, self.depth_bytes = int(count), int(size)
         return True
 
     def append(self, records: Sequence[str]) -> AppendResult:
@@ -204,11 +212,14 @@ class Spool:
             return []
 
     def ack(self, rows: Sequence[tuple[int, str]]) -> None:
-        """Delete ``rows`` (from :meth:`peek`) after the sink acknowledged them.
+        """Mark ``rows`` (from :meth:`peek`) acknowledged by the sink; they are never peeked
+        again.
 
-        The rows are never peeked again by this process. A failed delete (full disk) is
-        logged and retried with the next ack; only if the agent restarts before that are they
-        sent again, which InfluxDB absorbs as an idempotent overwrite.
+        The acknowledgement is a one-row watermark update (a per-batch ``DELETE`` costs more
+        than the write it follows); the rows themselves are deleted at once when the spool
+        runs empty (SQLite's truncate optimisation). If the watermark cannot be stored (a
+        full disk), the rows are sent again only if the agent restarts before the next ack:
+        InfluxDB absorbs that as an idempotent overwrite.
         """
         if not rows or self._db is None:
             return
@@ -216,9 +227,14 @@ class Spool:
         self.depth_points -= len(rows)
         self.depth_bytes -= sum(len(record) for _, record in rows)
         try:
-            self._db.execute("DELETE FROM spool WHERE id <= ?", (self._acked_id,))
+            if self.depth_points:
+                self._db.execute("UPDATE acked SET id = ?", (self._acked_id,))
+            else:
+                self._db.executescript("BEGIN; DELETE FROM spool; UPDATE acked SET id = 0; COMMIT;")
+                self._acked_id = 0  # ids restart at 1 in the empty table
         except sqlite3.Error as exc:
-            log.warning("spool %s: cannot delete acknowledged rows: %s", self.path, exc)
+            self._rollback()
+            log.warning("spool %s: cannot record acknowledged rows: %s", self.path, exc)
 
     def _rollback(self) -> None:
         assert self._db is not None

@@ -147,12 +147,12 @@ def jsonl_samples(path: Path) -> list[TelemetrySample]:
 
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 64 KiB tmpfs (needs root, which the test machines give)."""
+    """A real 512 KiB tmpfs (needs root, which the test machines give)."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs to produce a real ENOSPC needs root")
     mount = tmp_path / "tiny"
     mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], check=True)
     try:
         yield mount
     finally:

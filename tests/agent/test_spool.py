@@ -32,7 +32,14 @@ def test_replay_is_in_order_and_acknowledged_rows_never_come_back(tmp_path: Path
     reopened = Spool(tmp_path / "s.sqlite", max_points=1000, max_bytes=None, policy="drop_oldest")
     assert bodies(reopened) == records(4, 8)
     assert reopened.depth_points == 4
+    reopened.ack(reopened.peek(10))  # drained: the rows are deleted at once
+    assert (reopened.depth_points, reopened.depth_bytes, bodies(reopened)) == (0, 0, [])
+    reopened.append(records(8, 10))
+    assert bodies(reopened) == records(8, 10)
     reopened.close()
+    again = Spool(tmp_path / "s.sqlite", max_points=1000, max_bytes=None, policy="drop_oldest")
+    assert bodies(again) == records(8, 10)
+    again.close()
 
 
 def test_drop_oldest_keeps_the_newest_and_counts(tmp_path: Path) -> None:
@@ -67,9 +74,9 @@ def test_full_disk_is_counted_not_raised(tiny_disk: Path) -> None:
     spool = Spool(tiny_disk / "s.sqlite", max_points=100_000, max_bytes=None, policy="drop_oldest")
     assert spool.append(records(0, 10)).stored == 10
     filler = fill(tiny_disk)
-    result = spool.append(records(10, 2000))
+    result = spool.append(records(10, 20_000))  # more than the whole disk
     assert result.stored == 0
-    assert result.dropped == {"disk_full": 1990}
+    assert result.dropped == {"disk_full": 19_990}
     assert bodies(spool) == records(0, 10)  # what was stored is intact
     filler.unlink()
     assert spool.append(records(2000, 2005)).stored == 5
