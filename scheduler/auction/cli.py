@@ -9,9 +9,10 @@ import click
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from eams.scheduler.auction.auction import DEFAULT_PARAMS, clear, solve
+from eams.scheduler.auction.auction import clear, solve
 from eams.scheduler.auction.bids import bid_values
 from eams.scheduler.auction.instances import random_batch
+from eams.scheduler.auction.model import AuctionParams
 
 
 def _times_ms(run: object, repeats: int) -> tuple[list[float], list[float], object]:
@@ -34,21 +35,22 @@ def run_benchmark(
     repeats: int,
     lsa_repeats: int,
     mask_fraction: float,
+    cold: bool = False,
 ) -> dict:
     """Time ``clear``/``solve`` and scipy's ``linear_sum_assignment`` on one seeded batch.
 
-    The reference gets the same bid values expanded to one column per slot (a disallowed pair is
-    worth 0, as leaving the pod out). Returns the figures as a dict (times in ms).
+    ``cold`` turns the warm start off. The reference gets the same bid values expanded to one
+    column per slot (a disallowed pair is worth 0, as leaving the pod out). Returns the figures
+    as a dict (times in ms).
     """
     pods, nodes = random_batch(n_pods, n_nodes, slots, seed=seed)
     rng = np.random.default_rng(seed + 1)
     feasible = rng.random((n_pods, n_nodes)) >= mask_fraction if mask_fraction > 0 else None
-    values = bid_values(pods, nodes, DEFAULT_PARAMS)
-    clear_ms, clear_cpu, _ = _times_ms(
-        lambda: clear(pods, nodes, DEFAULT_PARAMS, feasible), repeats
-    )
+    params = AuctionParams(warm_start=not cold)
+    values = bid_values(pods, nodes, params)
+    clear_ms, clear_cpu, _ = _times_ms(lambda: clear(pods, nodes, params, feasible), repeats)
     solve_ms, solve_cpu, result = _times_ms(
-        lambda: solve(values, pods.slots, nodes.slots, DEFAULT_PARAMS, feasible), repeats
+        lambda: solve(values, pods.slots, nodes.slots, params, feasible), repeats
     )
     allowed = values if feasible is None else np.where(feasible, values, 0.0)
     expanded = np.repeat(np.where(allowed > 0, allowed, 0.0), nodes.slots, axis=1)
@@ -64,6 +66,7 @@ def run_benchmark(
         "slots": slots,
         "seed": seed,
         "mask_fraction": mask_fraction,
+        "warm_start": not cold,
         "repeats": repeats,
         "clear_ms_median": float(np.median(clear_ms)),
         "clear_ms_p99": float(np.percentile(clear_ms, 99)),
@@ -105,6 +108,7 @@ def run_benchmark(
     show_default=True,
     help="Fraction of (pod, node) pairs a filter forbids.",
 )
+@click.option("--cold", is_flag=True, help="No warm start: ε-scaling from zero prices.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def auction(
     n_pods: int,
@@ -114,6 +118,7 @@ def auction(
     repeats: int,
     lsa_repeats: int,
     mask_fraction: float,
+    cold: bool,
     as_json: bool,
 ) -> None:
     """Clear a seeded batch of single-slot pods with the ε-auction and compare, in the same run,
@@ -125,13 +130,13 @@ def auction(
     """
     if min(n_pods, n_nodes, slots, repeats, lsa_repeats) < 1 or not 0 <= mask_fraction < 1:
         raise click.BadParameter("sizes and repeats must be ≥ 1 and --mask in [0, 1)")
-    r = run_benchmark(n_pods, n_nodes, slots, seed, repeats, lsa_repeats, mask_fraction)
+    r = run_benchmark(n_pods, n_nodes, slots, seed, repeats, lsa_repeats, mask_fraction, cold)
     if as_json:
         click.echo(json.dumps(r))
         return
-    click.echo(
-        f"batch: {n_pods} pods × {n_nodes} nodes × {slots} slots, seed {seed}, mask {mask_fraction}"
-    )
+    start = "cold" if cold else "warm"
+    click.echo(f"batch: {n_pods} pods × {n_nodes} nodes × {slots} slots, seed {seed}")
+    click.echo(f"filter mask {mask_fraction}, {start} start")
     for name, key in (("clear (bids + auction)", "clear"), ("solve (auction only)  ", "solve")):
         median, p99, cpu = r[f"{key}_ms_median"], r[f"{key}_ms_p99"], r[f"{key}_cpu_ms_median"]
         click.echo(f"{name}: median {median:.2f} ms, p99 {p99:.2f} ms (CPU median {cpu:.2f} ms)")
