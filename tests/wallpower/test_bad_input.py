@@ -121,3 +121,12 @@ def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
         RunDataError, match=rf"{path}:2: telemetry sample: missing key 'measured_at_ns'"
     ):
         load_run(parse_run_spec(f"jsonl:{path}"), "A")
+
+
+def test_node_without_metered_power_is_named(tmp_path: Path, fleet_dir: Path) -> None:
+    simulate(RunPlan(spread(0.5), duration_s=30, counter=False), tmp_path)
+    path = tmp_path / "n3.jsonl"
+    path.write_text(path.read_text().replace('"metered"', '"modelled"'))  # the meter was down
+    run = load_run(parse_run_spec(f"jsonl:{tmp_path}"), "A")
+    with pytest.raises(RunDataError, match="run A, node n3: fewer than two metered power samples"):
+        check_runs(run, run, load_fleet(fleet_dir))
