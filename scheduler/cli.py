@@ -4,6 +4,7 @@ import click
 
 from eams.scheduler.auction.cli import auction
 from eams.scheduler.bench.cli import sweep
+from eams.scheduler.extender.cli import serve
 
 
 @click.group()
@@ -18,3 +19,4 @@ def bench() -> None:
 
 bench.add_command(auction)
 bench.add_command(sweep)
+extender.add_command(serve)

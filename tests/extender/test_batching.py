@@ -10,7 +10,14 @@ from eams.scheduler.extender.batching import Batcher
 from eams.scheduler.extender.market import Cleared, PendingPod
 from eams.scheduler.extender.requests import PodRequest
 from eams.scheduler.extender.service import FILTER_REASON
-from tests.extender.conftest import args_names, node_object, pod_object, post_json, sample
+from tests.extender.conftest import (
+    args_names,
+    eventually,
+    node_object,
+    pod_object,
+    post_json,
+    sample,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +49,8 @@ async def test_announced_batch_clears_into_the_table(make_client, clock) -> None
     assert (await post_json(client, "/pending", {"items": [bound, *pods]})).json() == {
         "accepted": 4
     }
-    await asyncio.sleep(0.15)  # the window closes after 40 ms and clears
+    batcher = client.app.state.extender.batcher
+    await eventually(lambda: all(batcher.row(f"default/p{i}") for i in range(3)))
     winners = []
     for pod in pods:
         scores = {
@@ -111,7 +119,8 @@ async def test_shadow_mode_is_neutral_and_records(make_client, clock) -> None:
     assert filtered["NodeNames"] == NAMES and filtered["FailedNodes"] == {}
     scores = (await post_json(client, "/prioritize", args_names(pod_object("p"), NAMES))).json()
     assert scores == [{"Host": n, "Score": 0} for n in NAMES]
-    await asyncio.sleep(0.12)
+    extender = client.app.state.extender
+    await eventually(lambda: any(r["kind"] == "clearing" for r in extender.recommendations))
     recorded = (await client.get("/recommendations")).json()
     assert {"pod": "default/p", "kind": "filter", "would_filter": ["node-b"]}.items() <= recorded[
         0
