@@ -226,7 +226,7 @@ class AgentConfig(_Strict):
     sample_period_s: PositiveFloat = 1.0
     sinks: list[SinkConfig] = Field(default_factory=list)
     spool: SpoolConfig
-    metrics: MetricsConfig = MetricsConfig()
+    metrics: MetricsConfig = Field(default_factory=lambda: MetricsConfig.model_validate({}))
     meter: MeterConfig | None = None
     outlets: dict[Annotated[int, Field(ge=1)], NodeName | OutletNode] = Field(default_factory=dict)
 

@@ -10,7 +10,7 @@ on exit. Also accepted by VictoriaMetrics (tests) and InfluxDB 3.x.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from influxdb_client import InfluxDBClient, WritePrecision
@@ -52,7 +52,7 @@ class InfluxV2Sink:
                 bucket=self._bucket,
                 org=self._org,
                 record="\n".join(batch),  # one string: no per-record work in the client
-                write_precision=WritePrecision.NS,
+                write_precision=WritePrecision.NS,  # type: ignore[arg-type]  # a str constant
             )
 
     @contextmanager
@@ -60,7 +60,7 @@ class InfluxV2Sink:
         try:
             yield
         except ApiException as exc:
-            headers = exc.headers or {}
+            headers: Mapping[str, str] = exc.headers or {}
             raise status_error(
                 self.name,
                 self._url,
