@@ -239,7 +239,7 @@ class Market:
         fits = room("alloc_cpu_milli", "used_cpu_milli", request.cpu_milli)
         fits &= room("alloc_memory_bytes", "used_memory_bytes", request.memory_bytes)
         fits &= room("alloc_pods", "used_pods", 1)
-        if pod.candidates is not None:
+        if pod.candidates is not None and not pod.candidates.issuperset(names):
             fits &= np.fromiter((n in pod.candidates for n in names), dtype=bool, count=len(names))
         return fits
 
@@ -294,7 +294,9 @@ class Market:
         valued, that the pod does not fit, or whose bid is 0 (gated out) scores 0.
         """
         view = self.view(candidates, now_s)
-        is_cleared = np.fromiter((n == cleared for n in candidates), bool, len(candidates))
+        is_cleared = np.zeros(len(candidates), dtype=bool)
+        if cleared is not None and cleared in candidates:
+            is_cleared[candidates.index(cleared)] = True
         usable = view["valued"] & (view["slots"] > 0) & self.fits(pod, candidates, view)
         values = np.zeros(len(candidates))
         if usable.any():

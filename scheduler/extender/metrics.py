@@ -6,7 +6,11 @@ README.md (the dashboards are built from it).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 # Seconds; dense below the 250 ms AR-2 budget, the window W = 200 ms sits in the middle.
 LATENCY_BUCKETS_S = (
@@ -25,6 +29,34 @@ LATENCY_BUCKETS_S = (
     1.0,
     2.5,
 )
+
+
+class PriceCollector(Collector):
+    """``eams_extender_node_price{node}``: the last clearing's price per node.
+
+    A clearing prices every node at once (1,000s of them); setting a labelled gauge per node
+    per window would cost more than the auction, so the arrays are kept and turned into samples
+    only when Prometheus scrapes (client_python's custom-collector pattern).
+    """
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._prices: list[float] = []
+
+    def update(self, names: list[str], prices: Iterable[float]) -> None:
+        """Replace the prices of ``names`` (the nodes of the last clearing)."""
+        self._names, self._prices = list(names), [float(p) for p in prices]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        """One gauge family, a sample per node of the last clearing."""
+        family = GaugeMetricFamily(
+            "eams_extender_node_price",
+            "Clearing price of each node's slots after the last clearing (bid units).",
+            labels=["node"],
+        )
+        for name, price in zip(self._names, self._prices, strict=True):
+            family.add_metric([name], price)
+        yield family
 
 
 class ExtenderMetrics:
@@ -74,12 +106,8 @@ class ExtenderMetrics:
             ["reason"],
             registry=r,
         )
-        self.prices = Gauge(
-            "eams_extender_node_price",
-            "Clearing price of each node's slots after the last clearing (bid units).",
-            ["node"],
-            registry=r,
-        )
+        self.prices = PriceCollector()
+        r.register(self.prices)
         self.filtered = Counter(
             "eams_extender_filtered_nodes_total",
             "Nodes /filter removed (or, in shadow mode, would have removed) for low headroom.",

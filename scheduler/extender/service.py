@@ -276,10 +276,9 @@ class Extender:
     async def _clear(self, batch: list[PendingPod]) -> list[Cleared]:
         started = time.perf_counter()
         now_s = self.clock()
-        universe = dict.fromkeys(self.nodes.names())
-        for pod in batch:
-            universe.update(dict.fromkeys(sorted(pod.candidates or ())))
-        snapshot = self.market.snapshot(batch, list(universe), now_s)
+        known = self.nodes.names()
+        named = set().union(*(p.candidates for p in batch if p.candidates)).difference(known)
+        snapshot = self.market.snapshot(batch, known + sorted(named), now_s)
         clearing = await asyncio.to_thread(self.market.solve, snapshot)
         rows = self.market.apply(snapshot, clearing, now_s, reserve=self.active)
         m = self.metrics
@@ -289,8 +288,7 @@ class Extender:
         m.clearing_seconds.observe(time.perf_counter() - started)
         if clearing.fell_back:
             m.fallbacks.labels("greedy").inc()
-        for name, price in zip(snapshot.names, clearing.prices, strict=True):
-            m.prices.labels(name).set(float(price))
+        m.prices.update(snapshot.names, clearing.prices)
         if not self.active:
             for row in rows:
                 self._record(row.pod, "clearing", {"node": row.node, "price": row.price})

@@ -36,6 +36,8 @@ class NodeTable:
 
     def __init__(self, initial_rows: int = 1024) -> None:
         self.index: dict[str, int] = {}
+        self._last_key: tuple[str, ...] = ()
+        self._last_rows = np.zeros(0, dtype=np.int64)
         self.cols = {c: np.full(initial_rows, 0.0 if c in _ZERO else np.nan) for c in COLUMNS}
 
     def row(self, name: str) -> int:
@@ -52,11 +54,19 @@ class NodeTable:
         return i
 
     def rows(self, names: list[str]) -> np.ndarray:
-        """(N,) int rows of ``names`` in order (creating unknown ones)."""
+        """(N,) int rows of ``names`` in order (creating unknown ones).
+
+        kube-scheduler sends the same candidate list to filter and prioritize, and mostly the
+        same for consecutive pods, so the last answer is kept (rows never move or vanish).
+        """
+        key = tuple(names)
+        if key == self._last_key:
+            return self._last_rows
         rows = list(map(self.index.get, names))
         if None in rows:
             rows = [self.row(n) if r is None else r for n, r in zip(names, rows, strict=True)]
-        return np.array(rows, dtype=np.int64)
+        self._last_key, self._last_rows = key, np.array(rows, dtype=np.int64)
+        return self._last_rows
 
     def set_capacity(
         self, name: str, cpu_milli: int | None, memory_bytes: int | None, pods: int | None
