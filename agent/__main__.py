@@ -7,27 +7,13 @@ Errors are reported as by ``eams``: an :class:`~eams.errors.EamsError` is one st
 exit status 1.
 """
 
-import sys
-
-import click
-
 from eams.agent.cli import agent
-from eams.errors import EamsError
+from eams.cli import run_cli
 
 
 def main() -> None:
-    """Run the ``agent`` group; an :class:`EamsError` becomes one stderr line, exit 1."""
-    try:
-        agent(prog_name="python -m eams.agent", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except EamsError as exc:
-        click.echo(f"eams: error: {exc}", err=True)
-        sys.exit(1)
+    """Run the ``agent`` group (exit statuses as :func:`eams.cli.run_cli`)."""
+    run_cli(agent, "python -m eams.agent")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """The distribution installs every package folder under ``eams.*`` and wires every CLI group."""
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -33,5 +35,14 @@ def test_no_bare_top_level_component_modules() -> None:
 def test_every_component_group_is_on_the_eams_command() -> None:
     result = CliRunner().invoke(cli, ["--help"])
     assert result.exit_code == 0
-    for group in ("meter", "calibrate", "agent", "extender", "bench"):
+    for group in ("meter", "calibrate", "agent", "extender", "bench", "wallpower", "demo"):
         assert f"  {group} " in result.output
+
+
+def test_a_command_loads_only_its_own_component() -> None:
+    code = (
+        "import sys; from eams.cli import cli; cli(['agent', '--help'], standalone_mode=False);"
+        "print(sorted(m for m in ('eams.scheduler', 'scipy', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
