@@ -1,8 +1,8 @@
 """One sink's delivery thread: live writes, spooling while the sink is down, ordered replay.
 
 Order is kept by one rule: new records are never written while older ones wait in the spool.
-The thread first replays the spool (oldest first, ``batch_size`` at a time, each batch deleted
-only after the sink acknowledged it), then writes the records that arrived meanwhile. When a
+The thread first replays the spool (oldest first, ``batch_size`` at a time, each batch marked
+done only after the sink acknowledged it), then writes the records that arrived meanwhile. When a
 write fails with a retryable :class:`~eams.agent.errors.SinkError`, the batch and everything
 behind it go to the spool and the thread waits (exponential backoff 1, 2, 4 … ``max_backoff_s``
 seconds, or the server's ``Retry-After``); records arriving during the wait go straight to the

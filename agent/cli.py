@@ -11,6 +11,7 @@ import click
 
 from eams.agent.config import load_config
 from eams.agent.runner import Agent
+from eams.meter.url import parse_meter_url
 
 _CONFIG = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -34,7 +35,8 @@ def check_config(config_file: Path) -> None:
         click.echo(f"sink {name}: {sink.type} {getattr(sink, 'url', getattr(sink, 'path', ''))}")
     click.echo(f"spool: {config.spool.dir} ({config.spool.policy})")
     if config.meter is not None:
-        click.echo(f"meter: {config.meter.url}; outlets {config.outlet_nodes()}")
+        meter = parse_meter_url(config.meter.url).redacted()
+        click.echo(f"meter: {meter}; outlets {config.outlet_nodes()}")
 
 
 @agent.command("run")

@@ -49,11 +49,22 @@ METRIC_NAMES = {
 
 def test_check_config_valid(tmp_path: Path, capsys, monkeypatch) -> None:
     write_calibration(tmp_path / "cal.json", "node-a")
-    path = write_config(tmp_path, calibration="cal.json", sinks=[{"type": "jsonl", "path": "x"}])
+    path = write_config(
+        tmp_path,
+        calibration="cal.json",
+        sinks=[{"type": "jsonl", "path": "x"}],
+        meter={"url": "snmp://s3cret@127.0.0.1:16100"},
+        outlets={1: "node-a", 2: "node-b"},
+    )
     status, out, err = run_main(["check-config", str(path)], capsys, monkeypatch)
     assert status == 0, err
     assert "node node-a: P_cap 65 W" in out
     assert f"sink jsonl: jsonl {tmp_path / 'x'}" in out
+    assert (
+        "meter: snmp://***@127.0.0.1:16100; outlets {1: ('node-a', 65.0), 2: ('node-b', 65.0)}"
+        in out
+    )
+    assert "s3cret" not in out
 
 
 def test_check_config_refuses_in_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
