@@ -30,13 +30,13 @@ def floor(m: Market, eps: float) -> float:
 def reverse_round(m: Market, eps: float, lam: float) -> bool:
     """One Jacobi round of reverse bids by nodes whose free slots cost more than λ.
 
-    For each such node n the best pod j* maximises the per-slot gain
-    ``(v_jn − π_j) / d_j`` over pods that fit its free slots and are not already in its
-    class of identical nodes (π_j = −d_j·λ for a pod left out); if
-    ``d_j*·(gain − λ) ≤ ε`` the free slots drop to λ; else the node takes j* at
-    ``max(λ, second gain − ε/d_j*)`` per slot, and the slots j* leaves keep their price
-    (they may make their node bid next round). A pod wanted by several nodes goes where
-    its profit is highest.
+    Each such node n ranks the pods that are not already in its class of identical nodes by
+    the per-slot gain ``(v_jn − π_j) / d_j`` (π_j = −d_j·λ for a pod left out) and takes the
+    best ones while they fit its free slots and gain more than ε over λ, all at one price:
+    ``max(λ, next gain − ε/d)``, just below what the best pod it did not take would pay. A
+    node that takes nobody drops its free slots to λ. Slots a pod leaves keep their price
+    (they may make their node bid next round); a pod wanted by several nodes goes where its
+    profit is highest.
 
     Returns
     -------
@@ -53,23 +53,36 @@ def reverse_round(m: Market, eps: float, lam: float) -> bool:
     # pods already in the node's class stay: moving among identical nodes gains nothing
     home = np.where(m.assign >= 0, m.cls[np.maximum(m.assign, 0)], -1)
     gain[(m.d[:, None] > n_free[None, :]) | (home[:, None] == m.cls[dirty][None, :])] = -np.inf
-    c = np.arange(dirty.size)
-    best = gain.argmax(axis=0)
-    h1 = gain[best, c]
-    gain[best, c] = -np.inf
-    h2 = gain.max(axis=0) if gain.shape[0] > 1 else np.full(dirty.size, -np.inf)
-    close = ~((h1 - lam) * m.df[best] > eps)
+    n_pods = gain.shape[0]
+    depth = min(n_pods, int(n_free.max()) + 1)
+    if depth < n_pods:
+        top = np.argpartition(-gain, depth - 1, axis=0)[:depth]
+    else:
+        top = np.broadcast_to(np.arange(n_pods)[:, None], gain.shape)
+    top_gain = np.take_along_axis(gain, top, axis=0)
+    order = np.argsort(-top_gain, axis=0, kind="stable")
+    top = np.take_along_axis(top, order, axis=0)
+    top_gain = np.take_along_axis(top_gain, order, axis=0)
+    size = m.df[top]
+    ok = (np.cumsum(size, axis=0) <= n_free[None, :]) & ((top_gain - lam) * size > eps)
+    ok = np.logical_and.accumulate(ok, axis=0)
+    taken = ok.sum(axis=0)
+    close = taken == 0
     if close.any():
         rows = dirty[close]
         sub_p = np.where(free[rows], np.minimum(m.prices[rows], lam), m.prices[rows])
         order = np.argsort(sub_p, axis=1, kind="stable")
         m.prices[rows] = np.take_along_axis(sub_p, order, axis=1)
         m.holders[rows] = np.take_along_axis(m.holders[rows], order, axis=1)
-    take = ~close
-    if not take.any():
+    if close.all():
         return True
-    nodes, pods = dirty[take], best[take]
-    price = np.maximum(lam, h2[take] - eps / m.df[pods])
+    cols = np.arange(dirty.size)
+    nxt = np.minimum(taken, depth - 1)
+    next_gain = np.where(taken < depth, top_gain[nxt, cols], -np.inf)
+    next_size = m.df[top[nxt, cols]]
+    node_price = np.maximum(lam, next_gain - eps / next_size)
+    r, c = np.nonzero(ok)
+    pods, nodes, price = top[r, c], dirty[c], node_price[c]
     payoff = m.v[pods, nodes] - m.df[pods] * price
     order = np.lexsort((-payoff, pods))
     first = np.ones(order.size, dtype=bool)
@@ -82,26 +95,26 @@ def reverse_round(m: Market, eps: float, lam: float) -> bool:
 def _move(
     m: Market, pods: np.ndarray, nodes: np.ndarray, price: np.ndarray, free: np.ndarray
 ) -> None:
-    """Pods move onto ``nodes`` at per-slot ``price``; the entries they leave turn free."""
-    n_pods = m.assign.size
+    """Pods move onto ``nodes`` at per-slot ``price``; the entries they leave turn free.
+
+    Each node fills its most expensive free slots (those that made it bid) with its pods."""
     old = m.assign[pods]
-    moved = np.zeros(n_pods + 1, dtype=bool)
+    moved = np.zeros(m.assign.size + 1, dtype=bool)
     moved[pods] = True
     rows = np.unique(old[old >= 0])
     if rows.size:
         sub = m.holders[rows]
         sub[moved[sub]] = -1
         m.holders[rows] = sub
-    sub_free = free[nodes] & (m.holders[nodes] < 0)
-    # take the d most expensive free entries (those that made the node act)
-    from_right = np.cumsum(sub_free[:, ::-1], axis=1)[:, ::-1]
-    takes = sub_free & (from_right <= m.d[pods][:, None])
-    sub_p, sub_h = m.prices[nodes], m.holders[nodes]
-    sub_p = np.where(takes, price[:, None], sub_p)
-    sub_h = np.where(takes, pods[:, None], sub_h)
-    order = np.argsort(sub_p, axis=1, kind="stable")
-    m.prices[nodes] = np.take_along_axis(sub_p, order, axis=1)
-    m.holders[nodes] = np.take_along_axis(sub_h, order, axis=1)
+    for n in np.unique(nodes):  # the nodes that took pods this round
+        mine = nodes == n
+        holders = np.repeat(pods[mine], m.d[pods[mine]])
+        slots = np.flatnonzero(free[n])[::-1][: holders.size]
+        m.prices[n, slots] = price[mine][0]
+        m.holders[n, slots] = holders
+        order = np.argsort(m.prices[n], kind="stable")
+        m.prices[n] = m.prices[n, order]
+        m.holders[n] = m.holders[n, order]
     m.assign[pods] = nodes
     m.bid[pods] = price
 
