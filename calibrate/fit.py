@@ -7,21 +7,22 @@ coefficient covariance.
 
 Method
 ------
-Iteratively reweighted least squares (IRLS) M-estimation, vectorised over many fits at once.
-The start is the Theil–Sen line (Sen, JASA 63, 1968; up to 29 % wild points cannot drag it).
-Then Tukey's bisquare (c = 4.685, 95 % efficiency at normal errors; Beaton & Tukey,
-Technometrics 16, 1974) is iterated, first at the start's residual scale held fixed, then
-re-estimating it. The bisquare gives a gross outlier (a bad meter reading) zero weight, so it
-cannot move the line. (A Huber fit started from least squares breaks down on one bad reading
-at u = 0 with 5–6 levels, where the idle point has high leverage; this start does not.)
+Iteratively reweighted least squares (IRLS) M-estimation, vectorised over many fits at once,
+ending with Tukey's bisquare (c = 4.685, 95 % efficiency at normal errors; Beaton & Tukey,
+Technometrics 16, 1974), which gives a gross outlier (a bad meter reading) zero weight, so it
+cannot move the line. Two starts are iterated and one kept per data set (:func:`_choose`):
+
+- *smooth*: least squares, then Huber steps (c = 1.345; Huber, *Robust Statistics*, 1981) —
+  stable at few points, but one wild point at high leverage (a bad idle reading with 5–6
+  levels) drags it;
+- *resistant*: the Theil–Sen line (Sen, JASA 63, 1968; up to 29 % wild points cannot move
+  it), then bisquare steps at its residual scale held fixed.
 
 The scale is the normalised median absolute residual (1.4826·MAD) with Rousseeuw & Leroy's
-finite-sample factor 1 + 5/(n − 2). Coefficient covariance: Huber's H1 estimate (Huber,
-*Robust Statistics*, 1981, §7.6, eq. 6.5; the ``cov="H1"`` of statsmodels' RLM) over the points
-the bisquare kept; intervals use Student's t with (points kept − 2) degrees of freedom. On
-normal noise their measured coverage is 94–95 % at 8–11 points (a default sweep has 11 levels)
-but only 89–91 % at 4–5 points and 92–93 % at 6, where the bisquare sometimes rejects a good
-point (``tests/calibrate/test_fit.py``).
+finite-sample factor 1 + 5/(n − 2). Coefficient covariance: Huber's H1 estimate (Huber 1981,
+§7.6, eq. 6.5; the ``cov="H1"`` of statsmodels' RLM) over the points kept; intervals use
+Student's t with (points kept − 2) degrees of freedom. Measured coverage on normal noise
+(``tests/calibrate/test_fit.py``): 95 % at 4 points, 93 % at 5–6, 94–95 % at 8–11.
 
 Non-linearity: a quadratic term is added (weighted least squares with the robust weights). The
 line is the wrong model when that term is significant (two-sided t-test, p < 0.01) *and*
@@ -45,7 +46,10 @@ from eams.calibrate.model import LinearPowerModel
 
 BISQUARE_C = 4.685
 MAD_TO_SIGMA = 1.4826  # 1 / Φ⁻¹(3/4): MAD → σ at normal errors
+HUBER_C = 1.345
 _FIXED_SCALE_ITERATIONS = 15
+_BREAKDOWN_RATIO = 3.0
+_GROSS_Z = 10.0
 _ITERATIONS = 50
 _THEIL_SEN_MAX_POINTS = 1000
 CURVATURE_ALPHA = 0.01
@@ -182,6 +186,72 @@ def _bisquare_weights(z: Array, mask: NDArray[np.bool_]) -> Array:
     return np.where(mask & (np.abs(z) < BISQUARE_C), (1 - (z / BISQUARE_C) ** 2) ** 2, 0.0)
 
 
+def _line_at(u: Array, beta: Array) -> Array:
+    return beta[:, :1] * (1 - u) + beta[:, 1:] * u
+
+
+def _irls(
+    u: Array, y: Array, mask: NDArray[np.bool_], beta: Array, *, huber_start: bool
+) -> tuple[Array, Array]:
+    """Iterate to the bisquare fit from ``beta``; returns (beta (m, 2), weights (m, k)).
+
+    ``huber_start``: first take Huber steps re-estimating the scale (stable at few points, but
+    a wild point at high leverage drags it); otherwise take bisquare steps at the start's scale
+    held fixed (a high-breakdown start then keeps wild points out).
+    """
+    start_scale = _robust_scale(y - _line_at(u, beta), mask, y)[:, None]
+    for _ in range(_FIXED_SCALE_ITERATIONS):
+        resid = y - _line_at(u, beta)
+        if huber_start:
+            z = resid / _robust_scale(resid, mask, y)[:, None]
+            w = np.where(mask, np.minimum(1.0, HUBER_C / np.maximum(np.abs(z), 1e-12)), 0.0)
+        else:
+            w = _bisquare_weights(resid / start_scale, mask)
+        beta, _ = _solve_line(u, y, w)
+    scale_y = np.maximum(1.0, np.abs(y).max(axis=1))[:, None]
+    for _ in range(_ITERATIONS):
+        resid = y - _line_at(u, beta)
+        w = _bisquare_weights(resid / _robust_scale(resid, mask, y)[:, None], mask)
+        previous, (beta, _) = beta, _solve_line(u, y, w)
+        if np.all(np.abs(beta - previous) <= 1e-9 * scale_y):
+            break
+    return beta, w
+
+
+def _choose(
+    smooth: tuple[Array, Array],
+    resistant: tuple[Array, Array],
+    mask: NDArray[np.bool_],
+    u: Array,
+    y: Array,
+) -> tuple[Array, Array]:
+    """Per row, the fit from the least-squares/Huber start (``smooth``), unless wild points
+    dragged it: then the Theil–Sen-started fit (``resistant``).
+
+    Dragged means: its residual scale is over :data:`_BREAKDOWN_RATIO` times the resistant
+    fit's, *and* the resistant fit kept at least 4 points and every point it rejected lies over
+    :data:`_GROSS_Z` standard deviations (of the points kept) off its line. The second test
+    matters at 4–6 points, where the resistant fit can also drop a good point that is merely
+    2–3 σ off, fit the rest almost exactly and so show a tiny scale; the smooth fit is right to
+    keep such a point.
+    """
+    (beta_s, w_s), (beta_r, w_r) = smooth, resistant
+    scale_s = _robust_scale(y - _line_at(u, beta_s), mask, y)
+    scale_r = _robust_scale(y - _line_at(u, beta_r), mask, y)
+    resid_r = y - _line_at(u, beta_r)
+    kept, dropped = mask & (w_r > 0), mask & (w_r == 0)
+    sd_kept = np.sqrt(
+        np.where(kept, resid_r**2, 0.0).sum(axis=1) / np.maximum(kept.sum(axis=1) - 2, 1)
+    )
+    gross = (
+        dropped.any(axis=1)
+        & (kept.sum(axis=1) >= 4)
+        & np.all(~dropped | (np.abs(resid_r) > _GROSS_Z * sd_kept[:, None]), axis=1)
+    )
+    broke = ((scale_s > _BREAKDOWN_RATIO * scale_r) & gross)[:, None]
+    return np.where(broke, beta_r, beta_s), np.where(broke, w_r, w_s)
+
+
 def _bisquare_psi(z: Array) -> tuple[Array, Array]:
     """Tukey's ψ(z) = z(1 − (z/c)²)² and ψ'(z) = (1 − (z/c)²)(1 − 5(z/c)²) for |z| < c."""
     t = (z / BISQUARE_C) ** 2
@@ -256,22 +326,13 @@ def fit_linear_batch(
         raise FitError(f"utilisation {u.shape} and power_w {y.shape} must be equal (m, k) arrays")
     mask = ~(np.isnan(u) | np.isnan(y))
     u0, y0 = np.where(mask, u, 0.0), np.where(mask, y, 0.0)
-    beta = _theil_sen(u0, y0, mask)
-    # Bisquare steps at the start's scale, held fixed: re-estimating it this early lets wild
-    # points at high leverage (a bad idle reading) inflate it and drag the line step by step.
-    start_scale = _robust_scale(y0 - (beta[:, :1] * (1 - u0) + beta[:, 1:] * u0), mask, y0)[:, None]
-    for _ in range(_FIXED_SCALE_ITERATIONS):
-        z = (y0 - (beta[:, :1] * (1 - u0) + beta[:, 1:] * u0)) / start_scale
-        beta, _ = _solve_line(u0, y0, _bisquare_weights(z, mask))
-    scale_y = np.maximum(1.0, np.abs(y0).max(axis=1))[:, None]
-    for _ in range(_ITERATIONS):
-        resid = y0 - (beta[:, :1] * (1 - u0) + beta[:, 1:] * u0)
-        z = resid / _robust_scale(resid, mask, y0)[:, None]
-        w = _bisquare_weights(z, mask)
-        previous, (beta, _) = beta, _solve_line(u0, y0, w)
-        if np.all(np.abs(beta - previous) <= 1e-9 * scale_y):
-            break
-
+    beta, w = _choose(
+        _irls(u0, y0, mask, _solve_line(u0, y0, mask.astype(np.float64))[0], huber_start=True),
+        _irls(u0, y0, mask, _theil_sen(u0, y0, mask), huber_start=False),
+        mask,
+        u0,
+        y0,
+    )
     resid = np.where(mask, y0 - (beta[:, :1] * (1 - u0) + beta[:, 1:] * u0), 0.0)
     n = mask.sum(axis=1)
     # Points the bisquare rejected carry no information: the covariance and the degrees of

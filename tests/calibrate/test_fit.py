@@ -58,7 +58,7 @@ def test_a_bad_reading_does_not_move_the_line() -> None:
 
 
 @pytest.mark.parametrize(
-    ("levels", "replicates", "lowest"), [(4, 1, 0.87), (6, 1, 0.90), (11, 1, 0.93), (11, 3, 0.93)]
+    ("levels", "replicates", "lowest"), [(4, 1, 0.93), (6, 1, 0.91), (11, 1, 0.93), (11, 3, 0.93)]
 )
 def test_interval_coverage_is_near_95_percent(levels: int, replicates: int, lowest: float) -> None:
     rng = np.random.default_rng(levels * 10 + replicates)
@@ -67,8 +67,8 @@ def test_interval_coverage_is_near_95_percent(levels: int, replicates: int, lowe
     batch = fit_linear_batch(u, _line(u) + rng.normal(0, 1.0, u.shape))
     for ci, truth in ((batch.p_idle_ci_w, P_IDLE), (batch.p_max_ci_w, P_MAX)):
         coverage = np.mean((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
-        # 3000 trials: binomial standard error 0.4 %. At 4–6 points the robust intervals are
-        # measured narrow (89–93 %), as documented in eams.calibrate.fit.
+        # 3000 trials: binomial standard error 0.4 %. At 5–6 points the robust intervals are
+        # measured a little narrow (93 %), as documented in eams.calibrate.fit.
         assert lowest <= coverage <= 0.97, coverage
     assert np.mean(batch.linear_ok) > 0.98
 
