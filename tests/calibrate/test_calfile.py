@@ -137,3 +137,13 @@ def test_unreadable_files_are_refused(tmp_path: Path, content: str | None, match
         path.write_text(content)
     with pytest.raises(CalibrationFileError, match=match):
         load_calibration(path)
+
+
+def test_a_busy_idle_level_is_not_active_idle() -> None:
+    record = _record(_powers())
+    busy = record.levels[0].model_copy(update={"utilisation": 0.35})
+    cal = calibration_from_sweep(
+        record.model_copy(update={"levels": [busy, *record.levels[1:]]}), created_at=T0
+    )
+    assert cal.p_active_idle_w is None
+    assert cal.wake_power_w == cal.p_idle_w and "No measurement at u = 0" in cal.wake_power_note

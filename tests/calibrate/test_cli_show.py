@@ -1,0 +1,65 @@
+"""``eams calibrate show`` (table and PNG), speed references and partial-data files, on
+calibration files built from synthetic sweeps (no load needed)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eams.calibrate.calfile import SweepRecord, calibration_from_sweep, save_calibration
+from eams.calibrate.errors import CalibrationFileError, FitError
+from eams.calibrate.run import SpeedReferenceSpec, fit_and_save, partial_path
+from eams.cli import cli
+from tests.calibrate.test_calfile import _powers, _record
+
+
+def _saved(tmp_path: Path, node: str, p_max: float) -> Path:
+    record = _record(_powers(p_max=p_max)).model_copy(update={"node": node})
+    cal = calibration_from_sweep(record, created_at=datetime.now(UTC))
+    return save_calibration(cal, tmp_path / f"{node}.json")
+
+
+def test_show_prints_every_node_and_draws_the_plot(tmp_path: Path) -> None:
+    files = [_saved(tmp_path, "mini-1", 31.0), _saved(tmp_path, "mini-2", 45.0)]
+    png = tmp_path / "plot" / "fleet.png"
+    args = ["calibrate", "show", *map(str, files), "--plot", str(png)]
+    result = CliRunner().invoke(cli, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "mini-1" in result.output and "mini-2" in result.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_show_refuses_a_bad_file_naming_the_field(tmp_path: Path) -> None:
+    path = _saved(tmp_path, "mini-1", 31.0)
+    data = json.loads(path.read_text())
+    del data["fit"]["r2"]
+    path.write_text(json.dumps(data))
+    result = CliRunner().invoke(cli, ["calibrate", "show", str(path)])
+    assert isinstance(result.exception, CalibrationFileError)
+    assert "field 'fit.r2'" in str(result.exception)
+
+
+def test_speed_is_relative_to_the_reference_file(tmp_path: Path) -> None:
+    reference = SpeedReferenceSpec.from_file(_saved(tmp_path, "mini-1", 31.0))
+    assert reference.name == "mini-1" and reference.bogo_ops_per_s == 1800.0
+    faster = _record(_powers()).model_copy(update={"node": "mini-2"})
+    levels = [lv.model_copy(update={"bogo_ops_per_s": 2700.0}) for lv in faster.levels]
+    cal = fit_and_save(
+        faster.model_copy(update={"levels": levels}), tmp_path / "m2.json", reference
+    )
+    assert cal.speed == pytest.approx(1.5)
+    assert cal.speed_reference.reference == "mini-1"
+
+
+def test_a_refused_fit_keeps_the_raw_sweep(tmp_path: Path) -> None:
+    record = _record({0: [0.0], 50: [0.0], 100: [70.0]}, floor_w=50.0)
+    out = tmp_path / "calibration" / "mini-1.json"
+    with pytest.raises(FitError, match=r"outlet 3: .*raw sweep kept in .*mini-1.partial.json"):
+        fit_and_save(record, out)
+    assert not out.exists()
+    kept = SweepRecord.model_validate_json(partial_path(out).read_text())
+    assert kept == record
