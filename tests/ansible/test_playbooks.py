@@ -80,8 +80,7 @@ def write_inventory(
                 # A wheel without its dependencies keeps the test fast; the rendered config is
                 # validated by this checkout's own `eams agent check-config` instead.
                 "eams_pip_extra_args": "--no-deps",
-                "eams_agent_validate_command": f"{Path(sys.executable).parent}/eams agent "
-                "check-config %s",
+                "eams_agent_validate_command": f"{sys.executable} -m eams.agent check-config %s",
                 "eams_agent_manage_service": False,
                 "eams_pdu_url": "snmp://public@127.0.0.1:16100",
                 "eams_influx_url": "http://127.0.0.1:8086",
@@ -177,7 +176,10 @@ def test_agent_playbook_installs_renders_and_is_idempotent(
                 4: ("ghost", 65.0),
             }
         unit = (root / "etc/systemd/system/eams-agent.service").read_text()
-        assert f"ExecStart={root}/opt/eams/venv/bin/eams agent run --config {config_path}" in unit
+        assert (
+            f"ExecStart={root}/opt/eams/venv/bin/python -m eams.agent run --config {config_path}"
+            in unit
+        )
         env_file = root / "etc/eams/agent.env"
         assert "EAMS_INFLUX_TOKEN=test-token" in env_file.read_text()
         assert env_file.stat().st_mode & 0o777 == 0o600
@@ -187,6 +189,21 @@ def test_agent_playbook_installs_renders_and_is_idempotent(
     assert second.returncode == 4, second.stdout + second.stderr
     assert counts.pop("ghost")["unreachable"] == 1
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), second.stdout
+
+
+def _directives(unit: str) -> list[str]:
+    return [line.split("=", 1)[0] for line in unit.splitlines() if "=" in line and line[0] != "#"]
+
+
+def test_the_rendered_unit_is_the_agents_own_unit() -> None:
+    """The ansible template is agent/eams-agent.service with the inventory's paths: the same
+    directives, so the two cannot drift apart (the shipped unit also sets User/Group and
+    StateDirectory for its fixed paths)."""
+    shipped = _directives((REPO / "agent" / "eams-agent.service").read_text())
+    template = _directives(
+        (PLAYBOOKS / "roles/eams_agent/templates/eams-agent.service.j2").read_text()
+    )
+    assert [d for d in shipped if d not in ("User", "Group", "StateDirectory")] == template
 
 
 def test_missing_outlet_stops_with_a_clear_message(
