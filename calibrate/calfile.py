@@ -18,13 +18,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eams import __version__
-from eams.calibrate.errors import CalibrationFileError
+from eams.calibrate.errors import CalibrationFileError, FitError
 from eams.calibrate.fit import FitResult, fit_linear, wake_power
 from eams.calibrate.model import LinearPowerModel
 from eams.meter.errors import BadMeterUrl
 from eams.meter.url import parse_meter_url
 
 SCHEMA_VERSION = 1
+BUSY_NODE_SPAN = 0.3
+"""A sweep whose measured utilisation spans less than this (fraction) was swamped by other work."""
 ACTIVE_IDLE_MAX_UTILISATION = 0.10
 """The idle level counts as active idle only if the node was this quiet (fraction): a node
 busy with other work at "idle" gives no active-idle power, and the line's intercept is used."""
@@ -289,19 +291,31 @@ def fit_sweep(record: SweepRecord) -> FitResult:
     ------
     FitError
         If a level's power is at or below the meter floor (naming the outlet), or fewer than
-        3 levels have both a utilisation and a power.
+        3 levels have both a utilisation and a power; when the measured utilisation hardly
+        varied, the message says the node was busy with other work.
     """
     usable = [
         lv for lv in record.levels if lv.utilisation is not None and lv.mean_power_w is not None
     ]
-    return fit_linear(
-        [lv.utilisation for lv in usable],
-        [lv.mean_power_w for lv in usable],
-        floor_w=record.floor_w,
-        outlet=record.outlet,
-        labels=[f"level {lv.commanded_pct} %" for lv in usable],
-        columns=("utilisation", "power_w"),
-    )
+    utilisation = [lv.utilisation for lv in usable if lv.utilisation is not None]
+    try:
+        return fit_linear(
+            utilisation,
+            [lv.mean_power_w for lv in usable],
+            floor_w=record.floor_w,
+            outlet=record.outlet,
+            labels=[f"level {lv.commanded_pct} %" for lv in usable],
+            columns=("utilisation", "power_w"),
+        )
+    except FitError as exc:
+        if utilisation and max(utilisation) - min(utilisation) < BUSY_NODE_SPAN:
+            raise FitError(
+                f"node {record.node}: {exc}; the measured utilisation only spanned "
+                f"{min(utilisation):.2f}–{max(utilisation):.2f} over the levels: other work kept "
+                "the node busy, so the load levels could not be told apart; stop it and sweep "
+                "again"
+            ) from exc
+        raise
 
 
 def calibration_from_sweep(

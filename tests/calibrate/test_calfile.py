@@ -147,3 +147,10 @@ def test_a_busy_idle_level_is_not_active_idle() -> None:
     )
     assert cal.p_active_idle_w is None
     assert cal.wake_power_w == cal.p_idle_w and "No measurement at u = 0" in cal.wake_power_note
+
+
+def test_a_node_busy_with_other_work_is_named_as_the_reason() -> None:
+    record = _record(_powers())
+    saturated = [lv.model_copy(update={"utilisation": 1.0}) for lv in record.levels]
+    with pytest.raises(FitError, match=r"node mini-1: .*only spanned 1.00–1.00 .*busy"):
+        calibration_from_sweep(record.model_copy(update={"levels": saturated}), created_at=T0)
