@@ -4,11 +4,12 @@ be placed, by the default path, within 5 s of the kill.
 A real ``eams extender serve`` process (uvicorn, ``tests/servers/uvicorn.py``) serves a replay
 of a synthetic workload on a simulated cluster; the emulated kube-scheduler talks to it over a
 socket with the shipped profile (``ignorable: true``, ``httpTimeout`` = ``--http-timeout-s``).
-When half the pods are bound, the extender is killed (SIGKILL), or frozen (SIGSTOP, a hung
+When ``--fault-at`` (75 %) of the pods are bound — the overloaded cluster then has a backlog
+of pending pods — the extender is killed (SIGKILL), or frozen (SIGSTOP, a hung
 process: every call then waits the full ``httpTimeout``) with ``--fault hang``. From then on
 the emulator records, in wall-clock time, when each scheduling decision completes. Reported:
-the extender failures counted, whether every pod that fits was placed, the wall time from the
-fault to the placement of the last pod that was pending at the fault, the worst per-pod
+the extender failures counted, whether every pod was placed, how long (wall clock) after the
+fault the pods that were pending and fitted at that instant were placed, the worst per-pod
 decision time after the fault, and whether every post-fault choice equals the default
 scheduler's (LeastAllocated) choice on the same state.
 
@@ -89,9 +90,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fault", choices=("kill", "hang"), default="kill")
     parser.add_argument("--http-timeout-s", type=float, default=1.0)
-    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--pods", type=int, default=800)
     parser.add_argument("--rho", type=float, default=1.6)
+    parser.add_argument(
+        "--fault-at", type=float, default=0.75, help="fraction of the pods bound before the fault"
+    )
     args = parser.parse_args()
     cluster = build_cluster(ClusterSpec(nodes=args.nodes, server_models=4), seed=1)
     workload = rescale_to_rho(
@@ -112,22 +116,23 @@ def main() -> int:
                 os.kill(pid, signal.SIGKILL if args.fault == "kill" else signal.SIGSTOP)
 
             client = ExtenderClient(server.url, timeout_s=args.http_timeout_s)
-            policy = FaultyReplay(cluster, client, 5, 5.0, fault_after=args.pods // 2, fault=fault)
+            policy = FaultyReplay(
+                cluster, client, 5, 5.0, fault_after=int(args.pods * args.fault_at), fault=fault
+            )
             replay = simulate(cluster, workload, policy, seed=1)
             policy.close()
             if args.fault == "hang":
                 os.kill(pid, signal.SIGCONT)
     placed = replay.node >= 0
     fault_sim_s = float(replay.start_s[policy.fault_pod])
-    pending = [
-        j
-        for j in policy.placed_at
-        if workload.arrival_s[j] <= fault_sim_s and replay.start_s[j] >= fault_sim_s
-    ]
-    span = max((policy.placed_at[j] for j in pending), default=policy.fault_at) - policy.fault_at
+    pending = [j for j in policy.placed_at if workload.arrival_s[j] <= fault_sim_s]
+    same_pass = [j for j in pending if replay.start_s[j] == fault_sim_s]
+    first_pass_s = max((policy.placed_at[j] for j in same_pass), default=policy.fault_at)
+    first_pass_s -= policy.fault_at
     worst = max(policy.decisions_after, default=float("nan"))
     print(
-        f"VT-3 {args.fault} at bind {args.pods // 2} of {args.pods} pods, {args.nodes} nodes, "
+        f"VT-3 {args.fault} at bind {int(args.pods * args.fault_at)} of {args.pods} pods, "
+        f"{args.nodes} nodes, "
         f"ρ = {args.rho:g}, httpTimeout {args.http_timeout_s:g} s"
     )
     print(f"  extender failures counted (ignorable): {dict(client.failures)}")
@@ -139,11 +144,13 @@ def main() -> int:
     )
     print(f"  worst per-pod decision after the fault: {worst * 1e3:.1f} ms")
     print(
-        f"  the {len(pending)} pods pending at the fault were all placed {span:.3f} s "
-        "(wall clock) after it"
+        f"  {len(pending)} pods were pending at the fault; {len(same_pass)} fitted at once and "
+        f"were placed by the default path within {first_pass_s:.3f} s (wall clock) of the "
+        "fault, the rest as capacity freed in simulated time"
     )
     ok = int(placed.sum()) + unschedulable == workload.size
-    ok = ok and span <= DEADLINE_S and policy.default_mismatch == 0
+    ok = ok and first_pass_s <= DEADLINE_S and worst <= DEADLINE_S
+    ok = ok and policy.default_mismatch == 0
     print(f"VT-3 (AR-5, default placement within {DEADLINE_S:g} s): {'met' if ok else 'NOT met'}")
     return 0 if ok else 1
 
