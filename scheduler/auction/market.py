@@ -281,7 +281,12 @@ class Market:
         self.prices[(self.holders < 0) & exist] = 0.0
         # A node's slots are identical: one price per node (its cheapest slot) lets up to
         # capacity bidders in per round instead of one per distinct entry price.
-        level = np.maximum(self.prices.min(axis=1) - eps_done, 0.0)
+        level = self.prices.min(axis=1)
+        if self.classes_matter:  # identical nodes are one market: one price, the cheapest
+            cheapest = np.full(level.size, np.inf)
+            np.minimum.at(cheapest, self.cls, level)
+            level = cheapest[self.cls]
+        level = np.maximum(level - eps_done, 0.0)
         self.prices = np.where(exist, level[:, None], np.inf)
         self.holders[:] = -1
         self.assign[:] = -1
