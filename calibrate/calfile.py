@@ -291,31 +291,28 @@ def fit_sweep(record: SweepRecord) -> FitResult:
     ------
     FitError
         If a level's power is at or below the meter floor (naming the outlet), or fewer than
-        3 levels have both a utilisation and a power; when the measured utilisation hardly
-        varied, the message says the node was busy with other work.
+        3 levels have both a utilisation and a power, or the measured utilisation spans less
+        than :data:`BUSY_NODE_SPAN` (the node was busy with other work: the line would be an
+        extrapolation from a cluster of points).
     """
     usable = [
         lv for lv in record.levels if lv.utilisation is not None and lv.mean_power_w is not None
     ]
     utilisation = [lv.utilisation for lv in usable if lv.utilisation is not None]
-    try:
-        return fit_linear(
-            utilisation,
-            [lv.mean_power_w for lv in usable],
-            floor_w=record.floor_w,
-            outlet=record.outlet,
-            labels=[f"level {lv.commanded_pct} %" for lv in usable],
-            columns=("utilisation", "power_w"),
+    if len(utilisation) >= 2 and max(utilisation) - min(utilisation) < BUSY_NODE_SPAN:
+        raise FitError(
+            f"node {record.node}: the measured utilisation only spanned "
+            f"{min(utilisation):.2f}–{max(utilisation):.2f} over the levels: other work kept "
+            "the node busy, so the load levels could not be told apart; stop it and sweep again"
         )
-    except FitError as exc:
-        if utilisation and max(utilisation) - min(utilisation) < BUSY_NODE_SPAN:
-            raise FitError(
-                f"node {record.node}: {exc}; the measured utilisation only spanned "
-                f"{min(utilisation):.2f}–{max(utilisation):.2f} over the levels: other work kept "
-                "the node busy, so the load levels could not be told apart; stop it and sweep "
-                "again"
-            ) from exc
-        raise
+    return fit_linear(
+        utilisation,
+        [lv.mean_power_w for lv in usable],
+        floor_w=record.floor_w,
+        outlet=record.outlet,
+        labels=[f"level {lv.commanded_pct} %" for lv in usable],
+        columns=("utilisation", "power_w"),
+    )
 
 
 def calibration_from_sweep(

@@ -351,7 +351,10 @@ def fit_linear_batch(
     covariance = factor[:, None, None] * xtx_inv
     se = np.sqrt(np.maximum(np.diagonal(covariance, axis1=1, axis2=2), 0.0))
     t = stats.t.ppf(0.5 + confidence / 2, np.maximum(df, 1))
-    half = np.where(df[:, None] > 0, t[:, None] * se, np.inf)
+    # Fewer than 3 distinct levels kept: the line passes exactly through them and the residuals
+    # say nothing about its uncertainty, which is then unknown (infinite), not zero.
+    known = (df > 0) & (_distinct(u0, used) >= 3)
+    half = np.where(known[:, None], t[:, None] * se, np.inf)
     ci = np.stack([beta - half, beta + half], axis=-1)
 
     ss_res = (resid**2).sum(axis=1)

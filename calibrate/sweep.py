@@ -110,7 +110,7 @@ class _LevelRun:
         self.last_power_w: float | None = None
         self.last_utilisation: float | None = None
 
-    def _progress(self, left_in_level_s: float) -> None:
+    def report_progress(self, left_in_level_s: float) -> None:
         self.sweep.report(self, left_in_level_s)
 
     def _check_load(self) -> None:
@@ -143,7 +143,7 @@ class _LevelRun:
                 return elapsed, True
             if elapsed >= plan.settle_s:
                 return elapsed, False
-            self._progress(plan.measure_s + max(0.0, plan.settle_s - elapsed))
+            self.report_progress(plan.measure_s + max(0.0, plan.settle_s - elapsed))
 
     def measure(self) -> tuple[float | None, list[PowerSample], float]:
         plan = self.sweep.plan
@@ -158,7 +158,7 @@ class _LevelRun:
             elapsed = time.monotonic() - start
             if elapsed >= plan.measure_s - 1e-6:
                 break
-            self._progress(plan.measure_s - elapsed)
+            self.report_progress(plan.measure_s - elapsed)
         utilisation = utilisation_between(start_times, self.sweep.cpu_times())
         self.last_utilisation = utilisation
         return utilisation, samples, elapsed
@@ -244,7 +244,7 @@ class _Sweep:
             job = self.runner.start(stressng.load_command(cpus, pct, longest)) if pct else None
             run = _LevelRun(self, index, pct, job, attempt)
             try:
-                run._progress(plan.settle_s + plan.measure_s)
+                run.report_progress(plan.settle_s + plan.measure_s)
                 settle_s, settled = run.settle()
                 self.settle_seen_s.append(settle_s)
                 utilisation, samples, measure_s = run.measure()

@@ -159,3 +159,10 @@ def test_bad_points_are_refused_naming_point_and_column(
 def test_two_levels_are_refused() -> None:
     with pytest.raises(FitError, match="only 2 distinct level"):
         fit_linear([0, 0, 1, 1], [10, 11, 30, 31])
+
+
+def test_two_levels_left_after_rejection_give_unknown_not_zero_uncertainty() -> None:
+    # A saturated node: three levels at u = 1.0, two a hair below, one of them off.
+    u = [0.99754, 0.99756, 1.0, 1.0, 1.0]
+    result = fit_linear(u, [179.8, 179.8001, 180.0, 180.0, 180.0])
+    assert result.p_idle_ci95_w == (float("-inf"), float("inf"))
