@@ -28,7 +28,7 @@ def test_cli_sweep_recovers_the_hidden_line_within_its_intervals(
 ) -> None:
     out = tmp_path / "calibration" / "here.json"
     args = ["calibrate", "sweep", "--node", "here", "--meter", pdu.url, "--outlet", "1"]
-    args += ["--levels", "0,25,50,75,100", "--settle-s", "3", "--measure-s", "2"]
+    args += ["--levels", "0,25,50,75,100", "--settle-s", "3", "--measure-s", "1.5"]
     args += ["--sample-s", "0.2", "--out", str(out)]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
@@ -46,7 +46,7 @@ def test_cli_sweep_recovers_the_hidden_line_within_its_intervals(
     assert sweep.floor_w == 50.0 and sweep.stress_ng_version[0].isdigit()
     for level in sweep.levels:
         assert level.utilisation is not None
-        assert len(level.samples) >= 8
+        assert len(level.samples) >= 6
         stamps = [s.read_at for s in level.samples]
         assert stamps == sorted(stamps) and stamps[0] >= level.started_at
         assert all(HIDDEN.p_idle_w - 1 <= s.power_w <= HIDDEN.p_max_w + 1 for s in level.samples)
