@@ -139,8 +139,8 @@ class FitSummary(_Strict):
 
     p_idle_w: Watts
     p_max_w: Watts
-    p_idle_ci95_w: tuple[float, float]
-    p_max_ci95_w: tuple[float, float]
+    p_idle_ci95_w: tuple[float, float] | None
+    p_max_ci95_w: tuple[float, float] | None
     covariance_w2: tuple[tuple[float, float], tuple[float, float]]
     r2: float
     rmse_w: Annotated[float, Field(ge=0)]
@@ -231,13 +231,13 @@ class Calibration(_Strict):
         return self.fit.p_max_w
 
     @property
-    def p_idle_ci95_w(self) -> tuple[float, float]:
-        """95 % interval of P_idle (W)."""
+    def p_idle_ci95_w(self) -> tuple[float, float] | None:
+        """95 % interval of P_idle (W); ``None`` when unknown."""
         return self.fit.p_idle_ci95_w
 
     @property
-    def p_max_ci95_w(self) -> tuple[float, float]:
-        """95 % interval of P_max (W)."""
+    def p_max_ci95_w(self) -> tuple[float, float] | None:
+        """95 % interval of P_max (W); ``None`` when unknown."""
         return self.fit.p_max_ci95_w
 
     @property

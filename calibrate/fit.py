@@ -75,8 +75,9 @@ class FitResult:
     ----------
     p_idle_w, p_max_w : float
         The line at u = 0 and u = 1 (W).
-    p_idle_ci95_w, p_max_ci95_w : (float, float)
-        Confidence intervals [lo, hi] (W) at ``confidence`` (95 % by default).
+    p_idle_ci95_w, p_max_ci95_w : (float, float) or None
+        Confidence intervals [lo, hi] (W) at ``confidence`` (95 % by default); ``None`` when
+        the uncertainty is unknown (fewer than 3 distinct levels kept after rejection).
     covariance_w2 : ((float, float), (float, float))
         Covariance of (P_idle, P_max) in W² (see :func:`confidence_band_w`).
     r2, rmse_w : float
@@ -99,8 +100,8 @@ class FitResult:
 
     p_idle_w: float
     p_max_w: float
-    p_idle_ci95_w: tuple[float, float]
-    p_max_ci95_w: tuple[float, float]
+    p_idle_ci95_w: tuple[float, float] | None
+    p_max_ci95_w: tuple[float, float] | None
     covariance_w2: tuple[tuple[float, float], tuple[float, float]]
     r2: float
     rmse_w: float
@@ -134,8 +135,8 @@ class FitResult:
         return {
             "p_idle_w": self.p_idle_w,
             "p_max_w": self.p_max_w,
-            "p_idle_ci95_w": list(self.p_idle_ci95_w),
-            "p_max_ci95_w": list(self.p_max_ci95_w),
+            "p_idle_ci95_w": None if self.p_idle_ci95_w is None else list(self.p_idle_ci95_w),
+            "p_max_ci95_w": None if self.p_max_ci95_w is None else list(self.p_max_ci95_w),
             "r2": self.r2,
             "rmse_w": self.rmse_w,
             "n_points": self.n_points,
@@ -217,6 +218,10 @@ def wake_power(p_active_idle_w: float | None, p_idle_w: float) -> tuple[float, s
         f"the line's intercept {p_idle_w:.1f} W differs from it by {gap_pct:+.1f} % and is used "
         "only for the load-dependent part."
     )
+
+
+def _interval(ci: Array) -> tuple[float, float] | None:
+    return (float(ci[0]), float(ci[1])) if np.all(np.isfinite(ci)) else None
 
 
 def _linear_reason(
@@ -351,8 +356,8 @@ def fit_linear(
     return FitResult(
         p_idle_w=p_idle,
         p_max_w=p_max,
-        p_idle_ci95_w=(float(batch.p_idle_ci_w[0, 0]), float(batch.p_idle_ci_w[0, 1])),
-        p_max_ci95_w=(float(batch.p_max_ci_w[0, 0]), float(batch.p_max_ci_w[0, 1])),
+        p_idle_ci95_w=_interval(batch.p_idle_ci_w[0]),
+        p_max_ci95_w=_interval(batch.p_max_ci_w[0]),
         covariance_w2=(
             (float(batch.covariance_w2[0, 0, 0]), float(batch.covariance_w2[0, 0, 1])),
             (float(batch.covariance_w2[0, 1, 0]), float(batch.covariance_w2[0, 1, 1])),

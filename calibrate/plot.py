@@ -36,10 +36,11 @@ def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> 
                     ax.scatter([level.utilisation] * len(powers), powers, s=6, color="0.7")
         for level in cal.fit.levels:
             ax.scatter([level.utilisation], [level.measured_w], s=30, color="C0", zorder=3)
-        low, high = confidence_band_w(
-            grid, cal.p_idle_w, cal.p_max_w, cal.fit.covariance_w2, cal.fit.n_points
-        )
-        ax.fill_between(grid, low, high, color="C1", alpha=0.25, label="95 % band")
+        if cal.p_idle_ci95_w is not None:
+            low, high = confidence_band_w(
+                grid, cal.p_idle_w, cal.p_max_w, cal.fit.covariance_w2, cal.fit.n_points
+            )
+            ax.fill_between(grid, low, high, color="C1", alpha=0.25, label="95 % band")
         line = cal.p_idle_w + (cal.p_max_w - cal.p_idle_w) * grid
         ax.plot(grid, line, color="C1", label="fitted line")
         if cal.p_active_idle_w is not None:

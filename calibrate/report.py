@@ -13,8 +13,8 @@ from eams.calibrate.fit import FitResult, wake_power
 from eams.calibrate.fleet import NodeOutcome
 
 
-def _ci(interval: Sequence[float]) -> str:
-    return f"[{interval[0]:.1f}, {interval[1]:.1f}]"
+def _ci(interval: Sequence[float] | None) -> str:
+    return "[unknown]" if interval is None else f"[{interval[0]:.1f}, {interval[1]:.1f}]"
 
 
 def _opt(value: float | None, fmt: str) -> str:

@@ -165,4 +165,5 @@ def test_two_levels_left_after_rejection_give_unknown_not_zero_uncertainty() -> 
     # A saturated node: three levels at u = 1.0, two a hair below, one of them off.
     u = [0.99754, 0.99756, 1.0, 1.0, 1.0]
     result = fit_linear(u, [179.8, 179.8001, 180.0, 180.0, 180.0])
-    assert result.p_idle_ci95_w == (float("-inf"), float("inf"))
+    assert result.p_idle_ci95_w is None and result.p_max_ci95_w is None
+    assert result.to_json()["p_idle_ci95_w"] is None
