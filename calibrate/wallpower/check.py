@@ -198,9 +198,10 @@ def _node_findings(n: NodeEnergy) -> list[str]:
         spans = ", ".join(f"{g.start_s:.1f}–{g.end_s:.1f} s" for g in n.gaps[:4])
         more = f" and {len(n.gaps) - 4} more" if len(n.gaps) > 4 else ""
         bridge = (
-            "the counter kept counting"
+            "the counter kept counting between readings (at a window edge the mean power is held)"
             if n.method == "counter"
-            else "bridged linearly, never zero-filled; charged to the sampling uncertainty"
+            else "bridged linearly (held at a window edge), never zero-filled; charged to the "
+            "sampling uncertainty"
         )
         out.append(f"{len(n.gaps)} gap(s) in metered data, {total:.1f} s ({spans}{more}); {bridge}")
     for e in n.counter_events:

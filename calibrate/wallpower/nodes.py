@@ -19,6 +19,13 @@ from eams.calibrate.wallpower.errors import RunDataError
 from eams.calibrate.wallpower.load import NodeSeries, Run
 
 _SQRT3 = math.sqrt(3.0)
+EDGE_MAX_FRACTION = 0.1
+"""Longest stretch at a window edge without a quantity's samples, as a fraction of the window.
+
+Inside the window a gap is bridged between two samples; at an edge the nearest value can only
+be held (extrapolated). Beyond this fraction the window does not describe the data (a window
+given in the wrong time zone, an agent that stopped or started late): an error, not a guess.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +158,12 @@ def node_energy(
         )
         gaps, events = power.gaps, ()
         note = None if counter == "no energy counter" else counter
+    valid = np.isfinite(series.energy_wh if method == "counter" else series.power_w)
+    quantity = "energy counter readings" if method == "counter" else "metered power"
+    _check_edges(gaps, series.t_s[valid], span_s, quantity, where)
+    _check_edges(
+        util.gaps, series.t_s[np.isfinite(series.utilisation)], span_s, "utilisation", where
+    )
     if not metered_wh > 0:
         raise RunDataError(f"{where}: metered energy is {metered_wh:g} Wh; nothing to compare")
     rmse = _rmse_w(series.t_s, series.power_w, modelled_w)
@@ -174,6 +187,22 @@ def node_energy(
         power_w=series.power_w,
         modelled_w=modelled_w,
     )
+
+
+def _check_edges(
+    gaps: tuple[Gap, ...], t_valid_s: np.ndarray, span_s: float, quantity: str, where: str
+) -> None:
+    """Raise when a gap at an edge of the window exceeds :data:`EDGE_MAX_FRACTION` of it."""
+    for gap in gaps:
+        at_start = gap.start_s <= 0.0 and gap.end_s == t_valid_s[0]
+        at_end = gap.end_s >= span_s and gap.start_s == t_valid_s[-1]
+        if (at_start or at_end) and gap.length_s > EDGE_MAX_FRACTION * span_s:
+            raise RunDataError(
+                f"{where}: no {quantity} in {gap.start_s:.1f}–{gap.end_s:.1f} s, at the "
+                f"{'start' if at_start else 'end'} of the {span_s:.1f} s window (over "
+                f"{EDGE_MAX_FRACTION:.0%} of it, too long to extrapolate): fit the window to "
+                "the run, or check that node's agent"
+            )
 
 
 def _rmse_w(t_s: np.ndarray, metered_w: np.ndarray, modelled_w: np.ndarray) -> float | None:

@@ -177,7 +177,10 @@ def parse_run_spec(text: str) -> RunSpec:
         options = _options(query, _COMMON_OPTIONS, text)
         return RunSpec(text, "jsonl", paths=_expand_paths(listing, text), **_common(options, text))
     if text.startswith("influx://"):
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError as exc:  # e.g. an unclosed IPv6 bracket
+            raise RunSpecError(f"run {text!r}: not a URL ({exc}); expected {FORMS}") from None
         options = _options(parts.query, _COMMON_OPTIONS | {"measurement"}, text)
         database = parts.path.strip("/")
         if not parts.hostname or not database:

@@ -107,6 +107,7 @@ def test_unreachable_influx_is_one_line_on_the_cli(fleet_dir: Path, tmp_path: Pa
         ("influx://127.0.0.1:8086/db?start=yesterday&end=1", "neither ISO-8601"),
         ("influx://127.0.0.1:8086/db?start=0&end=1&colour=red", "unknown option 'colour'"),
         ("influx://127.0.0.1:8086/db?start=0&end=1&work_core_s=-3", "work_core_s must be"),
+        ("influx://[::1/eams?start=0&end=1", "not a URL"),
     ],
 )
 def test_bad_specs(text: str, message: str) -> None:
@@ -130,3 +131,34 @@ def test_node_without_metered_power_is_named(tmp_path: Path, fleet_dir: Path) ->
     run = load_run(parse_run_spec(f"jsonl:{tmp_path}"), "A")
     with pytest.raises(RunDataError, match="run A, node n3: fewer than two metered power samples"):
         check_runs(run, run, load_fleet(fleet_dir))
+
+
+def test_window_mostly_outside_the_data_is_refused(two_runs, fleet_dir: Path) -> None:
+    # "+01:00" written for a UTC run: the window starts an hour before the first sample
+    spec = parse_run_spec(f"jsonl:{two_runs[0]}?start=2026-11-29T10:00:00%2B01:00")
+    run = load_run(spec, "A")
+    assert run.duration_s == pytest.approx(3660)
+    with pytest.raises(
+        RunDataError,
+        match=r"run A, node n1: no energy counter readings in 0\.0–3600\.0 s, at the start",
+    ):
+        check_runs(run, run, load_fleet(fleet_dir))
+
+
+def test_agent_that_stopped_halfway_is_named(tmp_path: Path, fleet_dir: Path) -> None:
+    plan = RunPlan(spread(0.5), duration_s=60, counter=False, gaps={"n2": [(30, 61)]})
+    simulate(plan, tmp_path)
+    run = load_run(parse_run_spec(f"jsonl:{tmp_path}"), "A")
+    with pytest.raises(
+        RunDataError, match=r"run A, node n2: no metered power in 30\.0–60\.0 s, at the end"
+    ):
+        check_runs(run, run, load_fleet(fleet_dir))
+
+
+def test_short_edge_gap_is_held_and_reported(tmp_path: Path, fleet_dir: Path) -> None:
+    plan = RunPlan(spread(0.5), duration_s=60, counter=False, gaps={"n2": [(54, 61)]})
+    truth = simulate(plan, tmp_path)
+    run = load_run(parse_run_spec(f"jsonl:{tmp_path}"), "A")
+    node = check_runs(run, run, load_fleet(fleet_dir)).a.nodes["n2"]
+    assert [(g.start_s, g.end_s) for g in node.gaps] == [(54.0, 60.0)]
+    assert node.metered_wh == pytest.approx(truth["n2"], rel=0.02)  # held, not zero-filled
