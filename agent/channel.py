@@ -111,7 +111,10 @@ class SinkChannel:
                 return  # keep order: the buffer goes behind the spool
             rows = self.spool.peek(self._batch_size)
             if not rows:
-                return  # the spool file cannot be read now; retry later
+                self._update_depth()  # a corrupted file may have been replaced by an empty one
+                if self.spool.depth_points:
+                    return  # the spool file cannot be read now; retry later
+                break
             if not self._send([record for _, record in rows]):
                 return
             self.spool.ack(rows)
@@ -160,5 +163,7 @@ class SinkChannel:
         self._update_depth()
 
     def _update_depth(self) -> None:
+        if lost := self.spool.take_lost():
+            self._metrics.dropped.labels(self.sink.name, "spool_error").inc(lost)
         self._metrics.spool_points.labels(self.sink.name).set(self.spool.depth_points)
         self._metrics.spool_bytes.labels(self.sink.name).set(self.spool.depth_bytes)

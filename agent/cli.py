@@ -54,6 +54,8 @@ def run(config_file: Path, log_level: str) -> None:
     Prometheus metrics on ``metrics.host:metrics.port``/metrics.
     """
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if log_level != "DEBUG":  # httpx logs every request at INFO: one journal line per write
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     config = load_config(config_file)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

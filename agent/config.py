@@ -73,7 +73,9 @@ NodeName = Annotated[
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: ``.inf`` is valid YAML for a float, and an infinite power cap
+    # would publish a headroom of 1 whatever the power.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _from_env(variable: str) -> str:
@@ -81,6 +83,17 @@ def _from_env(variable: str) -> str:
     if not value:
         raise ValueError(f"environment variable {variable} is not set")
     return value
+
+
+def _env_is_set(variable: str | None) -> str | None:
+    if variable is not None:
+        _from_env(variable)
+    return variable
+
+
+#: The name of an environment variable that must be set (checked when the file is loaded, so
+#: the error names the key: ``sinks[0].token_env``).
+EnvVariable = Annotated[str | None, AfterValidator(_env_is_set)]
 
 
 class _SinkBase(_Strict):
@@ -98,14 +111,12 @@ class InfluxV2SinkConfig(_SinkBase):
     bucket: str = Field(min_length=1)
     org: str = Field(min_length=1)
     token: SecretStr | None = None
-    token_env: str | None = None
+    token_env: EnvVariable = None
 
     @model_validator(mode="after")
     def _one_token(self) -> InfluxV2SinkConfig:
         if (self.token is None) == (self.token_env is None):
             raise ValueError("give exactly one of token, token_env")
-        if self.token_env is not None:
-            _from_env(self.token_env)
         return self
 
     def token_value(self) -> str:
@@ -121,9 +132,9 @@ class InfluxV1SinkConfig(_SinkBase):
     database: str = Field(min_length=1)
     retention_policy: str | None = None
     username: str | None = None
-    username_env: str | None = None
+    username_env: EnvVariable = None
     password: SecretStr | None = None
-    password_env: str | None = None
+    password_env: EnvVariable = None
 
     @model_validator(mode="after")
     def _credentials(self) -> InfluxV1SinkConfig:
@@ -135,9 +146,6 @@ class InfluxV1SinkConfig(_SinkBase):
         has_password = self.password is not None or self.password_env is not None
         if has_user != has_password:
             raise ValueError("give both a username and a password, or neither")
-        for variable in (self.username_env, self.password_env):
-            if variable is not None:
-                _from_env(variable)
         return self
 
     def credentials(self) -> tuple[str, str] | None:
@@ -223,7 +231,8 @@ class AgentConfig(_Strict):
     node: NodeName
     power_cap_w: PositiveFloat
     calibration: Path | None = None
-    sample_period_s: PositiveFloat = 1.0
+    # /proc/stat counts in 10 ms ticks (USER_HZ = 100): a shorter window measures nothing.
+    sample_period_s: float = Field(1.0, ge=0.1)
     sinks: list[SinkConfig] = Field(default_factory=list)
     spool: SpoolConfig
     metrics: MetricsConfig = Field(default_factory=lambda: MetricsConfig.model_validate({}))
@@ -281,6 +290,9 @@ def parse_config(data: object, base_dir: Path, source: str = "config") -> AgentC
         Listing every invalid field as ``path: reason`` (``sinks[1].url: ...``), or naming
         ``calibration`` when the file is unreadable or is another node's.
     """
+    if not isinstance(data, dict):
+        found = "an empty file" if data is None else f"a {type(data).__name__}"
+        raise ConfigError(f"{source}: (top level): expected a mapping of settings, got {found}")
     try:
         config = AgentConfig.model_validate(data)
     except ValidationError as exc:

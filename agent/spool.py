@@ -15,6 +15,13 @@ little larger). When full, ``drop_oldest`` deletes the oldest rows to make room 
 A full disk (SQLITE_FULL, ENOSPC) or another SQLite failure never raises: the records are
 reported as dropped with reason ``disk_full`` or ``spool_error``, and the spool retries the
 disk on the next call.
+
+A corrupted file (SQLITE_CORRUPT, SQLITE_NOTADB: truncated, overwritten, a torn copy), found
+when opening or reading it, is renamed aside to ``<name>.sqlite.corrupt-<UTC time>`` (kept for
+an operator; :func:`sqlite3` ``.recover`` may salvage rows) and a fresh spool starts. The records
+it held are counted lost (:meth:`Spool.take_lost`). Without this, a damaged file would make the
+spool unusable for good: every later outage would lose all its records, and a file that opens
+but cannot be read would block its sink's delivery forever.
 """
 
 from __future__ import annotations
@@ -25,12 +32,16 @@ import logging
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 log = logging.getLogger(__name__)
 
 SpoolPolicy = Literal["drop_oldest", "drop_newest"]
+
+#: SQLite result codes that mean the file is damaged (sqlite.org/rescode.html): 11, 26.
+_CORRUPT = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
 
 @dataclass
@@ -85,6 +96,7 @@ class Spool:
         self._db: sqlite3.Connection | None = None
         self._open_failure = "spool_error"
         self._acked_id = 0  # rows up to this id are acknowledged (table ``acked``)
+        self._lost = 0  # records lost with a corrupted file, not yet taken by take_lost()
         self.depth_points = 0
         self.depth_bytes = 0
         self._open()
@@ -92,6 +104,14 @@ class Spool:
     def _open(self) -> bool:
         if self._db is not None:
             return True
+        opened = self._try_open()
+        if not opened and self._open_failure == "corrupt":
+            self._quarantine()
+            opened = self._try_open()
+        return opened
+
+    def _try_open(self) -> bool:
+        db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -109,8 +129,10 @@ class Spool:
                 "SELECT count(*), total(length(record)) FROM spool WHERE id > ?", (acked_id,)
             ).fetchone()
         except (OSError, sqlite3.Error) as exc:
+            if db is not None:
+                db.close()
             log.warning("spool %s unavailable: %s", self.path, exc)
-            self._open_failure = _reason(exc)
+            self._open_failure = "corrupt" if _corrupt(exc) else _reason(exc)
             return False
         self._db, self._acked_id = db, int(acked_id)
         self.depth_points, self.depth_bytes = int(count), int(size)
@@ -124,11 +146,14 @@ class Spool:
         AppendResult
             Never raises for a full spool or a full disk: the losses are in ``dropped``.
         """
+        return self._append(records, retry_corrupt=True)
+
+    def _append(self, records: Sequence[str], *, retry_corrupt: bool) -> AppendResult:
         result = AppendResult()
         if not records:
             return result
         if not self._open():
-            result.dropped[self._open_failure] = len(records)
+            result.dropped[_reason_of(self._open_failure)] = len(records)
             return result
         assert self._db is not None
         keep = self._fit(list(records), result)
@@ -139,6 +164,9 @@ class Spool:
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
+            if _corrupt(exc) and retry_corrupt:
+                self._quarantine()  # then once more, into a fresh file
+                return self._append(records, retry_corrupt=False)
             reason = _reason(exc)
             log.warning("spool %s: %s; %d records lost", self.path, exc, len(keep))
             result.dropped[reason] = result.dropped.get(reason, 0) + len(keep)
@@ -209,6 +237,9 @@ class Spool:
             ).fetchall()
         except sqlite3.Error as exc:
             log.warning("spool %s: cannot read: %s", self.path, exc)
+            if _corrupt(exc):
+                self._quarantine()
+                self._open()
             return []
 
     def ack(self, rows: Sequence[tuple[int, str]]) -> None:
@@ -236,6 +267,35 @@ class Spool:
             self._rollback()
             log.warning("spool %s: cannot record acknowledged rows: %s", self.path, exc)
 
+    def take_lost(self) -> int:
+        """Records lost with corrupted files since the previous call (for the drop counter)."""
+        lost, self._lost = self._lost, 0
+        return lost
+
+    def _quarantine(self) -> None:
+        """Move a corrupted file (and its WAL and shared-memory files) aside; count what it
+        held as lost; the next :meth:`_open` starts an empty spool."""
+        self.close()
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            source = self.path.with_name(self.path.name + suffix)
+            try:
+                source.rename(aside.with_name(aside.name + suffix))
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log.error("spool %s: cannot move the corrupted file aside: %s", source, exc)
+        log.error(
+            "spool %s is corrupted: moved to %s; its records are lost (%d known); "
+            "a new spool starts",
+            self.path,
+            aside,
+            self.depth_points,
+        )
+        self._lost += self.depth_points
+        self._acked_id = self.depth_points = self.depth_bytes = 0
+
     def _rollback(self) -> None:
         assert self._db is not None
         with contextlib.suppress(sqlite3.Error):  # no transaction open: BEGIN itself failed
@@ -246,6 +306,15 @@ class Spool:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def _corrupt(exc: OSError | sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) in _CORRUPT
+
+
+def _reason_of(open_failure: str) -> str:
+    """The drop reason for records refused because the file could not be opened."""
+    return "spool_error" if open_failure == "corrupt" else open_failure
 
 
 def _reason(exc: OSError | sqlite3.Error) -> str:

@@ -100,3 +100,23 @@ def test_spool_of_a_renamed_sink_is_reported(tmp_path: Path, caplog) -> None:
         in caplog.text
     )
     assert (tmp_path / "spool" / "new.sqlite").exists()
+
+
+def test_corrupted_spool_file_at_start(tmp_path: Path) -> None:
+    """Garbage in a sink's spool file: the agent starts, moves it aside, and spools into a new
+    file while the sink is down (before: every record dropped as spool_error, for good)."""
+    dead = {"type": "influx_v1", "url": f"http://127.0.0.1:{free_port()}", "database": "eams"}
+    config = write_config(tmp_path, sinks=[{**dead, "max_backoff_s": 0.2}])
+    (tmp_path / "spool").mkdir()
+    (tmp_path / "spool" / "influx_v1.sqlite").write_bytes(b"\xff" * 10_000)
+    with running_agent(config) as agent:
+        port = agent.metrics_port
+        wait_for(
+            lambda: (metric(port, "eams_agent_spool_points", sink="influx_v1") or 0) >= 3,
+            "spooling into a fresh file",
+        )
+        assert (
+            metric(port, "eams_agent_dropped_points_total", sink="influx_v1", reason="spool_error")
+            == 0
+        )
+    assert len(list((tmp_path / "spool").glob("influx_v1.sqlite.corrupt-*"))) == 1

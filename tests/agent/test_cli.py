@@ -120,3 +120,20 @@ def test_run_refuses_a_metrics_port_in_use(tmp_path: Path, capsys, monkeypatch) 
     assert err.splitlines()[-1] == (
         f"eams: error: metrics: cannot listen on 127.0.0.1:{port}: Address already in use"
     )
+
+
+def test_run_logs_no_line_per_write(tmp_path: Path, influxdb) -> None:
+    """At INFO, a healthy agent is quiet: httpx's per-request lines (one per sink per period,
+    filling the journal) are shown only with --log-level DEBUG."""
+    sink = {"type": "influx_v1", "url": influxdb.url, "database": "eams"}
+    path = write_config(tmp_path, sinks=[sink, {"type": "jsonl", "path": "samples.jsonl"}])
+    agent = subprocess.Popen([*EAMS, "run", "--config", str(path)], stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: len(jsonl_samples(tmp_path / "samples.jsonl")) >= 3, "3 samples")
+        wait_for(lambda: influxdb.query("SELECT count(*) FROM eams_node", "eams"), "a write")
+        agent.send_signal(signal.SIGTERM)
+        _, stderr = agent.communicate(timeout=20)
+    finally:
+        agent.kill()
+    assert agent.returncode == 0, stderr.decode()
+    assert "HTTP Request" not in stderr.decode()

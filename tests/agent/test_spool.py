@@ -92,3 +92,55 @@ def test_spool_created_on_a_full_disk_recovers(tiny_disk: Path) -> None:
     assert spool.append(records(3, 5)).stored == 2
     assert bodies(spool) == records(3, 5)
     spool.close()
+
+
+def corrupt(path: Path, keep_header: bool) -> None:
+    """Overwrite ``path`` with garbage, or (``keep_header``) its pages after the first 40 KiB
+    with 0xEE bytes: the file still opens as SQLite but its b-tree is damaged."""
+    if not keep_header:
+        path.write_bytes(b"not a database " * 500)
+        return
+    data = bytearray(path.read_bytes())
+    data[40_960 : len(data) - 8192] = b"\xee" * (len(data) - 8192 - 40_960)
+    path.write_bytes(bytes(data))
+
+
+def test_a_corrupted_file_is_moved_aside_and_a_new_spool_starts(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    path.write_bytes(b"not a database " * 500)
+    spool = Spool(path, max_points=100, max_bytes=None, policy="drop_oldest")
+    assert spool.append(records(0, 3)).stored == 3  # not dropped as spool_error for good
+    assert bodies(spool) == records(0, 3)
+    (aside,) = tmp_path.glob("s.sqlite.corrupt-*")
+    assert aside.read_bytes().startswith(b"not a database")  # kept for the operator
+    spool.close()
+
+
+def test_a_truncated_file_is_moved_aside(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    spool = Spool(path, max_points=100_000, max_bytes=None, policy="drop_oldest")
+    spool.append(records(0, 20_000))
+    spool.close()
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    reopened = Spool(path, max_points=100_000, max_bytes=None, policy="drop_oldest")
+    assert (reopened.depth_points, bodies(reopened)) == (0, [])
+    assert reopened.append(records(5, 7)).stored == 2
+    assert bodies(reopened) == records(5, 7)
+    assert len(list(tmp_path.glob("s.sqlite.corrupt-*"))) == 1
+    reopened.close()
+
+
+def test_a_file_damaged_while_open_does_not_block_the_spool(tmp_path: Path) -> None:
+    """Damage found by a read: the spool starts afresh and counts the records it lost, so
+    delivery is not stuck behind a spool that can never be read."""
+    path = tmp_path / "s.sqlite"
+    spool = Spool(path, max_points=100_000, max_bytes=None, policy="drop_oldest")
+    spool.append([r + "x" * 150 for r in records(0, 30_000)])  # beyond SQLite's 2 MB cache
+    assert spool._db is not None
+    spool._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the rows are in the main file now
+    corrupt(path, keep_header=True)
+    assert spool.peek(100_000) == []
+    assert (spool.depth_points, spool.take_lost(), spool.take_lost()) == (0, 30_000, 0)
+    assert spool.append(records(30_000, 30_002)).stored == 2
+    assert bodies(spool) == records(30_000, 30_002)
+    spool.close()
