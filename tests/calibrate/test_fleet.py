@@ -39,7 +39,9 @@ def test_fleet_sweeps_each_node_and_summarises(
         )
     )
     args = ["calibrate", "fleet", "--inventory", str(inventory), "--levels", "0,50,100"]
-    result = CliRunner().invoke(cli, [*args, "--settle-s", "1.5", "--measure-s", "1"])
+    result = CliRunner().invoke(
+        cli, [*args, "--settle-s", "1.5", "--measure-s", "1", "--sample-s", "0.25"]
+    )
     assert isinstance(result.exception, SweepError)
     assert "1 of 2 node(s) failed: gone" in str(result.exception), result.output
     assert "loop" in result.output and "gone" in result.output and "failed" in result.output
