@@ -23,13 +23,18 @@ from eams.calibrate.calfile import Calibration
 from eams.calibrate.run import SpeedReferenceSpec, fit_and_save
 from eams.calibrate.sweep import SweepPlan, SweepProgress, run_sweep
 from eams.demo_fleet import CORES
-from eams.demo_testbed import BOGO_OPS_PER_CORE_S, Testbed, VirtualNode, VirtualRunner
+from eams.demo_testbed import (
+    BOGO_OPS_PER_CORE_S,
+    DRIVER,
+    METER_RETRIES,
+    METER_TIMEOUT_S,
+    Testbed,
+    VirtualNode,
+    VirtualRunner,
+)
 from eams.meter.blocking import BlockingMeter
 from eams.meter.reading import Reading
 
-DRIVER = "apc_rpdu2"
-METER_TIMEOUT_S, METER_RETRIES = 2.0, 2
-"""Generous SNMP bounds: six sweeps share a small machine."""
 FULL_PLAN = SweepPlan(
     settle_s=1.5, measure_s=1.0, sample_s=0.1, settle_power_tol_pct=3.0, settle_power_tol_w=1.0
 )

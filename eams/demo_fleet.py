@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eams.datasets import data_file
+from eams.datasets import DATA_DIR_ENV, data_dir, data_file
 from eams.scheduler.bench.cluster import SPECPOWER_CSV, read_server_models
 from eams.scheduler.bench.errors import ClusterError
 from eams.scheduler.bench.manifest import ClusterSpec
@@ -97,6 +97,20 @@ def _nodes(models: list[tuple[str, tuple[float, ...], float]]) -> list[DemoNode]
     return nodes
 
 
+def not_found(relative: str) -> str:
+    """Say which data file is missing, where it was looked for and how to point at it.
+
+    Parameters
+    ----------
+    relative : str
+        The file's path inside the data folder (e.g. ``specpower/...csv``).
+    """
+    return (
+        f"{relative} not found in {data_dir()} (set {DATA_DIR_ENV} to the folder that holds "
+        "the shared data)"
+    )
+
+
 def demo_fleet() -> tuple[list[DemoNode], str]:
     """The six nodes and one sentence saying where their curves come from.
 
@@ -108,9 +122,8 @@ def demo_fleet() -> tuple[list[DemoNode], str]:
     """
     if data_file(SPECPOWER_CSV) is None:
         return _nodes(list(BUILTIN)), (
-            f"{SPECPOWER_CSV} not found in the data folder (EAMS_DATA_DIR): using six built-in "
-            f"curves, each scaled to idle at {IDLE_W[0]:g}–{IDLE_W[-1]:g} W (above the APC "
-            "outlet metering floor of 50 W)"
+            f"{not_found(SPECPOWER_CSV)}: using six built-in curves, each scaled to idle at "
+            f"{IDLE_W[0]:g}–{IDLE_W[-1]:g} W (above the APC outlet metering floor of 50 W)"
         )
     spec = ClusterSpec(min_cores=1, max_cores=1024, hw_year_from=1990, hw_year_to=2100)
     try:

@@ -31,12 +31,11 @@ from eams.demo_calibrate import calibrate_fleet
 from eams.demo_fleet import DemoNode, demo_fleet
 from eams.demo_replay import PlayedRun, play_with_agents
 from eams.demo_report import check_and_report
-from eams.demo_services import METER_RETRIES, METER_TIMEOUT_S, ExtenderServer
-from eams.demo_testbed import Testbed
+from eams.demo_services import ExtenderServer
+from eams.demo_testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.demo_workload import demo_workload, harness_cluster, plan_runs
 from eams.meter.blocking import BlockingMeter
 
-DRIVER = "apc_rpdu2"
 RUN_S = {True: 6.0, False: 50.0}
 """Real seconds the longer of the two runs lasts (quick, full)."""
 PERIOD_S = {True: 0.25, False: 0.5}

@@ -20,14 +20,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from eams.agent.config import parse_config
 from eams.agent.runner import Agent
-from eams.demo_testbed import Testbed
+from eams.demo_testbed import DRIVER, Testbed
 from eams.scheduler.extender.app import create_app
 from eams.scheduler.extender.settings import Settings
 
-DRIVER = "apc_rpdu2"
 START_TIMEOUT_S = 10.0
-METER_TIMEOUT_S, METER_RETRIES = 2.0, 2
-"""Generous SNMP bounds: the demo shares a small machine with its own six agents."""
 
 
 def _free_port() -> int:

@@ -27,6 +27,10 @@ TICKS_PER_S = 1000
 BOGO_OPS_PER_CORE_S = 1000.0
 """Virtual stress-ng throughput of one reference core at 100 % load (bogo-ops/s)."""
 STRESS_NG_VERSION = "stress-ng, version 0.15.06 (virtual node)"
+DRIVER = "apc_rpdu2"
+"""The simulator serves an APC rPDU2-like MIB; every demo stage reads it with this driver."""
+METER_TIMEOUT_S, METER_RETRIES = 2.0, 2
+"""Generous SNMP bounds: the six sweeps, later the six agents, share a small machine."""
 
 
 class VirtualNode:

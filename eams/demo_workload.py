@@ -21,7 +21,7 @@ import numpy as np
 
 from eams.calibrate.calfile import Calibration
 from eams.datasets import data_file
-from eams.demo_fleet import MEMORY_MIB, DemoNode
+from eams.demo_fleet import MEMORY_MIB, DemoNode, not_found
 from eams.scheduler import policies
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.manifest import Params, SyntheticSpec, TraceSpec
@@ -88,7 +88,7 @@ def demo_workload(cluster: Cluster, quick: bool) -> tuple[Workload, str]:
     else:
         spec = SyntheticSpec(pods=pods, cpu_choices=[0.5, 1, 2], duration_median_s=60)
         workload = synthetic(spec, n_tenants=4, classes=[], seed=SEED)
-        source = f"{DEFAULT_PATHS[TRACE]} not found (EAMS_DATA_DIR): {pods} synthetic pods"
+        source = f"{not_found(DEFAULT_PATHS[TRACE])}: {pods} synthetic pods"
     fits = workload.cpu <= cluster.cores.max()  # pods larger than a node never run
     if not fits.all():
         workload = subset(workload, fits)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,34 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
     assert html.read_text().count("data:image/png;base64,") == 3
     ingested = int(stdout.split("the extender ingested ")[1].split()[0])
     assert ingested > 0  # the agents pushed telemetry to the running extender
+
+
+def test_ctrl_c_during_the_replay_stops_everything(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [EAMS, "demo", "--quick", "--out", str(tmp_path / "demo")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        seen = []
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the demo prints as it goes; ends if it exits early
+            seen.append(line)
+            if "extender (shadow mode) at" in line:
+                break
+        text = "".join(seen)
+        assert "extender (shadow mode) at" in text, text
+        proc.send_signal(signal.SIGINT)  # agents, extender and simulator are all running now
+        # the agents' and the extender's threads are not daemons: left running, they would
+        # keep the interpreter alive and this would time out
+        rest, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, text + rest + stderr
+    assert "Traceback" not in stderr and "aborted" in stderr

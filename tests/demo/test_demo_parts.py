@@ -82,13 +82,15 @@ def test_without_the_data_folder_the_demo_names_the_files_and_uses_defaults(
 ) -> None:
     monkeypatch.setenv("EAMS_DATA_DIR", str(tmp_path))
     nodes, source = demo_fleet()
-    assert "specpower/specpower_load_power_table_2023_extract.csv not found" in source
+    wanted = f"specpower/specpower_load_power_table_2023_extract.csv not found in {tmp_path}"
+    assert wanted in source
+    assert "set EAMS_DATA_DIR" in source  # says how to point the demo at the data
     assert [n.server for n in nodes] == [label for label, _, _ in BUILTIN]
     assert min(min(n.points_w) for n in nodes) > 50  # above the APC outlet floor
     assert len({round(n.speed, 3) for n in nodes}) == 6  # the speeds differ
     cluster = harness_cluster(nodes, [_calibration(n) for n in nodes])
     workload, text = demo_workload(cluster, quick=True)
-    assert "alibaba_v2017_batch_task_head20000.csv not found" in text
+    assert f"alibaba_v2017_batch_task_head20000.csv not found in {tmp_path}" in text
     assert workload.size > 0
 
 
