@@ -146,8 +146,13 @@ def parse_meter_url(url: str) -> MeterUrl:
     BadMeterUrl
         Naming the part that is wrong: scheme, host, port, or an option and its allowed values.
     """
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket
+        raise BadMeterUrl(f"{url!r}: {exc}") from None
     scheme = parts.scheme.lower()
+    if scheme in ("snmp", "snmpv3") and (parts.path.strip("/") or parts.fragment):
+        raise BadMeterUrl(f"{url!r}: an SNMP URL has no path or fragment (HOST[:PORT] only)")
     options = _one_value_options(parts.query, url)
     if scheme == "snmp":
         _check_known(options, set(), url)
@@ -178,9 +183,11 @@ def parse_meter_url(url: str) -> MeterUrl:
         options["protocol"] = protocol
         options.setdefault("baudrate", str(_DEFAULT_BAUD[protocol]))
         options.setdefault("unit", "1")
-        for key in ("baudrate", "unit"):
-            if not options[key].isdigit():
-                raise BadMeterUrl(f"{url!r}: {key}={options[key]!r} is not a whole number")
+        # unit: Modbus serial slave addresses are 1-247 (MODBUS over Serial Line V1.02 §2.2)
+        for key, low, high in (("baudrate", 1, 4_000_000), ("unit", 1, 247)):
+            text = options[key]
+            if not (text.isdigit() and low <= int(text) <= high):
+                raise BadMeterUrl(f"{url!r}: {key}={text!r} is not a whole number in {low}-{high}")
         return MeterUrl("serial", device, options=options)
     raise BadMeterUrl(
         f"{url!r}: unknown scheme {parts.scheme!r}; use snmp://, snmpv3:// or serial://"
