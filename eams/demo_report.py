@@ -43,8 +43,13 @@ def check_and_report(
     """
     runs = [load_run(parse_run_spec(p.spec), p.label) for p in played]
     result = check_runs(runs[0], runs[1], load_fleet(calibrations_dir), accuracy_pct=ACCURACY_PCT)
+    note = (
+        f"The runs were played {speedup:.0f}× faster than the trace at the same power: "
+        f"multiply these J/core-s by {speedup:.0f} for trace time (the terminal's summary "
+        "shows them so)."
+    )
     html_path, json_path = write_report(
-        result, report_dir, title="eams demo — VT-5 wall-power check"
+        result, report_dir, title="eams demo — VT-5 wall-power check", note=note
     )
     table = Table(title="two runs of the same trace on the six-node testbed")
     for column in (

@@ -30,7 +30,7 @@ img{max-width:100%;border:1px solid #eee} .small{color:#555;font-size:13px}
 """
 
 
-def _per_node_rows(run: RunResult, disagreement: dict[str, float]) -> str:
+def _per_node_rows(run: RunResult) -> str:
     rows = []
     for name, n in run.nodes.items():
         sd = math.hypot(n.metered_sampling_sd_wh, n.metered_reading_sd_wh)
@@ -40,7 +40,7 @@ def _per_node_rows(run: RunResult, disagreement: dict[str, float]) -> str:
             f"<td>{n.metered_wh:.3f} ± {sd:.3f}</td><td>{n.modelled_wh:.3f}</td>"
             f"<td>{n.model_error_pct:+.2f}</td><td>{rmse}</td>"
             f"<td>{len(n.gaps)} ({sum(g.length_s for g in n.gaps):.1f} s)</td>"
-            f"<td>{len(n.counter_events)}</td><td>{disagreement[name]:+.2f}</td></tr>"
+            f"<td>{len(n.counter_events)}</td></tr>"
         )
     return "".join(rows)
 
@@ -53,13 +53,18 @@ def _sd_pts(parts: dict[str, float]) -> float:
     return math.sqrt(sum(v**2 for v in parts.values())) * 100
 
 
-def render_html(result: CheckResult, title: str = "VT-5 wall-power check") -> str:
+def render_html(
+    result: CheckResult, title: str = "VT-5 wall-power check", note: str | None = None
+) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG).
 
     Parameters
     ----------
     result : CheckResult
     title : str
+    note : str, optional
+        A sentence shown under the runs table (e.g. how the caller's time relates to the
+        runs' time).
     """
     r = result
     a, b = r.a, r.b
@@ -83,12 +88,17 @@ def render_html(result: CheckResult, title: str = "VT-5 wall-power check") -> st
     node_header = (
         "<tr><th class=l>node</th><th class=l>method</th><th>metered Wh ±1σ</th>"
         "<th>modelled Wh</th><th>model error %</th><th>power RMSE W</th><th>gaps</th>"
-        "<th>counter drops</th><th>share of D (points)</th></tr>"
+        "<th>counter drops</th></tr>"
+    )
+    # one value per node over both runs, so one table, not a column repeated in each run's
+    share_rows = "".join(
+        f"<tr><td class=l>{escape(name)}</td><td>{points:+.2f}</td></tr>"
+        for name, points in r.disagreement_pts.items()
     )
     specs = "<br>".join(f"run {escape(x.label)}: <code>{escape(x.spec)}</code>" for x in (a, b))
     per_node = "".join(
         f"<h2>Per node: run {escape(run.label)}</h2>"
-        f"<table>{node_header}{_per_node_rows(run, r.disagreement_pts)}</table>"
+        f"<table>{node_header}{_per_node_rows(run)}</table>"
         for run in (a, b)
     )
     return f"""<!doctype html><html lang=en><head><meta charset=utf-8>
@@ -106,13 +116,15 @@ def render_html(result: CheckResult, title: str = "VT-5 wall-power check") -> st
 <th>metered Wh</th><th>modelled Wh</th><th>metered {escape(r.unit)}</th>
 <th>modelled {escape(r.unit)}</th></tr>
 {runs_rows}</table>
-<p class=small>{specs}</p>
+{f"<p>{escape(note)}</p>" if note else ""}<p class=small>{specs}</p>
 <h2>Uncertainty of the savings (points, 1σ)</h2>
 <table>{sd_rows}<tr><th class=l>difference D</th><th>{r.sd_difference_pts:.2f}</th></tr></table>
 <h2>Findings</h2>{warnings}
-{per_node}
+<h2>Where the difference comes from</h2>
+<table><tr><th class=l>node</th><th>share of D (points)</th></tr>{share_rows}</table>
 <p class=small>“share of D”: how many points of the metered−modelled difference vanish when
 this node's modelled energy is replaced by its metered energy (in both runs).</p>
+{per_node}
 <h2>Energy per node</h2>{_img(plots.energy_per_node(r), "energy per node")}
 <h2>Power over time</h2>{_img(plots.power_over_time(r), "power per node over time")}
 <h2>How this was computed</h2><ul class=small>
@@ -121,8 +133,8 @@ this node's modelled energy is replaced by its metered energy (in both runs).</p
  it), else the trapezoid of the metered power samples. Power the agents modelled is never
  counted as wall power.</li>
 <li>A gap is an interval longer than {GAP_FACTOR:g} × the median interval between a quantity's
- samples; it is bridged linearly (never with zeros) and charged range × length / √12 of
- uncertainty.</li>
+ samples; it is bridged linearly (never with zeros; at a window edge the nearest value is
+ held) and charged range × length / √12 of uncertainty.</li>
 <li>Modelled energy: each node's calibrated P(u) = P_idle + (P_max − P_idle)·u applied to the
  measured utilisation; utilisation is a mean over the interval ending at its sample, so each
  value weighs its own interval (exact).</li>
@@ -195,9 +207,20 @@ def summary_json(result: CheckResult) -> dict[str, Any]:
 
 
 def write_report(
-    result: CheckResult, out_dir: Path, title: str = "VT-5 wall-power check"
+    result: CheckResult,
+    out_dir: Path,
+    title: str = "VT-5 wall-power check",
+    note: str | None = None,
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
+
+    Parameters
+    ----------
+    result : CheckResult
+    out_dir : Path
+        Created as needed.
+    title, note : str
+        See :func:`render_html`.
 
     Returns
     -------
@@ -212,7 +235,7 @@ def write_report(
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
-        html_path.write_text(render_html(result, title))
+        html_path.write_text(render_html(result, title, note))
         json_path.write_text(json.dumps(summary_json(result), indent=2) + "\n")
     except OSError as exc:
         raise WallPowerError(

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
+from eams.calibrate.wallpower import (
+    check_runs,
+    load_fleet,
+    load_run,
+    parse_run_spec,
+    write_report,
+)
 from eams.calibrate.wallpower.cli import EXIT_FAIL
 from eams.cli import cli
 from tests.wallpower.synth import write_calibrations
@@ -74,3 +80,16 @@ def test_cli_writes_report_and_exits_by_verdict(two_runs, fleet_dir, tmp_path: P
     assert fail.exit_code == EXIT_FAIL
     assert "VT-5 FAIL" in fail.output
     assert (tmp_path / "bad" / "wallpower_report.html").is_file()
+
+
+def test_report_shows_each_nodes_share_once_and_the_callers_note(
+    two_runs, fleet_dir, tmp_path: Path
+) -> None:
+    a, b = _runs(two_runs)
+    result = check_runs(a, b, load_fleet(fleet_dir))
+    html_path, _ = write_report(result, tmp_path, note="played 32× faster <than> the trace")
+    html = html_path.read_text()
+    assert html.count("share of D (points)") == 1  # one value per node over both runs
+    for name, points in result.disagreement_pts.items():
+        assert f"<td class=l>{name}</td><td>{points:+.2f}</td>" in html
+    assert "<p>played 32× faster &lt;than&gt; the trace</p>" in html
