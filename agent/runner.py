@@ -7,13 +7,18 @@ after its stop event is set, having flushed and closed every sink.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import IO
 
 from eams.agent.channel import SinkChannel
 from eams.agent.config import AgentConfig, MeterConfig, load_node_calibration
+from eams.agent.errors import AgentError
 from eams.agent.metrics import AgentMetrics
 from eams.agent.poller import MeterPoller, SyncMeter
 from eams.agent.sampler import NodeSpec, Sampler
@@ -35,6 +40,51 @@ def open_blocking_meter(config: MeterConfig) -> SyncMeter:
     )
 
 
+def lock_spool_dir(directory: Path) -> IO[str] | None:
+    """Hold an exclusive ``flock`` on ``<directory>/agent.lock`` (released when the returned
+    file is closed or the process ends), with this process id written into it.
+
+    Two agents replaying one spool would each send every spooled point (a duplicate in
+    VictoriaMetrics and in any non-idempotent consumer), e.g. the systemd unit and an
+    operator's ``run`` by hand with another metrics port.
+
+    Returns
+    -------
+    file or None
+        ``None`` when the directory cannot be created or written (a full disk, which the
+        spool itself tolerates and counts): the agent then runs without the lock.
+
+    Raises
+    ------
+    AgentError
+        Another process holds the lock; names the directory and that process's id.
+    """
+    lock_path = directory / "agent.lock"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle = lock_path.open("a+")
+    except OSError as exc:
+        log.warning("spool lock %s: %s; running without it", lock_path, exc)
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise AgentError(
+            f"spool directory {directory} is in use by another agent (pid {holder}, lock "
+            f"{lock_path}): two agents would send every spooled point twice"
+        ) from None
+    try:
+        handle.truncate(0)
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+    except OSError:
+        pass  # the pid is only for the message above; the lock itself is held
+    return handle
+
+
 class Agent:
     """A configured agent.
 
@@ -49,6 +99,8 @@ class Agent:
     ------
     ConfigError
         When the calibration file is unreadable or another node's.
+    AgentError
+        When another agent uses the same spool directory (:func:`lock_spool_dir`).
     """
 
     def __init__(
@@ -58,6 +110,7 @@ class Agent:
     ):
         self.config = config
         self.metrics = AgentMetrics()
+        self._lock = lock_spool_dir(config.spool.dir)  # first: nothing else opened if refused
         calibration = load_node_calibration(config)
         model = calibration.model().power_w if calibration is not None else None
         self.poller = (
@@ -135,3 +188,6 @@ class Agent:
         for channel in self.channels:
             channel.stop(STOP_TIMEOUT_S)
         self.metrics.close()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None

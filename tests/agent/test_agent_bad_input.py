@@ -6,8 +6,10 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from eams.agent.config import load_config
+from eams.agent.errors import AgentError
 from eams.agent.runner import Agent
 from tests.agent.conftest import fill, jsonl_samples, metric, running_agent, wait_for, write_config
 from tests.conftest import free_port
@@ -120,3 +122,14 @@ def test_corrupted_spool_file_at_start(tmp_path: Path) -> None:
             == 0
         )
     assert len(list((tmp_path / "spool").glob("influx_v1.sqlite.corrupt-*"))) == 1
+
+
+def test_a_second_agent_on_the_same_spool_is_refused(tmp_path: Path) -> None:
+    """Two agents replaying one spool would send each spooled point twice: the second one is
+    refused, naming the directory and the first one's pid; it starts once the first closed."""
+    config = load_config(write_config(tmp_path, sinks=[{"type": "jsonl", "path": "s.jsonl"}]))
+    first = Agent(config)
+    with pytest.raises(AgentError, match=rf"spool directory {tmp_path / 'spool'} is in use .*pid"):
+        Agent(config)
+    first.close()
+    Agent(config).close()
