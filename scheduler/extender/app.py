@@ -49,6 +49,7 @@ from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.schemas import (
     ExtenderArgs,
     ExtenderFilterResult,
+    HostPriorityEncoder,
     NodeList,
     PodObject,
     json_path,
@@ -214,6 +215,7 @@ def create_app(
     )
     app.state.extender = extender
     limit = settings.max_body_bytes
+    priorities = HostPriorityEncoder()
 
     def internal(path: str, what: str) -> None:
         log.exception("%s failed; %s", path, what)
@@ -240,15 +242,15 @@ def create_app(
         try:
             args = parse_args(await read_body(request, limit))
             try:
-                entries = await extender.prioritize(args)
+                names, scores = await extender.prioritize(args)
             except BadRequest:
                 raise
             except Exception:
                 internal("/prioritize", "answering no opinion")
-                entries = []
+                names, scores = [], []
         except (BadRequest, PayloadTooLarge) as exc:
             return _error(metrics, "/prioritize", exc)
-        return _json(entries)
+        return Response(priorities.encode(names, scores), media_type="application/json")
 
     @app.post("/telemetry")
     async def telemetry(request: Request) -> Response:

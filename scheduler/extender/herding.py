@@ -49,12 +49,15 @@ class HerdGuard:
         self.settle_s = settle_s
         self.ttl_s = ttl_s
         self._by_node: dict[str, dict[str, Reservation]] = {}
+        self._live: dict[str, tuple[float, int]] | None = None
+        self._live_until_s = 0.0
 
     def reserve(self, node: str, pod: str, power_w: float, now_s: float) -> None:
         """Record that ``pod`` was cleared onto ``node``; a re-clearing replaces the old one."""
         for held in self._by_node.values():
             held.pop(pod, None)
         self._by_node.setdefault(node, {})[pod] = Reservation(pod, power_w, now_s)
+        self._live = None
 
     def reflect(self, node: str, measured_at_s: float) -> int:
         """Drop ``node``'s reservations that a sample measured at ``measured_at_s`` reflects.
@@ -70,22 +73,29 @@ class HerdGuard:
         ended = [p for p, r in held.items() if measured_at_s >= r.cleared_at_s + self.settle_s]
         for pod in ended:
             del held[pod]
+        if ended:
+            self._live = None
         return len(ended)
 
     def live(self, now_s: float) -> dict[str, tuple[float, int]]:
         """Node → (reserved power W, reservation count) of live reservations.
 
-        Expired reservations (older than ``ttl_s``) are dropped on the way. Only recently
-        cleared nodes appear, so this stays small at any cluster size.
+        Expired reservations (older than ``ttl_s``) are dropped on the way. The answer is kept
+        until a reservation is added or ended or the oldest one expires, because every request
+        asks and thousands of reservations can be live at 100 pods/s.
         """
-        live = {}
+        if self._live is not None and now_s <= self._live_until_s:
+            return self._live
+        live, oldest_s = {}, float("inf")
         for node, held in list(self._by_node.items()):
             for pod in [p for p, r in held.items() if now_s - r.cleared_at_s > self.ttl_s]:
                 del held[pod]
             if held:
                 live[node] = (sum(r.power_w for r in held.values()), len(held))
+                oldest_s = min(oldest_s, *(r.cleared_at_s for r in held.values()))
             else:
                 del self._by_node[node]
+        self._live, self._live_until_s = live, oldest_s + self.ttl_s
         return live
 
     def count(self, node: str) -> int:

@@ -2,8 +2,8 @@
 
 It turns pods, node capacities, calibrations, telemetry and herding reservations into the
 engine's ``Pods``/``Nodes`` arrays (``docs/architecture.md``), and the engine's answers back
-into node names and 0–10 scores. The engine is pure numpy; :meth:`Market.solve` is the only
-call that runs in a worker thread, on a snapshot taken on the event loop.
+into node names and 0–10 scores. The engine is pure numpy; :meth:`Market.solve` works on a
+snapshot and touches no live state.
 
 Per node (study §5.1–5.2): ``cores`` from allocatable CPU, free ``slots`` from allocatable minus
 the requests of pods placed there, ``p_idle_w``/``p_max_w``/``speed`` from the node's
@@ -133,6 +133,12 @@ class Cleared:
         Epoch seconds.
     fell_back : bool
         The engine hit its round cap and the greedy fallback completed the assignment.
+    scores : (N,) int8 ndarray
+        0–10 score of every valued node of the window for this pod (:func:`scale_scores`),
+        computed with the clearing so that answering ``/prioritize`` costs no bid evaluation.
+    columns : dict of str to int
+        Node name → index into ``scores``; one dict shared by every row of the window (a table
+        of thousands of rows must not hold a dict per row: memory and GC time).
     """
 
     pod: str
@@ -140,6 +146,44 @@ class Cleared:
     price: float | None
     cleared_at_s: float
     fell_back: bool
+    scores: np.ndarray
+    columns: dict[str, int]
+
+    def scores_for(self, names: list[str]) -> list[int]:
+        """Scores of ``names`` in order; 0 for a node that was not valued in the window."""
+        if len(names) == len(self.columns) and tuple(names) == tuple(self.columns):
+            return self.scores.tolist()  # the usual case: candidates = the window's nodes
+        scores, columns = self.scores, self.columns
+        return [int(scores[columns[n]]) if n in columns else 0 for n in names]
+
+
+def scale_scores(values: np.ndarray, cleared: np.ndarray) -> np.ndarray:
+    """Bid values → 0–10 integer scores, row by row.
+
+    The cleared node of a row gets 10 and every other node at most 9, linear in its bid value
+    v_jn relative to the row's best other node, rounded half up; without a cleared node the best
+    gets 10. A value of 0 (not valued, does not fit, gated out) scores 0.
+
+    Parameters
+    ----------
+    values : (J, N) float, ≥ 0
+        Bid values (``bids.bid_values``), 0 where the node is not an option.
+    cleared : (J,) int
+        Column of each row's cleared node, −1 for none.
+
+    Returns
+    -------
+    (J, N) int64
+    """
+    values = values.copy()
+    rows = np.flatnonzero(cleared >= 0)
+    values[rows, cleared[rows]] = 0.0
+    best = values.max(axis=1, initial=0.0)[:, None]
+    top = np.where(cleared >= 0, MAX_SCORE - 1, MAX_SCORE)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = np.where(best > 0, np.floor(top * values / best + 0.5), 0.0).astype(np.int64)
+    scores[rows, cleared[rows]] = MAX_SCORE
+    return scores
 
 
 class Market:
@@ -253,12 +297,25 @@ class Market:
             feasible[j] = self.fits(pod, names, view)[keep]
         return BatchSnapshot(pods, kept, self.pod_arrays(pods), self.nodes(view, keep), feasible)
 
-    def solve(self, snapshot: BatchSnapshot) -> Clearing:
-        """Run the ε-auction on a snapshot (pure; safe in a worker thread)."""
-        return clear(snapshot.pod_arrays, snapshot.node_arrays, self.params, snapshot.feasible)
+    def solve(self, snapshot: BatchSnapshot) -> tuple[Clearing, np.ndarray]:
+        """Run the ε-auction on a snapshot and score the window (pure).
+
+        Returns
+        -------
+        clearing : Clearing
+        scores : (J, N) int
+            :meth:`window_scores`.
+        """
+        clearing = clear(snapshot.pod_arrays, snapshot.node_arrays, self.params, snapshot.feasible)
+        return clearing, self.window_scores(snapshot, clearing)
 
     def apply(
-        self, snapshot: BatchSnapshot, clearing: Clearing, now_s: float, reserve: bool = True
+        self,
+        snapshot: BatchSnapshot,
+        clearing: Clearing,
+        scores: np.ndarray,
+        now_s: float,
+        reserve: bool = True,
     ) -> list[Cleared]:
         """Turn a clearing into table rows; with ``reserve``, leave a herding reservation of
         each assigned pod's expected power on its node (shadow mode places nothing).
@@ -269,10 +326,12 @@ class Market:
         rows = []
         nodes = snapshot.node_arrays
         fell_back = bool(clearing.fell_back)
+        columns = {name: i for i, name in enumerate(snapshot.names)}
+        compact = scores.astype(np.int8)
         for j, pod in enumerate(snapshot.pods):
             n = int(clearing.assignment[j])
             if n < 0:
-                rows.append(Cleared(pod.key, None, None, now_s, fell_back))
+                rows.append(Cleared(pod.key, None, None, now_s, fell_back, compact[j], columns))
                 continue
             if reserve:
                 share = snapshot.pod_arrays.slots[j] * self.params.cores_per_slot / nodes.cores[n]
@@ -280,32 +339,31 @@ class Market:
                 power_w += nodes.p_idle_w[n] if nodes.empty[n] else 0.0
                 self.herd.reserve(snapshot.names[n], pod.key, float(power_w), now_s)
             price = float(clearing.prices[n])
-            rows.append(Cleared(pod.key, snapshot.names[n], price, now_s, fell_back))
+            node = snapshot.names[n]
+            rows.append(Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns))
         return rows
 
-    def scores(
-        self, pod: PendingPod, candidates: list[str], now_s: float, cleared: str | None = None
-    ) -> list[int]:
-        """0–10 integer scores of ``candidates`` for one pod, in order.
+    def window_scores(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
+        """(J, N) int scores of each pod of a window over its valued nodes (``scale_scores``)."""
+        nodes = snapshot.node_arrays
+        if not len(snapshot.pods) or not len(nodes):
+            return np.zeros((len(snapshot.pods), len(nodes)), dtype=np.int64)
+        values = bids.bid_values(snapshot.pod_arrays, nodes, self.params)
+        usable = snapshot.feasible & (nodes.slots > 0)[None, :] & np.isfinite(values)
+        return scale_scores(np.where(usable, values, 0.0), clearing.assignment.astype(np.int64))
 
-        The cleared node (if given and a candidate) gets 10 and every other node at most 9;
-        without a clearing the best single-pod bid gets 10. Others scale linearly with their bid
-        value v_jn (study §5.2, ``bids.bid_values``), rounded half up. A node that cannot be
-        valued, that the pod does not fit, or whose bid is 0 (gated out) scores 0.
+    def scores(self, pod: PendingPod, candidates: list[str], now_s: float) -> list[int]:
+        """0–10 integer scores of ``candidates`` for one pod without a clearing, in order.
+
+        The best single-pod bid gets 10, the others scale with their bid value v_jn (study §5.2,
+        :func:`scale_scores`). A node that cannot be valued, that the pod does not fit, or whose
+        bid is 0 (gated out) scores 0.
         """
         view = self.view(candidates, now_s)
-        is_cleared = np.zeros(len(candidates), dtype=bool)
-        if cleared is not None and cleared in candidates:
-            is_cleared[candidates.index(cleared)] = True
         usable = view["valued"] & (view["slots"] > 0) & self.fits(pod, candidates, view)
         values = np.zeros(len(candidates))
         if usable.any():
             keep = np.flatnonzero(usable)
             bid = bids.bid_values(self.pod_arrays([pod]), self.nodes(view, keep), self.params)[0]
             values[keep] = np.where(np.isfinite(bid), bid, 0.0)
-        values[is_cleared] = 0.0
-        best = values.max(initial=0.0)
-        top = MAX_SCORE - 1 if is_cleared.any() else MAX_SCORE
-        scores = np.floor(top * values / best + 0.5) if best > 0 else np.zeros(len(candidates))
-        scores[is_cleared] = MAX_SCORE
-        return scores.astype(int).tolist()
+        return scale_scores(values[None, :], np.array([-1]))[0].tolist()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter
+from pydantic_core import to_json
 
 # A quantity as it may arrive in JSON: the scheduler sends strings, hand-made pods may carry
 # numbers (apimachinery ``Quantity.UnmarshalJSON`` accepts both). Parsed by ``quantity.py``.
@@ -140,6 +141,31 @@ class HostPriority(_Wire):
 
 HostPriorityList = TypeAdapter(list[HostPriority])
 """The prioritize answer is a bare JSON array of :class:`HostPriority` (TYPES)."""
+
+
+_SCORE_TAILS = [b"%d}" % score for score in range(11)]
+
+
+class HostPriorityEncoder:
+    """Writes the prioritize answer ``[{"Host": …, "Score": …}, …]`` without building dicts.
+
+    At 1,000 candidates a list of dicts costs more than the scoring; kube-scheduler sends the
+    same candidate list again and again, so the JSON head of each entry is kept for the last list
+    and only the integer scores (0–10) are joined in.
+    """
+
+    def __init__(self) -> None:
+        self._names: tuple[str, ...] = ()
+        self._heads: list[bytes] = []
+
+    def encode(self, names: list[str], scores: list[int]) -> bytes:
+        """JSON bytes of the bare ``HostPriorityList``; ``scores`` are ints in 0–10."""
+        key = tuple(names)
+        if key != self._names:
+            self._names = key
+            self._heads = [b'{"Host":' + to_json(n) + b',"Score":' for n in names]
+        tails = map(_SCORE_TAILS.__getitem__, scores)
+        return b"[" + b",".join(map(bytes.__add__, self._heads, tails)) + b"]"
 
 
 class ExtenderBindingArgs(_Wire):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from eams.scheduler.extender.batching import Batcher
@@ -88,7 +89,8 @@ async def test_a_pod_without_a_clearing_in_time_falls_back() -> None:
     async def slow_clear(batch: list[PendingPod]) -> list[Cleared]:
         rows_for.append([p.key for p in batch])
         await asyncio.sleep(0.3)  # a clearing slower than the grace
-        return [Cleared(p.key, "node-a", 0.0, 0.0, False) for p in batch]
+        scores = np.array([10], dtype=np.int8)
+        return [Cleared(p.key, "node-a", 0.0, 0.0, False, scores, {"node-a": 0}) for p in batch]
 
     batcher = Batcher(0.02, 60.0, slow_clear, clock=lambda: 0.0)
     pod = PendingPod("default/p", PodRequest(100, 0), 1.0, "default", None)

@@ -126,3 +126,15 @@ async def test_real_nodelist_names_only_uses_the_learnt_cache(
     # Node 0 is calibrated cheaper (50→150 W vs 60→210 W) at equal headroom: it wins.
     assert scores[0] == {"Host": names[0], "Score": 10}
     assert 0 <= scores[1]["Score"] < 10
+
+
+def test_priority_encoder_writes_what_go_decodes() -> None:
+    encoder = schemas.HostPriorityEncoder()
+    names = ["node-a", 'odd"name', "nœud-ü", "node-a2"]
+    for scores in ([10, 0, 5, 9], [1, 2, 3, 4]):  # same list twice: the cached heads are reused
+        text = encoder.encode(names, scores)
+        assert json.loads(text) == [
+            {"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)
+        ]
+        assert [e.Score for e in schemas.HostPriorityList.validate_json(text)] == scores
+    assert encoder.encode([], []) == b"[]"
