@@ -137,9 +137,12 @@ class _VirtualJob:
         node.set_load(self._load * min(cpus, node.spec.cores) / node.spec.cores)
 
     def running(self) -> bool:
+        """Whether the virtual stress-ng still loads the node (the sweep's ``Job`` contract)."""
         return self._stopped is None
 
     def stop(self) -> str:
+        """Unload the node; return stress-ng's output with a ``--metrics-brief`` row whose
+        bogo-ops/s are proportional to the node's speed and load (idempotent)."""
         if self._stopped is None:
             self._node.set_load(0.0)
             real_s = max(1e-9, time.monotonic() - self._started)

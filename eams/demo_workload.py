@@ -60,7 +60,20 @@ class PlannedRun:
 
 
 def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> Cluster:
-    """The harness's view of the testbed: hidden curves measured, the rest calibrated."""
+    """The harness's view of the testbed: hidden curves measured, the rest calibrated.
+
+    Parameters
+    ----------
+    nodes : list of DemoNode, length 6
+        Hidden curves (W at 0, 10, ..., 100 % load) and cores.
+    calibrations : list of Calibration, same order
+        P_idle, P_max (W) and speed from the demo's sweeps (speed 1.0 when absent).
+
+    Returns
+    -------
+    Cluster
+        Power caps at 1.2 × each node's hidden full-load power.
+    """
     points = np.array([n.points_w for n in nodes], dtype=float)
     return Cluster(
         names=[n.name for n in nodes],
@@ -79,7 +92,22 @@ def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> C
 
 
 def demo_workload(cluster: Cluster, quick: bool) -> tuple[Workload, str]:
-    """The trace head rescaled to ρ = :data:`RHO`, and a sentence on where it came from."""
+    """The trace head rescaled to ρ = :data:`RHO`, and a sentence on where it came from.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        Pods larger than its largest node are left out; its total cores set ρ.
+    quick : bool
+        :data:`PODS` pods (40 quick, 200 full).
+
+    Returns
+    -------
+    (Workload, str)
+        The first pods of the Alibaba 2017 batch trace (``cluster_traces/``), or, without the
+        data folder, the harness's synthetic workload; the str names which (and the missing
+        file).
+    """
     pods = PODS[quick]
     if data_file(DEFAULT_PATHS[TRACE]) is not None:
         spec = TraceSpec(source=TRACE, max_pods=pods, max_duration_s=MAX_DURATION_S)

@@ -17,7 +17,19 @@ EXIT_FAIL = 3
 
 
 def summary_lines(result: CheckResult) -> list[str]:
-    """The check's outcome as a few plain lines (CLI and demo)."""
+    """The check's outcome as a few plain lines (CLI and demo).
+
+    Parameters
+    ----------
+    result : CheckResult
+
+    Returns
+    -------
+    list of str
+        The verdict line (savings in %, difference in points with 2σ), one line per run
+        (window s, metered and modelled Wh), the node with the largest share of the
+        difference, then every finding prefixed ``note:``.
+    """
     r = result
     lines = [
         f"VT-5 {r.verdict}: metered saving {r.saving_metered * 100:.2f} % vs modelled "

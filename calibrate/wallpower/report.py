@@ -147,7 +147,12 @@ this node's modelled energy is replaced by its metered energy (in both runs).</p
 
 
 def summary_json(result: CheckResult) -> dict[str, Any]:
-    """The JSON summary: verdict, savings, uncertainty components and per-node figures."""
+    """The JSON summary: verdict, savings, uncertainty components and per-node figures.
+
+    Savings and their standard uncertainties are fractions, the difference is in points,
+    energies in Wh (``metered_normalised`` in the result's ``unit``); the keys are those
+    written to ``wallpower_summary.json``.
+    """
 
     def run_json(run: RunResult) -> dict[str, Any]:
         return {
