@@ -75,16 +75,20 @@ def check_reading(reading: Reading) -> CheckResult:
     Returns
     -------
     CheckResult
-        ``ok`` False with a ``reason`` when the device lacks outlet power or a total.
+        ``ok`` False with a ``reason`` when the device lacks outlet power or a total, or
+        some outlet's power failed to read (a partial sum is no evidence of a mismatch).
     """
     accuracy = reading.accuracy_pct
     assumed = accuracy is None
     pct = DEFAULT_ACCURACY_PCT if accuracy is None else accuracy
     powers = [o.power_w for o in reading.outlets if o.power_w is not None]
+    missing = [str(o.outlet) for o in reading.outlets if o.power_w is None]
     total = reading.total_power_w
     reason = ""
     if not powers:
         reason = "the device publishes no per-outlet power"
+    elif missing:  # a partial sum would show a false mismatch
+        reason = f"no power value for outlet(s) {', '.join(missing)}"
     elif total is None:
         reason = "the device publishes no total/inlet power"
     if reason:

@@ -51,6 +51,13 @@ async def _read_once(url: str, **kwargs: Any) -> tuple[Reading, list[str]]:
         await m.close()
 
 
+def _read_and_warn(url: str, **kwargs: Any) -> Reading:
+    reading, problems = asyncio.run(_read_once(url, **kwargs))
+    for problem in problems:
+        click.echo(f"eams: warning: {problem}", err=True)
+    return reading
+
+
 def _fmt(value: float | None, digits: int) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -99,11 +106,7 @@ def read_command(
     EAMS_SNMP_AUTH_KEY / EAMS_SNMP_PRIV_KEY) or serial://DEVICE?protocol=sdm120|sdm630|wattsup.
     Values the device does not publish, or that failed, are null / "—", never 0.
     """
-    reading, problems = asyncio.run(
-        _read_once(url, driver=driver, timeout_s=timeout_s, retries=retries)
-    )
-    for problem in problems:
-        click.echo(f"eams: warning: {problem}", err=True)
+    reading = _read_and_warn(url, driver=driver, timeout_s=timeout_s, retries=retries)
     if as_json:
         click.echo(json.dumps(reading.to_json()))
     else:
@@ -119,9 +122,10 @@ def check_command(url: str, driver: str | None, timeout_s: float, retries: int) 
     """Compare the sum of outlet power with the device total against the stated accuracy.
 
     Exits 0 when they agree within the allowed band, 1 when they do not (or the device does
-    not publish both).
+    not publish both, or some outlet's power failed to read). Values that failed to decode are
+    named on stderr.
     """
-    reading, _ = asyncio.run(_read_once(url, driver=driver, timeout_s=timeout_s, retries=retries))
+    reading = _read_and_warn(url, driver=driver, timeout_s=timeout_s, retries=retries)
     result = check_reading(reading)
     click.echo(result.summary())
     if not result.ok:

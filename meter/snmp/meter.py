@@ -81,9 +81,13 @@ def decode(fam: Family, walked: dict[str, list[tuple[str, Value]]]) -> Decoded:
     for f, reader in fam.total.items():
         rows = reader.read(walked, out.problems)
         values = [v for v, _ in rows.values() if v is not None]
+        if values and len(values) < len(rows):  # a sum missing a phase/cord is no total
+            failed = [oid for v, oid in rows.values() if v is None]
+            out.problems.append(f"total {f}: not summed, {', '.join(failed)} gave no value")
+            values = []
         out.total[f] = sum(values) if values else None
         if values:
-            out.sources[(None, f)] = tuple(oid for v, oid in rows.values() if v is not None)
+            out.sources[(None, f)] = tuple(oid for _, oid in rows.values())
     return out
 
 

@@ -17,8 +17,9 @@ units. Every field is one of:
   falls back to the older rPDU scalar on models that answer -1).
 
 Totals are the sum over the rows of their column (one row for a scalar, several for phases,
-banks or cords). A value that fails (missing, ``invalid``, a string where a number belongs) is
-``None``; the failure is recorded in :attr:`Decoded.problems` (never 0).
+banks or cords); when some row gives no value the total is ``None``, not a partial sum. A value
+that fails (missing, ``invalid``, a string where a number belongs) is ``None``; the failure is
+recorded in :attr:`Decoded.problems` (never 0).
 """
 
 from __future__ import annotations

@@ -79,6 +79,15 @@ def test_check_without_outlet_power_says_why(snmp_agent) -> None:
     assert "no per-outlet power" in result.output
 
 
+def test_check_with_a_failed_outlet_cannot_check(snmp_agent) -> None:
+    # outlet 2's power is a string: the sum of the other two is not compared with the total
+    result = CliRunner().invoke(cli, ["meter", "check", snmp_agent.url("string_power"), *PATIENT])
+    assert result.exit_code == 1
+    assert "cannot check: no power value for outlet(s) 2" in result.stdout
+    assert "MISMATCH" not in result.stdout
+    assert "eams: warning: 1.3.6.1.4.1.318.1.1.26.9.4.3.1.7.2" in result.stderr
+
+
 def _one_error_line(stderr: str) -> str:
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr

@@ -8,16 +8,20 @@ Oracle units: LibreNMS gives W, A, V and kWh (``power_consumed``); we give Wh.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
 from eams.meter.blocking import BlockingMeter
+from eams.meter.check import check_reading
 from eams.meter.errors import MeterProtocolError
 from eams.meter.snmp.client import oid_in_subtree
 from eams.meter.snmp.fake import FakeSnmpClient
+from eams.meter.snmp.meter import SnmpMeter
 from eams.meter.snmp.registry import detect, family
+from eams.meter.url import parse_meter_url
 from tests.meter.conftest import recordings_dir
 
 #: recording → the driver auto-detection must pick.
@@ -66,6 +70,29 @@ NO_ACTIVE_POWER = {
 #: holds only pduUnitStatusActivePower.1, whose value (1120 W) is the one LibreNMS shows.
 ORACLE_OID_ALIAS = {
     "enlogic-pdu_v2": {"1.3.6.1.4.1.38446.1.2.4.1.4.1": "1.3.6.1.4.1.38446.1.2.4.1.4.1.1"},
+}
+
+#: Values we report that LibreNMS does not decode, so the oracle cannot check them: listed here
+#: so none goes unchecked silently (the test fails when this set changes). Their scale is the
+#: vendor MIB's (``pdu_snmp/mibs``, quoted in profiles.yaml); outlet power where the oracle has
+#: none is checked against the device total by ``test_outlet_sum_agrees_with_the_total``.
+#: - apc-cpdu: LibreNMS reads no energy (pduOutletMeteredStatusResettableEnergy,
+#:   pduUnitStatusEnergy: tenths of kWh).
+#: - cyberpower_pdu81005: LibreNMS reads no ePDU2OutletMeteredStatusTable (Load: tenths of A,
+#:   ActivePower: W, Energy: tenths of kWh).
+#: - eatonpdu_2: no energy in LibreNMS (outletWh, inputTotalWh: Wh); it reads the feed's
+#:   inputWatts (1589 W) where our total is inputTotalWatts (1584 W).
+#: - enlogic-pdu_v2: no pduUnitStatusEnergy (tenths of kWh) in LibreNMS.
+#: - raritan-pdu: LibreNMS reads inlet current and voltage only, not inletActivePower (W) or
+#:   inletActiveEnergy (Wh).
+#: - sentry4: no st4InputCordEnergy (tenths of kWh) in LibreNMS.
+UNVERIFIED = {
+    "apc-cpdu": {(True, "energy_wh"), (False, "energy_wh")},
+    "cyberpower_pdu81005": {(True, "power_w"), (True, "current_a"), (True, "energy_wh")},
+    "eatonpdu_2": {(True, "energy_wh"), (False, "energy_wh"), (False, "power_w")},
+    "enlogic-pdu_v2": {(False, "energy_wh")},
+    "raritan-pdu": {(False, "power_w"), (False, "energy_wh")},
+    "sentry4": {(False, "energy_wh")},
 }
 
 FIELD_CLASS = {
@@ -124,12 +151,14 @@ def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) ->
     oracle = _oracle(shared_data, name)
     checked: dict[str, int] = {f: 0 for f in FIELD_CLASS}
     matched: set[str] = set()
+    unverified: set[tuple[bool, str]] = set()  # (per outlet?, field)
     for (outlet, field), oids in decoded.sources.items():
         ours = _value(reading, outlet, field)
         alias = ORACLE_OID_ALIAS.get(name, {})
         terms = [oracle.get(alias.get(oid, oid)) for oid in oids]
         if any(t is None or t[0] != FIELD_CLASS[field] for t in terms):
-            continue  # LibreNMS does not decode this OID as this quantity: nothing to compare
+            unverified.add((outlet is not None, field))  # LibreNMS does not decode it
+            continue
         expected = sum(t[1] for t in terms) * TO_OURS.get(FIELD_CLASS[field], 1.0)
         where = f"{name} outlet {outlet} {field} from {oids}"
         if float(expected).is_integer() and float(ours).is_integer():
@@ -138,6 +167,7 @@ def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) ->
             assert ours == pytest.approx(expected, rel=0.005), where
         checked[field] += 1
         matched.update(oids)
+    assert unverified == UNVERIFIED.get(name, set()), f"{name}: values without an oracle"
     # Coverage: every oracle sensor in an outlet column we read (same sensor type) is reported.
     fam = family(reading.driver)
     for field, reader in fam.outlets.items():
@@ -156,3 +186,30 @@ def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) ->
             assert not any(oid_in_subtree(o, va_column) for o in used)
     else:
         assert checked["power_w"] > 0, f"{name}: no power value checked against LibreNMS"
+
+
+#: Recordings publishing both per-outlet power and a device total, and the sum's gap (W).
+BOTH = {
+    "apc-cpdu": 255.0 - 258.0,
+    "cyberpower_pdu81005": 220.0 - 216.0,
+    "eatonpdu_2": 1568.0 - 1584.0,
+    "gude-epc_8031": 0.0,
+    "raritan-pdu_px2": 0.0,
+    "raritan-pdu_px4": 584.0 - 590.0,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_DRIVER))
+def test_outlet_sum_agrees_with_the_total(shared_data: Path, name: str) -> None:
+    """Outlet power the oracle cannot check (CyberPower) is checked against the device total:
+    a wrong scale (tenths, kW) would be off by 10× or more, far outside ±5 %."""
+    fake = FakeSnmpClient.from_file(recordings_dir(shared_data) / f"{name}.snmprec")
+    meter = SnmpMeter(parse_meter_url("snmp://public@192.0.2.1"), fake)  # in memory, no I/O
+    if name in NO_POWER_DATA:
+        return
+    result = check_reading(asyncio.run(meter.read()))
+    if name not in BOTH:
+        assert result.gap_w is None, f"{name}: publishes both; add it to BOTH"
+        return
+    assert result.ok, result.summary()
+    assert result.gap_w == pytest.approx(BOTH[name], abs=1e-6)

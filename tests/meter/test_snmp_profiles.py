@@ -169,6 +169,30 @@ def test_check_reading_band() -> None:
     assert not missing.ok and "no per-outlet power" in missing.summary()
 
 
+def test_check_reading_refuses_a_partial_outlet_sum() -> None:
+    # outlet 2 failed to read: 110 W of 260 W is no evidence of a mismatch
+    partial = check_reading(_reading([110.0, None, 150.0], 260.0, 3.0))
+    assert not partial.ok and partial.gap_w is None
+    assert "cannot check: no power value for outlet(s) 2" in partial.summary()
+
+
+def test_a_total_missing_a_row_is_none_not_a_partial_sum() -> None:
+    cord_power = "1.3.6.1.4.1.1718.4.1.3.3.1.3"  # st4InputCordActivePower, summed over cords
+    values = {
+        "1.3.6.1.2.1.1.2.0": "1.3.6.1.4.1.1718.4",
+        f"{cord_power}.1.1": 1701,
+        f"{cord_power}.2.1": "n/a",  # the second cord's value does not decode
+        "1.3.6.1.4.1.1718.4.1.3.3.1.10.1.1": 8937,  # st4InputCordEnergy (tenths of kWh)
+        "1.3.6.1.4.1.1718.4.1.3.3.1.10.2.1": 25659,
+    }
+    reading, problems = _read(values, "sentry4")
+    assert reading.total_power_w is None
+    assert reading.total_energy_wh == 3459600.0
+    assert any(p.startswith("total power_w: not summed") for p in problems), problems
+    values[f"{cord_power}.2.1"] = 1265
+    assert _read(values, "sentry4")[0].total_power_w == 2966.0
+
+
 def test_meter_package_public_names() -> None:
     import eams.meter
 
