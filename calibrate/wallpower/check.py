@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eams.calibrate.wallpower.energy import Gap
 from eams.calibrate.wallpower.errors import RunMismatchError
 from eams.calibrate.wallpower.load import Run
 from eams.calibrate.wallpower.nodes import NodeEnergy, NodeModel, run_energy
@@ -191,19 +192,29 @@ def _run_result(run: Run, nodes: dict[str, NodeEnergy], normaliser: float) -> Ru
     )
 
 
+def _gap_finding(gaps: tuple[Gap, ...], quantity: str, bridge: str) -> list[str]:
+    if not gaps:
+        return []
+    total = sum(g.length_s for g in gaps)
+    spans = ", ".join(f"{g.start_s:.1f}–{g.end_s:.1f} s" for g in gaps[:4])
+    more = f" and {len(gaps) - 4} more" if len(gaps) > 4 else ""
+    return [f"{len(gaps)} gap(s) in {quantity}, {total:.1f} s ({spans}{more}); {bridge}"]
+
+
 def _node_findings(n: NodeEnergy) -> list[str]:
-    out = []
-    if n.gaps:
-        total = sum(g.length_s for g in n.gaps)
-        spans = ", ".join(f"{g.start_s:.1f}–{g.end_s:.1f} s" for g in n.gaps[:4])
-        more = f" and {len(n.gaps) - 4} more" if len(n.gaps) > 4 else ""
-        bridge = (
-            "the counter kept counting between readings (at a window edge the mean power is held)"
-            if n.method == "counter"
-            else "bridged linearly (held at a window edge), never zero-filled; charged to the "
-            "sampling uncertainty"
-        )
-        out.append(f"{len(n.gaps)} gap(s) in metered data, {total:.1f} s ({spans}{more}); {bridge}")
+    bridge = (
+        "the counter kept counting between readings (at a window edge the mean power is held)"
+        if n.method == "counter"
+        else "bridged linearly (held at a window edge), never zero-filled; charged to the "
+        "sampling uncertainty"
+    )
+    out = _gap_finding(n.gaps, "metered data", bridge)
+    out += _gap_finding(
+        n.utilisation_gaps,
+        "utilisation (so in modelled power)",
+        "covered by the sample after it (its /proc/stat mean spans the gap), never "
+        "zero-filled; charged to the sampling uncertainty",
+    )
     for e in n.counter_events:
         out.append(
             f"energy counter went back at {e.at_s:.1f} s from {e.before_wh:g} to "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,21 @@ def test_short_edge_gap_is_held_and_reported(tmp_path: Path, fleet_dir: Path) ->
     node = check_runs(run, run, load_fleet(fleet_dir)).a.nodes["n2"]
     assert [(g.start_s, g.end_s) for g in node.gaps] == [(54.0, 60.0)]
     assert node.metered_wh == pytest.approx(truth["n2"], rel=0.02)  # held, not zero-filled
+
+
+def test_gap_in_utilisation_only_is_reported(tmp_path: Path, fleet_dir: Path) -> None:
+    simulate(RunPlan(spread(0.5), duration_s=60), tmp_path)
+    path = tmp_path / "n3.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in lines[20:31]:  # n3's own agent was down; the PDU kept metering it
+        record["utilisation"] = None
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    a = load_run(parse_run_spec(f"jsonl:{tmp_path}"), "A")
+    b = load_run(parse_run_spec(f"jsonl:{tmp_path}"), "B")
+    result = check_runs(a, b, load_fleet(fleet_dir))
+    assert [(g.start_s, g.end_s) for g in result.a.nodes["n3"].utilisation_gaps] == [(19.0, 31.0)]
+    assert any(
+        w.startswith("run A, node n3; run B, node n3: 1 gap(s) in utilisation")
+        and "19.0–31.0 s" in w
+        for w in result.warnings
+    ), result.warnings
