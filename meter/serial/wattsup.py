@@ -92,7 +92,7 @@ def _scaled(raw: str, field: str) -> float | None:
         value = int(raw)
     except ValueError:
         return None
-    return value * SCALE.get(field, 1.0)
+    return round(value * SCALE.get(field, 1.0), 6)  # 350 × 0.001 is 0.35, not 0.35000000000000003
 
 
 def decode_record(record: bytes, where: str) -> WattsUpRecord:
@@ -190,7 +190,10 @@ class WattsUpMeter:
             The serial device failed.
         """
         try:
-            record = await asyncio.wait_for(asyncio.to_thread(self._read_record), self.deadline_s)
+            # the reader thread stops at deadline_s with the better message; this is the backstop
+            record = await asyncio.wait_for(
+                asyncio.to_thread(self._read_record), self.deadline_s + DEADLINE_SLACK_S
+            )
         except TimeoutError:
             raise MeterTimeout(f"{self.url.host}: no record within {self.deadline_s} s") from None
         return Reading(

@@ -231,3 +231,44 @@ def test_public_names_are_pinned():
     import eams.meter.serial as serial_meters
 
     assert sorted(serial_meters.__all__) == ["EastronMeter", "WattsUpMeter", "open_serial_meter"]
+
+
+#: What each quantity of registers.yaml must be in the vendor register table (Parameter
+#: column; ``{n}`` = phase), so the peer tests above do not only check the map against itself.
+CSV_PARAMETER = {
+    "sdm120": {
+        "voltage_v": "Voltage",
+        "current_a": "Current",
+        "power_w": "Active power",
+        "energy_wh": "Import active energy",
+        "total_power_w": "Active power",
+        "total_energy_wh": "Import active energy",
+    },
+    "sdm630": {
+        "voltage_v": "Phase {n} Voltage",
+        "current_a": "Phase {n} Current",
+        "power_w": "Phase {n} Power",
+        "energy_wh": "L{n} Import kWh",
+        "total_power_w": "Total System Power",
+        "total_energy_wh": "Total Import kWh",
+    },
+}
+UNIT_SCALE = {"Volts": 1.0, "Amps": 1.0, "Watts": 1.0, "kWh": 1000.0}  # device unit -> V, A, W, Wh
+
+
+@pytest.mark.parametrize("model", ["sdm120", "sdm630"])
+def test_register_map_matches_the_vendor_table(shared_data: Path, model: str) -> None:
+    import csv
+
+    path = shared_data / "power_meters" / f"eastron_{model}_registers.csv"
+    with path.open(newline="") as handle:
+        table = {int(row["Register"]): row for row in csv.DictReader(handle)}
+    regmap = register_map(model)
+    specs = [(n, name, reg) for n, q in regmap.outlets.items() for name, reg in q.items()]
+    specs += [(None, f"total_{name}", reg) for name, reg in regmap.total.items()]
+    assert len(specs) == (6 if model == "sdm120" else 14)
+    for n, name, register in specs:
+        row = table[register.register]
+        assert row["Parameter"] == CSV_PARAMETER[model][name].format(n=n), (n, name)
+        assert row["Data Type"] == "Float" and row["Length"] == "4", (n, name)
+        assert register.scale == UNIT_SCALE[row["Units"]], (n, name, row["Units"])

@@ -112,3 +112,10 @@ def test_silent_meter_is_a_timeout(ptys, peer):
             asyncio.run(meter.read())
     finally:
         asyncio.run(meter.close())
+
+
+def test_scaled_fields_carry_no_float_noise():
+    fields = ["416", "1190", "350", "2"] + ["0"] * 14
+    record = decode_record(f"#d,-,18,{','.join(fields)};".encode(), "test")
+    assert (record.power_w, record.voltage_v, record.current_a) == (41.6, 119.0, 0.35)
+    assert record.energy_wh == 0.2
