@@ -35,7 +35,9 @@ class MeterPoller:
     """Poll ``meter`` every ``period_s`` seconds in a daemon thread.
 
     A failed read is counted (``eams_agent_meter_read_errors_total``) and logged when the
-    meter goes from working to failing (and back), not on every period.
+    meter goes from working to failing (and back), not on every period; an unexpected
+    exception (not a :class:`~eams.meter.errors.MeterError`) is logged with its traceback
+    each time and polling goes on.
     """
 
     def __init__(self, meter: SyncMeter, period_s: float, metrics: AgentMetrics):
@@ -60,9 +62,12 @@ class MeterPoller:
             started = time.monotonic()
             try:
                 reading = self._meter.read()
-            except MeterError as exc:
+            except Exception as exc:  # MeterError; anything else is a driver bug, which must
+                # not end polling for good (power would stay modelled until a restart)
                 self._metrics.meter_errors.inc()
-                if not self._failing:
+                if not isinstance(exc, MeterError):
+                    log.exception("meter read: unexpected error")
+                elif not self._failing:
                     log.warning("meter read failed (power will be modelled when stale): %s", exc)
                 self._failing = True
             else:
