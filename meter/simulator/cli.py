@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 
@@ -11,8 +12,10 @@ import click
 from eams.meter.simulator.agent import PduSimulator
 from eams.meter.simulator.control import ControlServer
 from eams.meter.simulator.curves import LinearCurve, MeasuredCurve, load_specpower
+from eams.meter.simulator.errors import SimulatorError
 from eams.meter.simulator.load import HostCpuLoad
 from eams.meter.simulator.outlets import PowerCurve, VirtualOutlet
+from eams.meter.url import AUTH_KEY_ENV, PRIV_KEY_ENV
 
 _MODBUS_MODELS = {1: "sdm120", 3: "sdm630"}
 
@@ -90,6 +93,13 @@ def _parse_curve(text: str) -> LinearCurve:
     help="Outlet(s) the Modbus meter measures: once for an SDM120, three times for an SDM630 "
     "(default: outlet 1).",
 )
+@click.option(
+    "--v3-user",
+    default=None,
+    metavar="NAME",
+    help="Also accept this SNMPv3 authPriv user (SHA/AES), keys from EAMS_SNMP_AUTH_KEY and "
+    "EAMS_SNMP_PRIV_KEY (the reader's variables); its URL is printed third.",
+)
 def simulate(
     n_outlets: int,
     curve: str,
@@ -101,6 +111,7 @@ def simulate(
     host_cpu_outlets: tuple[int, ...],
     modbus_device: str | None,
     modbus_outlets: tuple[int, ...],
+    v3_user: str | None,
 ) -> None:
     """Serve a simulated APC rPDU2 Metered-by-Outlet PDU over SNMP until Ctrl-C or SIGTERM.
 
@@ -118,8 +129,12 @@ def simulate(
     ``--modbus-outlet``) or SDM630 (three) served on that serial device; read the other end of
     its pty pair with ``serial://OTHER_END?protocol=sdm120``.
 
-    Errors: a bad curve or outlet number exits 2; a port in use or a missing SPECpower file
-    exits 1 with one line on stderr.
+    With ``--v3-user NAME`` it also answers SNMPv3 authPriv (SHA/AES) for NAME, with the keys
+    in ``EAMS_SNMP_AUTH_KEY`` / ``EAMS_SNMP_PRIV_KEY``; the third line is then
+    ``v3: snmpv3://NAME@HOST:PORT?auth=SHA&priv=AES``.
+
+    Errors: a bad curve or outlet number exits 2; a port in use, a missing SPECpower file or v3
+    keys missing or under 8 characters exit 1 with one line on stderr.
     """
     default_curve = _parse_curve(curve)
     curves: list[PowerCurve] = [default_curve] * n_outlets
@@ -147,13 +162,24 @@ def simulate(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with PduSimulator(outlets, host=host, port=port, community=community) as sim:
+    v3 = {}
+    if v3_user:
+        keys = [os.environ.get(env, "") for env in (AUTH_KEY_ENV, PRIV_KEY_ENV)]
+        if min(map(len, keys)) < 8:  # RFC 3414 §11.2: at least 8 characters
+            raise SimulatorError(
+                f"--v3-user needs {AUTH_KEY_ENV} and {PRIV_KEY_ENV} set to keys of at least "
+                "8 characters"
+            )
+        v3 = {"v3_user": v3_user, "v3_auth_key": keys[0], "v3_priv_key": keys[1]}
+    with PduSimulator(outlets, host=host, port=port, community=community, **v3) as sim:
         for outlet in host_cpu_outlets:
             sim.set_load_source(outlet, HostCpuLoad())
         with contextlib.ExitStack() as stack:
             control = stack.enter_context(ControlServer(sim, host=host, port=control_port))
             click.echo(sim.url)
             click.echo(f"control: {control.url}/outlets")
+            if sim.v3_url:
+                click.echo(f"v3: {sim.v3_url}")
             if modbus_device:
                 from eams.meter.simulator.modbus import ModbusMeterSimulator  # pymodbus.server
 

@@ -1,6 +1,7 @@
 """``eams meter simulate`` as a user runs it: a real process, its URL, its control endpoint."""
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -89,3 +90,50 @@ def test_simulate_rejects_a_bad_curve():
     result = CliRunner().invoke(simulate, ["--curve", "linear:50:10"])
     assert result.exit_code == 2
     assert "linear:P_IDLE_W:P_MAX_W" in result.output
+
+
+def test_simulate_serves_a_v3_user_read_by_the_driver(monkeypatch):
+    from eams.meter.blocking import BlockingMeter
+    from eams.meter.errors import MeterAuthError
+
+    keys = {"EAMS_SNMP_AUTH_KEY": "sim-auth-key", "EAMS_SNMP_PRIV_KEY": "sim-priv-key"}
+    argv = [EAMS, "meter", "simulate", "--outlets", "2", "--curve", "linear:60:90"]
+    process = subprocess.Popen(
+        [*argv, "--v3-user", "ops"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **keys},
+    )
+    try:
+        lines = [process.stdout.readline().strip() for _ in range(3)]
+        assert lines[2].startswith("v3: snmpv3://ops@127.0.0.1:"), process.stderr.read()
+        v3_url = lines[2].removeprefix("v3: ")
+        for env, value in keys.items():
+            monkeypatch.setenv(env, value)
+        with BlockingMeter(v3_url, timeout_s=3.0) as meter:
+            reading = meter.read()
+        assert reading.driver == "apc_rpdu2"
+        assert [o.power_w for o in reading.outlets] == [60.0, 60.0]
+        monkeypatch.setenv("EAMS_SNMP_PRIV_KEY", "wrong-priv-key")
+        with (
+            BlockingMeter(v3_url, timeout_s=1.0, retries=0) as meter,
+            pytest.raises(MeterAuthError, match="credentials refused"),
+        ):
+            meter.read()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(10)
+        process.stdout.close()
+        process.stderr.close()
+
+
+def test_simulate_v3_without_keys_is_one_line(monkeypatch):
+    monkeypatch.delenv("EAMS_SNMP_AUTH_KEY", raising=False)
+    argv = [EAMS, "meter", "simulate", "--v3-user", "ops"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "eams: error: --v3-user needs EAMS_SNMP_AUTH_KEY and EAMS_SNMP_PRIV_KEY set to keys "
+        "of at least 8 characters"
+    ]
