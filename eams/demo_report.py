@@ -52,14 +52,15 @@ def check_and_report(
         result, report_dir, title="eams demo — VT-5 wall-power check", note=note
     )
     table = Table(title="two runs of the same trace on the six-node testbed")
+    # two-line headers: the table fits an 80-column terminal without cutting a word
     for column in (
         "run",
-        "work core-s",
-        "wall energy Wh",
-        "J/core-s metered",
-        "J/core-s modelled",
-        "J/core-s harness",
-        "p95 completion s",
+        "work\ncore-s",
+        "wall\nWh",
+        "J/core-s\nmetered",
+        "J/core-s\nmodelled",
+        "J/core-s\nharness",
+        "p95\ncompletion s",
     ):
         table.add_column(column)
     for run in (result.a, result.b):
@@ -84,6 +85,7 @@ def check_and_report(
     lines = summary_lines(result)
     console.print(f"[bold {colour}]{lines[0]}[/]")
     for line in lines[1:]:
-        console.print(line)
-    console.print(f"report: {html_path}\nsummary: {json_path}")
+        console.print(line, markup=False)
+    # paths unwrapped and as given (soft wrap, no markup), so they can be copied
+    console.print(f"report: {html_path}\nsummary: {json_path}", soft_wrap=True, markup=False)
     return result

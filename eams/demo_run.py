@@ -141,7 +141,11 @@ def _replay(
                     tick=lambda done, task=task: bar.update(task, completed=done),
                 )
             )
-        console.print(f"    run {run.label}: played, telemetry in {played[-1].telemetry_dir}")
+        console.print(
+            f"    run {run.label}: played, telemetry in {played[-1].telemetry_dir}",
+            soft_wrap=True,
+            markup=False,
+        )
     console.print(
         f"    the extender ingested {extender.samples_ingested()} samples from the agents"
     )
@@ -184,5 +188,7 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
     stage(4, "VT-5 wall-power check")
     check_and_report(console, played, figures, speedup, out_dir / "report", out_dir / "calibration")
     console.print(
-        f"demo finished in {time.monotonic() - started:.0f} s; everything is in {out_dir}"
+        f"demo finished in {time.monotonic() - started:.0f} s; everything is in {out_dir}",
+        soft_wrap=True,
+        markup=False,
     )
