@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 
 SpoolPolicy = Literal["drop_oldest", "drop_newest"]
 
+#: Size the WAL file is truncated to after a checkpoint (bytes).
+WAL_LIMIT_BYTES = 4 * 1024 * 1024
+
 #: SQLite result codes that mean the file is damaged (sqlite.org/rescode.html): 11, 26.
 _CORRUPT = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
@@ -119,6 +122,12 @@ class Spool:
             # killed), the common failure; only an OS crash may lose the last commits.
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
+            # Debian builds SQLite with SECURE_DELETE: deleting a drained spool would zero,
+            # i.e. rewrite through the WAL, every page (a WAL as large as the spool, kept until
+            # close). The records are telemetry, not secrets. The WAL is cut back to 4 MiB
+            # after each checkpoint (sqlite.org/pragma.html#pragma_journal_size_limit).
+            db.execute("PRAGMA secure_delete=OFF")
+            db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             db.executescript(
                 "CREATE TABLE IF NOT EXISTS spool (id INTEGER PRIMARY KEY, record TEXT);"
                 "CREATE TABLE IF NOT EXISTS acked (id INTEGER NOT NULL);"

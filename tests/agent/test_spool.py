@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eams.agent.spool import Spool
+from eams.agent.spool import WAL_LIMIT_BYTES, Spool
 from tests.agent.conftest import fill
 
 
@@ -143,4 +143,20 @@ def test_a_file_damaged_while_open_does_not_block_the_spool(tmp_path: Path) -> N
     assert (spool.depth_points, spool.take_lost(), spool.take_lost()) == (0, 30_000, 0)
     assert spool.append(records(30_000, 30_002)).stored == 2
     assert bodies(spool) == records(30_000, 30_002)
+    spool.close()
+
+
+def test_draining_does_not_leave_a_wal_as_large_as_the_spool(tmp_path: Path) -> None:
+    """Deleting 15 MB of drained rows must not rewrite them into the WAL (SQLite's
+    SECURE_DELETE build option zeroes freed pages) and leave that WAL on disk."""
+    path = tmp_path / "s.sqlite"
+    spool = Spool(path, max_points=1_000_000, max_bytes=None, policy="drop_oldest")
+    for start in range(0, 100_000, 5000):
+        spool.append([r + "x" * 100 for r in records(start, start + 5000)])
+    while rows := spool.peek(5000):
+        spool.ack(rows)
+    spool.append(records(0, 2))  # the next write: the drained spool's WAL is reused from here
+    wal_bytes = path.with_name("s.sqlite-wal").stat().st_size
+    assert path.stat().st_size > 3 * WAL_LIMIT_BYTES  # the spool was larger than the limit
+    assert wal_bytes <= WAL_LIMIT_BYTES + 65_536
     spool.close()
