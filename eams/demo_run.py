@@ -34,6 +34,7 @@ from eams.demo_report import check_and_report
 from eams.demo_services import ExtenderServer
 from eams.demo_testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.demo_workload import demo_workload, harness_cluster, plan_runs
+from eams.errors import EamsError
 from eams.meter.blocking import BlockingMeter
 
 RUN_S = {True: 6.0, False: 50.0}
@@ -152,6 +153,21 @@ def _replay(
     return played, {p.label: p.figures for p in planned}, speedup
 
 
+class DemoError(EamsError):
+    """The demo cannot run as asked (its output folder cannot be written); names the path."""
+
+
+def _make_dirs(out_dir: Path) -> None:
+    for sub in ("calibration", "telemetry", "report"):
+        try:
+            (out_dir / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DemoError(
+                f"cannot write the demo's output into {out_dir}: {exc.strerror or exc} "
+                f"({exc.filename or out_dir / sub}); choose another folder with --out"
+            ) from exc
+
+
 def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
     """Run the four stages (module docstring), writing everything under ``out_dir``.
 
@@ -166,10 +182,13 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
 
     Raises
     ------
+    DemoError
+        ``out_dir`` cannot be written (checked before anything starts).
     EamsError
         A stage failed (sweep, meter, wall-power check); everything started is stopped first.
     """
     started = time.monotonic()
+    _make_dirs(out_dir)
 
     def stage(number: int, text: str) -> None:
         console.print(f"[bold]{number}/4[/] [dim]{time.monotonic() - started:3.0f} s[/] {text}")

@@ -80,3 +80,21 @@ def test_ctrl_c_during_the_replay_stops_everything(tmp_path: Path) -> None:
             proc.wait()
     assert proc.returncode == 130, text + rest + stderr
     assert "Traceback" not in stderr and "aborted" in stderr
+
+
+def test_unwritable_output_folder_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    out = tmp_path / "a-file" / "demo"
+    result = subprocess.run(
+        [EAMS, "demo", "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"eams: error: cannot write the demo's output into {out}: Not a directory "
+        f"({out / 'calibration'}); choose another folder with --out"
+    )
+    assert "1/4" not in result.stdout  # refused before the simulator started
