@@ -53,6 +53,20 @@ def _records(result: dict[str, Any], where: str) -> Iterator[tuple[str, dict[str
             yield f"{where} (series node={record['node']}, time {record['measured_at_ns']})", record
 
 
+def _answer_records(answer: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The records of one chunk; anything not shaped like an InfluxDB 1.x answer is named."""
+    try:
+        if "error" in answer:
+            raise RunDataError(f"{where}: InfluxDB says: {answer['error']}")
+        for result in answer.get("results", ()):
+            yield from _records(result, where)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise RunDataError(
+            f"{where}: the answer is not an InfluxDB 1.x query result ({type(exc).__name__}: "
+            f"{exc}); is this InfluxDB?"
+        ) from None
+
+
 def read_influx(spec: RunSpec) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(where, record)`` for every point of the run's window.
 
@@ -92,13 +106,8 @@ def read_influx(spec: RunSpec) -> Iterator[tuple[str, dict[str, Any]]]:
                 body = response.read().decode(errors="replace").strip()
                 raise RunDataError(f"{where}: HTTP {response.status_code}: {body[:300]}")
             for line in response.iter_lines():
-                if not line.strip():
-                    continue
-                answer = json.loads(line)
-                if "error" in answer:
-                    raise RunDataError(f"{where}: InfluxDB says: {answer['error']}")
-                for result in answer.get("results", ()):
-                    yield from _records(result, where)
+                if line.strip():
+                    yield from _answer_records(json.loads(line), where)
     except httpx.TimeoutException as exc:
         raise InfluxUnreachable(f"{where}: no answer within {TIMEOUT_S:g} s") from exc
     except httpx.TransportError as exc:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
@@ -76,3 +79,43 @@ def test_influx_empty_window_and_unknown_database(influx: InfluxDB, two_runs) ->
         load_run(parse_run_spec(f"influx://{host}/run_w?start=0&end=60"), "A")
     with pytest.raises(RunDataError, match="database not found"):
         load_run(parse_run_spec(f"influx://{host}/nosuchdb?start=0&end=60"), "A")
+
+
+class _NotInflux(http.server.BaseHTTPRequestHandler):
+    """Another service on the port the SPEC names: 200 and JSON, of another shape."""
+
+    bodies: ClassVar[list[bytes]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = self.bodies.pop(0)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def not_influx() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotInflux)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    "body", [b"[1, 2]\n", b'{"results": [{"series": [{"columns": ["time"]}]}]}\n']
+)
+def test_a_server_that_is_not_influx_is_named(not_influx: str, body: bytes) -> None:
+    _NotInflux.bodies[:] = [body]
+    spec = parse_run_spec(f"influx://{not_influx}/eams?start=0&end=60")
+    with pytest.raises(RunDataError, match=r"not an InfluxDB 1\.x query result .*is this InfluxDB"):
+        load_run(spec, "A")
