@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
-from eams.calibrate.wallpower.energy import integrate
+from eams.calibrate.wallpower.energy import CounterIntegral, counter_energy, integrate
 from eams.calibrate.wallpower.nodes import node_energy
 from tests.wallpower.synth import RunPlan, packed, simulate, spread
 
@@ -99,3 +99,20 @@ def test_averaged_values_weigh_their_own_interval_exactly() -> None:
     assert result.sampling_sd == pytest.approx(0.0)  # no gap, no edge: nothing unresolved
     trapezoid = integrate(t, u, span_s=10.0)
     assert trapezoid is not None and trapezoid.sampling_sd > 0
+
+
+def test_counter_reset_without_power_around_it_counts_from_zero() -> None:
+    # 100 W for 100 s read every second; the counter restarts from 0 at t = 50.5 s and the
+    # readings around the drop carry no metered power (the PDU rebooted)
+    t = np.arange(0.0, 101.0)
+    exact_wh = np.where(t < 50.5, 500 + t * 100 / 3600, (t - 50.5) * 100 / 3600)
+    energy = np.floor(exact_wh / 0.001) * 0.001  # a 1 Wh/1000 counter, as read
+    power = np.full_like(t, 100.0)
+    power[50:52] = np.nan
+    result = counter_energy(t, energy, power, 100.0)
+    assert isinstance(result, CounterIntegral)
+    (event,) = result.events
+    assert event.how == "restart" and event.at_s == 51.0
+    assert event.bridged_wh == energy[51]  # the new counter value: counted from 0
+    # the 0.5 s between the last reading and the restart is the only energy not seen
+    assert result.energy_wh == pytest.approx(99.5 * 100 / 3600, abs=0.003)
