@@ -246,6 +246,16 @@ class AgentConfig(_Strict):
         nodes = [o if isinstance(o, str) else o.node for o in self.outlets.values()]
         if len(set(nodes)) != len(nodes):
             raise ValueError("outlets: a node appears on two outlets")
+        for outlet, entry in self.outlets.items():
+            if (
+                isinstance(entry, OutletNode)
+                and entry.node == self.node
+                and entry.power_cap_w not in (None, self.power_cap_w)
+            ):
+                raise ValueError(
+                    f"outlets.{outlet}.power_cap_w: this node's own cap is power_cap_w "
+                    f"({self.power_cap_w:g} W); give it once"
+                )
         names = self.sink_names()
         if len(set(names)) != len(names):
             raise ValueError(f"sinks: names must be unique, got {names}")
