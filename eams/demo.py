@@ -32,6 +32,10 @@ def demo(quick: bool, out_dir: Path) -> None:
     the default scheduler and with EAMS while the agents meter the runs, then checks at the
     wall whether the modelled saving holds (VT-5) and prints where the HTML report is. Every
     thread and server it starts is stopped on exit and on Ctrl-C.
+
+    Exit status 0 whatever the verdict (it is printed), 1 on an error (one line on stderr),
+    130 on Ctrl-C. The real data is read from EAMS_DATA_DIR (default ../shared/data next to
+    the repository); without it the demo says which files it wanted and uses built-in ones.
     """
     from eams.demo_run import run_demo
 

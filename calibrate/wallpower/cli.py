@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -47,6 +48,13 @@ def summary_lines(result: CheckResult) -> list[str]:
     return lines
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    # click's FloatRange lets NaN through (every comparison with NaN is false)
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 @click.group()
 def wallpower() -> None:
     """VT-5: does the saving the model predicts appear at the wall?"""
@@ -74,14 +82,16 @@ def wallpower() -> None:
     "--accuracy-pct",
     default=3.0,
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, max=100, min_open=True),
+    callback=_finite,
     help="The meter's stated accuracy, ±% per reading (APC rPDU2: 3).",
 )
 @click.option(
     "--tolerance-pts",
     default=TOLERANCE_PTS,
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, max=100, min_open=True),
+    callback=_finite,
     help="VT-5 tolerance on metered − modelled saving (percentage points).",
 )
 def check(

@@ -181,3 +181,16 @@ def test_gap_in_utilisation_only_is_reported(tmp_path: Path, fleet_dir: Path) ->
         and "19.0–31.0 s" in w
         for w in result.warnings
     ), result.warnings
+
+
+@pytest.mark.parametrize("option", ["--accuracy-pct", "--tolerance-pts"])
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "101"])
+def test_accuracy_and_tolerance_must_be_finite_and_in_range(
+    option: str, value: str, two_runs, fleet_dir: Path, tmp_path: Path
+) -> None:
+    args = ["wallpower", "check", "--run-a", f"jsonl:{two_runs[0]}", "--run-b"]
+    args += [f"jsonl:{two_runs[1]}", "--calibration", str(fleet_dir), "--out", str(tmp_path)]
+    result = CliRunner().invoke(cli, [*args, option, value])
+    assert result.exit_code == 2, result.output  # a usage error, before any work
+    assert f"Invalid value for '{option}'" in result.output
+    assert not (tmp_path / "wallpower_report.html").exists()
