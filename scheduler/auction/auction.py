@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from eams.scheduler.auction.bids import bid_values
+from eams.scheduler.auction.bundles import relax_round_repair
+from eams.scheduler.auction.exact import transport
 from eams.scheduler.auction.greedy import greedy_complete
 from eams.scheduler.auction.market import Market
 from eams.scheduler.auction.model import AuctionParams, Clearing, Nodes, Pods
@@ -131,14 +133,20 @@ def solve(
     AuctionInputError
         Shapes disagree, NaN or +inf values, demand < 1 or capacity < 0 (names the index).
     """
-    v, d, cap = _check_matrix(values, demand, capacity)
-    v = _allowed(v, d, cap, eligible)
+    raw, d, cap = _check_matrix(values, demand, capacity)
+    v = _allowed(raw, d, cap, eligible)
     top = v.argmax(axis=1) if v.size else np.zeros(v.shape[0], dtype=np.int64)
     best = v[np.arange(v.shape[0]), top] if v.size else np.full(v.shape[0], -np.inf)
     placeable = best > -np.inf
     if not placeable.any():
         return _result(Market(v, d, cap, params.candidates), d, 0, 0.0, True, False, placeable, 0)
     v_max = float(best.max())
+    if params.method == "auto":
+        # a filter only removes options: the unfiltered bids are the better warm-start guess
+        guess = v if eligible is None else _allowed(raw, d, cap, None)
+        exact = _matching(v, guess, d, cap, params, placeable, v_max)
+        if exact is not None:
+            return exact
     first = params.epsilon_start_rel * v_max
     start = None
     if params.warm_start:
@@ -170,6 +178,51 @@ def solve(
     return _result(market, d, rounds, schedule[-1], True, False, placeable, len(schedule), lam)
 
 
+def _matching(
+    v: np.ndarray,
+    guess: np.ndarray,
+    d: np.ndarray,
+    cap: np.ndarray,
+    params: AuctionParams,
+    placeable: np.ndarray,
+    v_max: float,
+) -> Clearing | None:
+    """The exact path (:mod:`.exact`, :mod:`.bundles`); ``None`` when it gave up.
+
+    ``guess``: the values without the filter mask, for the warm start's candidate lists.
+    """
+    if (d == 1).all():
+        start = rank_one_prices(guess, d, cap)[0] if params.warm_start else None
+        solved = transport(v, cap, v_max, start)
+        if solved is None:
+            return None
+        assignment, prices, passes = solved
+        method, gap = "matching", None
+    else:
+        sized = relax_round_repair(v, guess if params.warm_start else None, d, cap, v_max)
+        if sized is None:
+            return None
+        (assignment, prices), passes = sized, 1
+        method = "matching relaxation, rounded and repaired"
+    on = np.flatnonzero(assignment >= 0)
+    value = float(v[on, assignment[on]].sum())
+    if method != "matching":  # the relaxation's duals bound every integer assignment
+        gap = max(0.0, dual_bound(v, d, cap, prices) - value)
+    return Clearing(
+        assignment=assignment,
+        prices=prices,
+        value=value,
+        rounds=0,
+        epsilon=params.epsilon_rel * v_max,
+        converged=True,
+        fell_back=False,
+        unplaceable=~placeable,
+        phases=passes,
+        gap_bound=gap,
+        method=method,
+    )
+
+
 def _result(
     market: Market,
     demand: np.ndarray,
@@ -199,6 +252,7 @@ def _result(
         unplaceable=~placeable,
         phases=phases,
         gap_bound=gap,
+        method="auction+greedy" if fell_back else "auction",
     )
 
 

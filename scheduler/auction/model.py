@@ -213,6 +213,10 @@ class AuctionParams:
     warm_start : bool
         Start from the prices of the rank-one approximation of the bids
         (:mod:`.warmstart`), True; False starts every price at 0.
+    method : str
+        ``"auto"`` (default): solve exactly by sparse shortest augmenting paths on short
+        candidate lists (:mod:`.exact`; mixed pod sizes size by size, :mod:`.bundles`), and
+        run the ε-auction only if that gives up; ``"auction"``: always the ε-auction.
     """
 
     k: float = 25.0
@@ -227,6 +231,7 @@ class AuctionParams:
     candidates: int = 48
     max_rounds: int = 3000
     warm_start: bool = True
+    method: str = "auto"
 
     def __post_init__(self) -> None:
         positive = (
@@ -247,6 +252,8 @@ class AuctionParams:
             raise AuctionInputError("params.epsilon_start_rel must be ≥ params.epsilon_rel")
         if not self.epsilon_factor > 1:
             raise AuctionInputError(f"params.epsilon_factor = {self.epsilon_factor!r}: must be > 1")
+        if self.method not in ("auto", "auction"):
+            raise AuctionInputError(f"params.method = {self.method!r}: must be 'auto' or 'auction'")
         if self.candidates < 2 or self.max_rounds < 1:
             raise AuctionInputError("params.candidates must be ≥ 2 and params.max_rounds ≥ 1")
 
@@ -265,7 +272,7 @@ class Clearing:
     value : float
         Σ_j v_{j, assignment_j} over assigned pods.
     rounds : int
-        Bidding rounds (forward and reverse) over all ε phases.
+        Bidding rounds (forward and reverse) over all ε phases; 0 when solved by matching.
     epsilon : float
         ε of the last phase run.
     converged : bool
@@ -275,12 +282,17 @@ class Clearing:
     unplaceable : (J,) bool
         Pods no node can take at all (no eligible node with enough free slots).
     phases : int
-        ε-scaling phases run.
+        ε-scaling phases run (auction), or restricted solves (matching).
     gap_bound : float or None
         Certified bound on (optimum − value) from the LP dual of the prices
         (:func:`~eams.scheduler.auction.auction.dual_bound`), given when J·ε is not
         guaranteed: multi-slot pods or no convergence. ``None``: the clearing converged with
         single-slot pods, so it is within J·ε of the optimum.
+    method : str
+        How it was cleared: ``"auction"`` (ε-auction), ``"auction+greedy"`` (round cap hit,
+        greedy fallback), ``"matching"`` (exact, :mod:`.exact`: 0-CS, the prices are its
+        LP duals), ``"matching by size, largest-first"`` / ``"…, smallest-first"``
+        (:mod:`.bundles`, gap certified in ``gap_bound``).
     """
 
     assignment: np.ndarray
@@ -293,3 +305,4 @@ class Clearing:
     unplaceable: np.ndarray
     phases: int = field(default=0)
     gap_bound: float | None = None
+    method: str = "auction"

@@ -28,10 +28,10 @@ def instances(draw: st.DrawFn, max_demand: int = 1) -> tuple[np.ndarray, np.ndar
 
 
 @settings(max_examples=150, deadline=None)
-@given(instances(), st.booleans())
-def test_single_slot_eps_cs_and_within_j_eps(inst: tuple, warm: bool) -> None:
+@given(instances(), st.booleans(), st.sampled_from(["auto", "auction"]))
+def test_single_slot_eps_cs_and_within_j_eps(inst: tuple, warm: bool, method: str) -> None:
     values, demand, capacity = inst
-    c = solve(values, demand, capacity, AuctionParams(warm_start=warm))
+    c = solve(values, demand, capacity, AuctionParams(warm_start=warm, method=method))
     assert c.converged and not c.fell_back
     assert_feasible(values, demand, capacity, c)
     assert_eps_cs(values, capacity, c)
@@ -39,10 +39,10 @@ def test_single_slot_eps_cs_and_within_j_eps(inst: tuple, warm: bool) -> None:
 
 
 @settings(max_examples=120, deadline=None)
-@given(instances(max_demand=3))
-def test_bundles_never_over_allocate(inst: tuple) -> None:
+@given(instances(max_demand=3), st.sampled_from(["auto", "auction"]))
+def test_bundles_never_over_allocate(inst: tuple, method: str) -> None:
     values, demand, capacity = inst
-    c = solve(values, demand, capacity)
+    c = solve(values, demand, capacity, AuctionParams(method=method))
     assert_feasible(values, demand, capacity, c)
     if (demand > 1).any():
         assert c.gap_bound is not None and c.gap_bound >= 0
@@ -52,7 +52,12 @@ def test_bundles_never_over_allocate(inst: tuple) -> None:
 @given(instances(max_demand=3), st.integers(1, 3))
 def test_fallback_assignment_is_feasible(inst: tuple, cap_rounds: int) -> None:
     values, demand, capacity = inst
-    c = solve(values, demand, capacity, AuctionParams(max_rounds=cap_rounds, warm_start=False))
+    c = solve(
+        values,
+        demand,
+        capacity,
+        AuctionParams(max_rounds=cap_rounds, warm_start=False, method="auction"),
+    )
     assert_feasible(values, demand, capacity, c)
     if c.fell_back:
         assert not c.converged and c.rounds == cap_rounds and c.gap_bound is not None

@@ -1,0 +1,182 @@
+"""Exact transportation clearing: sparse shortest augmenting paths on short candidate lists,
+priced and certified by the LP dual.
+
+Single-slot pods on nodes with capacities form a transportation problem, which is totally
+unimodular. Here it is solved *exactly* by column generation around scipy's sparse
+Jonker–Volgenant solver (``scipy.sparse.csgraph.min_weight_full_bipartite_matching``, LAPJVsp;
+Crouse, *On implementing 2D rectangular assignment algorithms*, IEEE TAES 52(4), 2016):
+
+1. Each pod lists the ``list_len`` nodes of highest net value v_jn − p_n under the current
+   prices p (first the warm start, then the duals of the last pass). A node is expanded into
+   as many slot columns as it has free slots, at most as many as pods list it; each pod has a
+   private "stay out" column of value 0, so a full matching always exists.
+2. The restricted problem is solved exactly; its minimal competitive prices are the longest
+   paths p_m = max(0, v_jm for pods left out, p_n + v_jm − v_jn for pod j on n) over the listed
+   edges (Bellman–Ford; the restricted optimum has no positive cycle).
+3. Certificate: if no pod gains more than its profit on *any* node at those prices, the prices
+   are LP-dual feasible, free slots cost 0, and the dual objective equals the value — the
+   assignment is optimal (0-complementary slackness, Bertsekas 1998 §7.1). Otherwise the pods
+   that would gain get their best nodes at the new prices added, and the restricted problem is
+   solved again.
+
+The passes are capped; the caller falls back to the ε-auction when the cap is hit or floats
+break the certificate (``None``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+LIST_LEN = 6
+MAX_PASSES = 16
+TOL_REL = 1e-9  # gains this close (relative to the largest value) count as ties
+
+
+def _top(net: np.ndarray, rows: np.ndarray, length: int, tol: float) -> np.ndarray:
+    """Per row, the columns of the ``length`` largest entries (unordered), (J, length).
+
+    Ties (within ``tol``) are broken by a fixed low-discrepancy jitter of (row, column), so
+    identical pods list different identical nodes instead of all the lowest indices.
+    """
+    n_cols = net.shape[1]
+    if length >= n_cols:
+        return np.broadcast_to(np.arange(n_cols), net.shape)
+    # additive recurrence with the plastic number's reciprocals (well spread in two dimensions)
+    spread = np.modf(rows[:, None] * 0.7548776662 + np.arange(n_cols)[None, :] * 0.5698402910)[0]
+    key = net + tol * spread
+    return np.argpartition(key, n_cols - length, axis=1)[:, n_cols - length :]
+
+
+def _edges(values: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Allowed (pod, node) pairs among ``cols`` (J, L), as flat arrays."""
+    rows = np.broadcast_to(np.arange(values.shape[0])[:, None], cols.shape)
+    ok = np.isfinite(values[rows, cols])
+    return rows[ok], cols[ok]
+
+
+def _match(
+    values: np.ndarray, capacity: np.ndarray, pod: np.ndarray, node: np.ndarray
+) -> np.ndarray:
+    """Optimal assignment restricted to the edges (pod, node): node index per pod, −1 = out."""
+    n_pods = values.shape[0]
+    copies = np.minimum(capacity, np.bincount(node, minlength=capacity.size))
+    offset = np.concatenate([[0], np.cumsum(copies)])
+    rep = copies[node]
+    keep = rep > 0
+    pod, node, rep = pod[keep], node[keep], rep[keep]
+    rows = np.repeat(pod, rep)
+    slot = np.arange(rows.size) - np.repeat(np.cumsum(rep) - rep, rep)
+    cols = np.repeat(offset[node], rep) + slot
+    # costs must be > 0 (an explicit 0 is no edge): cost = top − value, staying out = top
+    top = 2.0 * float(values[pod, node].max(initial=1.0)) + 1.0
+    cost = top - np.repeat(values[pod, node], rep)
+    outside = int(offset[-1])
+    graph = sp.csr_matrix(
+        (
+            np.concatenate([cost, np.full(n_pods, top)]),
+            (
+                np.concatenate([rows, np.arange(n_pods)]),
+                np.concatenate([cols, outside + np.arange(n_pods)]),
+            ),
+        ),
+        shape=(n_pods, outside + n_pods),
+    )
+    matched_rows, matched_cols = min_weight_full_bipartite_matching(graph)
+    assign = np.full(n_pods, -1, dtype=np.int64)
+    on = matched_cols < outside
+    assign[matched_rows[on]] = np.searchsorted(offset, matched_cols[on], side="right") - 1
+    return assign
+
+
+def _prices(
+    values: np.ndarray,
+    assign: np.ndarray,
+    pod: np.ndarray,
+    node: np.ndarray,
+    n_nodes: int,
+    tol: float,
+) -> np.ndarray | None:
+    """Minimal competitive prices of a restricted optimum (longest paths, Bellman–Ford).
+
+    ``None`` if they do not settle within n_nodes + 1 sweeps (a positive cycle from rounding).
+    """
+    on = assign[pod] >= 0
+    own = np.where(on, values[pod, np.maximum(assign[pod], 0)], 0.0)
+    edge_v = values[pod, node] - own  # p_node ≥ p_home + edge_v (p_home = 0 when left out)
+    order = np.argsort(node, kind="stable")
+    pod, node, edge_v, on = pod[order], node[order], edge_v[order], on[order]
+    starts = np.flatnonzero(np.r_[True, node[1:] != node[:-1]])
+    heads = node[starts]
+    home = np.maximum(assign[pod], 0)
+    prices = np.zeros(n_nodes)
+    for _ in range(n_nodes + 1):
+        reach = edge_v + np.where(on, prices[home], 0.0)
+        best = np.maximum.reduceat(reach, starts)
+        new = np.maximum(prices[heads], best)
+        if not (new > prices[heads] + tol).any():
+            return prices
+        prices[heads] = new
+    return None
+
+
+def transport(
+    values: np.ndarray,
+    capacity: np.ndarray,
+    v_max: float,
+    start_prices: np.ndarray | None = None,
+    list_len: int = LIST_LEN,
+    max_passes: int = MAX_PASSES,
+) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Optimal assignment of single-unit pods to nodes with capacities, and its dual prices.
+
+    Parameters
+    ----------
+    values : (J, N) float
+        v_jn > 0 where allowed, −inf where pod j may not go to node n.
+    capacity : (N,) int ≥ 0
+        Units per node.
+    v_max : float > 0
+        The largest value: gains within ``TOL_REL · v_max`` count as ties.
+    start_prices : (N,) float ≥ 0, optional
+        Prices that pick the first candidate lists (the warm start); default 0.
+    list_len : int
+        Nodes per pod in the first lists (and added per pass for pods that would gain).
+    max_passes : int
+        Restricted solves before giving up.
+
+    Returns
+    -------
+    (assignment, prices, passes) or None
+        assignment (J,) node per pod, −1 = out; prices (N,) ≥ 0 per unit, 0 on nodes with a
+        free unit, certifying optimality (0-CS); passes run. ``None`` when the pass cap is hit
+        or rounding breaks the certificate: the caller must use another method.
+    """
+    n_pods, n_nodes = values.shape
+    tol = TOL_REL * v_max
+    prices = np.zeros(n_nodes) if start_prices is None else start_prices
+    pod, node = _edges(values, _top(values - prices[None, :], np.arange(n_pods), list_len, tol))
+    for passes in range(1, max_passes + 1):
+        assign = _match(values, capacity, pod, node)
+        prices = _prices(values, assign, pod, node, n_nodes, tol)
+        if prices is None:
+            return None
+        used = np.bincount(assign[assign >= 0], minlength=n_nodes)
+        if (prices[used < capacity] > tol).any():
+            return None
+        net = values - prices[None, :]
+        on = np.flatnonzero(assign >= 0)
+        profit = np.zeros(n_pods)
+        profit[on] = net[on, assign[on]]
+        gaining = np.flatnonzero(net.max(axis=1) > profit + tol)
+        if gaining.size == 0:
+            return assign, prices, passes
+        # lists grow geometrically, so a poor first guess (a cold start) costs few passes
+        more = _top(net[gaining], gaining, list_len, tol)
+        more_pod, more_node = _edges(values[gaining], more)
+        pairs = np.unique(
+            np.concatenate([pod * n_nodes + node, gaining[more_pod] * n_nodes + more_node])
+        )
+        pod, node = pairs // n_nodes, pairs % n_nodes
+    return None

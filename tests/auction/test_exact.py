@@ -1,0 +1,63 @@
+"""The exact path (``method="auto"``): sparse shortest augmenting paths with a dual
+certificate for single-slot pods, the rounded relaxation with swap repair for bundles."""
+
+import numpy as np
+import pytest
+
+from eams.scheduler.auction import AuctionParams, bids, dual_bound, solve
+from eams.scheduler.auction.exact import transport
+from eams.scheduler.auction.instances import random_batch
+from eams.scheduler.errors import AuctionInputError
+from tests.auction.checks import assert_eps_cs, assert_feasible
+from tests.auction.reference import lsa_optimum, milp_optimum
+
+
+@pytest.mark.parametrize(("mask", "warm"), [(0.0, True), (0.3, True), (0.3, False), (0.9, True)])
+def test_masked_study_bids_are_cleared_exactly(mask: float, warm: bool) -> None:
+    pods, nodes = random_batch(80, 60, 3, seed=4)
+    values = bids.bid_values(pods, nodes, AuctionParams())
+    feasible = np.random.default_rng(5).random(values.shape) >= mask
+    c = solve(values, pods.slots, nodes.slots, AuctionParams(warm_start=warm), feasible)
+    masked = np.where(feasible, values, -np.inf)
+    assert c.method == "matching" and c.converged and c.rounds == 0
+    assert_feasible(masked, pods.slots, nodes.slots, c)
+    exact = AuctionParams(epsilon_rel=1e-12, epsilon_start_rel=1e-12)  # prices are 0-CS duals
+    assert_eps_cs(masked, nodes.slots, solve(values, pods.slots, nodes.slots, exact, feasible))
+    optimum = lsa_optimum(masked, nodes.slots)
+    assert c.value == pytest.approx(optimum, rel=1e-12)
+    assert dual_bound(masked, pods.slots, nodes.slots, c.prices) == pytest.approx(c.value)
+
+
+def test_transport_gives_up_within_its_pass_cap() -> None:
+    # identical pods on identical nodes listed two at a time: one pass cannot find the optimum
+    values = np.full((40, 30), 2.0)
+    capacity = np.full(30, 1)
+    assert transport(values, capacity, 2.0, list_len=2, max_passes=1) is None
+    solved = transport(values, capacity, 2.0, list_len=2, max_passes=40)
+    assert solved is not None and (solved[0] >= 0).sum() == 30
+
+
+def test_bundle_knapsack_trap_is_repaired() -> None:
+    """One node of 3 slots: per-slot prices let the 1-slot pod (1.45) keep the 3-slot pod
+    (2.97) out; the swap repair must evict it."""
+    values = np.array([[1.45], [2.97]])
+    c = solve(values, np.array([1, 3]), np.array([3]))
+    assert c.assignment.tolist() == [-1, 0] and c.value == pytest.approx(2.97)
+    assert c.gap_bound is not None and c.gap_bound >= 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bundles_relaxation_against_milp_and_auction(seed: int) -> None:
+    pods, nodes = random_batch(14, 6, 6, seed=seed, max_pod_slots=3)
+    values = bids.bid_values(pods, nodes, AuctionParams())
+    c = solve(values, pods.slots, nodes.slots)
+    assert c.method.startswith("matching relaxation")
+    assert_feasible(values, pods.slots, nodes.slots, c)
+    best = milp_optimum(values, pods.slots, nodes.slots)
+    assert c.value <= best * (1 + 1e-9)
+    assert c.gap_bound is not None and best - c.value <= c.gap_bound * (1 + 1e-9) + 1e-12
+
+
+def test_method_is_checked() -> None:
+    with pytest.raises(AuctionInputError, match=r"params\.method"):
+        AuctionParams(method="hungarian")
