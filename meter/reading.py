@@ -9,7 +9,7 @@ as 0.0 but flagged by :attr:`OutletReading.below_floor`, so consumers can tell a
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 
@@ -51,6 +51,7 @@ class Reading:
         The meter URL with secrets removed (see :meth:`eams.meter.url.MeterUrl.redacted`).
     read_at : datetime
         When the values were measured (timezone-aware, UTC): the time the answer arrived.
+        A naive or non-UTC datetime raises ``ValueError`` (``to_json`` writes it with ``Z``).
     driver : str
         Name of the driver (device family) that decoded the values.
     outlets : tuple of OutletReading
@@ -73,6 +74,12 @@ class Reading:
     total_energy_wh: float | None = None
     accuracy_pct: float | None = None
     floor_w: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.read_at.utcoffset() != timedelta(0):  # None for a naive datetime
+            raise ValueError(
+                f"{self.meter}: read_at must be timezone-aware UTC, not {self.read_at!r}"
+            )
 
     def outlet(self, number: int) -> OutletReading | None:
         """Return outlet ``number`` (1-based), or ``None`` if the device has no such outlet."""

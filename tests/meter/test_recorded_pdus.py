@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from eams.meter.blocking import BlockingMeter
 from eams.meter.check import check_reading
 from eams.meter.errors import MeterProtocolError
+from eams.meter.reading import Reading
 from eams.meter.snmp.client import oid_in_subtree
 from eams.meter.snmp.fake import FakeSnmpClient
 from eams.meter.snmp.meter import SnmpMeter
@@ -213,3 +215,37 @@ def test_outlet_sum_agrees_with_the_total(shared_data: Path, name: str) -> None:
         return
     assert result.ok, result.summary()
     assert result.gap_w == pytest.approx(BOTH[name], abs=1e-6)
+
+
+def _float_or_null(value: object) -> bool:
+    return value is None or (isinstance(value, float) and not isinstance(value, bool))
+
+
+@pytest.mark.parametrize("name", sorted(set(EXPECTED_DRIVER) - NO_POWER_DATA))
+def test_json_contract_holds_for_every_recording(shared_data: Path, name: str) -> None:
+    """The issue-2 ``--json`` object: its keys and types on every outlet of every device."""
+    fake = FakeSnmpClient.from_file(recordings_dir(shared_data) / f"{name}.snmprec")
+    reading = asyncio.run(SnmpMeter(parse_meter_url("snmp://c@192.0.2.1"), fake).read())
+    doc = json.loads(json.dumps(reading.to_json()))
+    assert {"meter", "read_at", "total_power_w", "outlets"} <= set(doc)
+    assert isinstance(doc["meter"], str) and "c@" not in doc["meter"]
+    read_at = datetime.fromisoformat(doc["read_at"])
+    assert doc["read_at"].endswith("Z") and read_at.utcoffset() == timedelta(0)
+    assert _float_or_null(doc["total_power_w"]) and _float_or_null(doc["total_energy_wh"])
+    numbers = [o["outlet"] for o in doc["outlets"]]
+    assert numbers == list(range(1, len(numbers) + 1)), numbers
+    for outlet in doc["outlets"]:
+        assert {"outlet", "name", "power_w", "current_a", "voltage_v", "energy_wh"} <= set(outlet)
+        assert type(outlet["outlet"]) is int
+        assert outlet["name"] is None or (isinstance(outlet["name"], str) and outlet["name"])
+        for key in ("power_w", "current_a", "voltage_v", "energy_wh"):
+            assert _float_or_null(outlet[key]), (outlet["outlet"], key, outlet[key])
+
+
+def test_a_naive_read_at_is_refused() -> None:
+    with pytest.raises(ValueError, match="timezone-aware UTC"):
+        Reading(meter="m", read_at=datetime(2026, 1, 1), driver="x")
+    with pytest.raises(ValueError, match="timezone-aware UTC"):
+        Reading(meter="m", read_at=datetime.now(timezone(timedelta(hours=1))), driver="x")
+    utc = Reading(meter="m", read_at=datetime(2026, 1, 1, tzinfo=UTC), driver="x")
+    assert utc.to_json()["read_at"] == "2026-01-01T00:00:00Z"
