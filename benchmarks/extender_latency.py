@@ -136,16 +136,14 @@ async def _run_variant(
     assert status == 202
     prefix = f"{'full' if full else 'names'}-{time.monotonic_ns()}"
     count = int(rate * duration_s * 1.5)
-    bodies = [
-        b'{"Pod":' + json.dumps(pod_object(f"{prefix}-{i}", cpu="500m")).encode() + tail
-        for i in range(count)
-    ]
+    pods = [b'{"Pod":' + json.dumps(pod_object(f"{prefix}-{i}")).encode() for i in range(count)]
 
     async def one(i: int) -> tuple[float, float, float]:
+        body = pods[i] + tail  # built per pod: 300 full-node bodies would hold 1.3 GB
         t0 = time.perf_counter()
-        filtered, _ = await http.request("POST", "/filter", bodies[i])
+        filtered, _ = await http.request("POST", "/filter", body)
         t1 = time.perf_counter()
-        scored, content = await http.request("POST", "/prioritize", bodies[i])
+        scored, content = await http.request("POST", "/prioritize", body)
         t2 = time.perf_counter()
         assert filtered == scored == 200 and b'"Score":10}' in content
         return t1 - t0, t2 - t1, t2 - t0
@@ -230,9 +228,13 @@ def main() -> None:
             payload, window = variant.split("-")
             window_ms = 200.0 if window == "window" else 0.0
             log = Path(tmp) / f"{variant}.log"
-            with ExtenderServer(
-                log, mode="active", calibrations_dir=cal, window_ms=window_ms
-            ) as server:
+            server = ExtenderServer(log, mode="active", calibrations_dir=cal, window_ms=window_ms)
+            try:
+                server.start()
+            except RuntimeError:
+                print(log.read_text()[-2000:], file=sys.stderr)  # the temp folder goes away
+                raise
+            try:
                 setup = httpx.post(f"{server.url}/nodes", json={"items": nodes}, timeout=60.0)
                 setup.raise_for_status()
                 ref = asyncio.run(_reference(server.port, args.rate, min(5.0, args.duration_s)))
@@ -243,6 +245,8 @@ def main() -> None:
                 result["cpu_ms_per_pod"] = (
                     (_cpu_s(server.process.pid) - cpu_before_s) * 1e3 / max(1, result["pods"])
                 )
+            finally:
+                server.stop()
             rows.append((variant, window_ms, ref, result))
         print()
         columns = (
