@@ -76,11 +76,19 @@ class SinkChannel:
         self._inbox.put(records)
         self._wake.set()
 
-    def stop(self, timeout_s: float) -> None:
-        """Flush and close: a last write of the queued records if the spool is empty and the
-        sink is up, else they are spooled for the next start; then close sink and spool."""
+    def request_stop(self) -> None:
+        """Ask the delivery thread to flush and end; returns at once (see :meth:`stop`)."""
         self._stopping.set()
         self._wake.set()
+
+    def stop(self, timeout_s: float) -> None:
+        """Flush and close: a last write of the queued records if the spool is empty and the
+        sink is up, else they are spooled for the next start; then close sink and spool.
+
+        ``timeout_s`` must cover a write in flight plus the last one (2 × the sink's
+        timeout): records still held in memory when it runs out are lost with the process.
+        """
+        self.request_stop()
         if self._thread.ident is not None:  # started
             self._thread.join(timeout_s)
         if self._thread.is_alive():

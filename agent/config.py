@@ -99,7 +99,10 @@ EnvVariable = Annotated[str | None, AfterValidator(_env_is_set)]
 class _SinkBase(_Strict):
     name: str | None = Field(None, description="unique sink name; names its spool file")
     batch_size: PositiveInt = Field(5000, description="records per request (live and replay)")
-    timeout_s: PositiveFloat = 5.0
+    # At most 10 s: on SIGTERM a sink may need an in-flight and a last write (2 × timeout_s)
+    # within systemd's TimeoutStopSec (30 s in eams-agent.service); beyond it, SIGKILL would
+    # lose the records held in memory.
+    timeout_s: float = Field(5.0, gt=0, le=10, description="per request (s)")
     max_backoff_s: PositiveFloat = Field(30.0, description="longest wait between retries (s)")
 
 

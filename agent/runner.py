@@ -27,7 +27,7 @@ from eams.agent.spool import Spool
 
 log = logging.getLogger(__name__)
 
-#: How long :meth:`Agent.close` waits for each sink's last write (s).
+#: How long :meth:`Agent.close` waits for the meter poller (s).
 STOP_TIMEOUT_S = 10.0
 
 
@@ -185,8 +185,15 @@ class Agent:
         """Stop the poller, flush and close every sink and spool, stop the metrics server."""
         if self.poller is not None:
             self.poller.stop(STOP_TIMEOUT_S)
+        # All channels flush at once, each with time for a write in flight and a last one
+        # (2 × its timeout, ≤ 22 s with timeout_s ≤ 10): one after the other, several
+        # hanging sinks would outlast systemd's TimeoutStopSec and be killed mid-flush.
         for channel in self.channels:
-            channel.stop(STOP_TIMEOUT_S)
+            channel.request_stop()
+        started = time.monotonic()
+        for channel, sink in zip(self.channels, self.config.sinks, strict=True):
+            budget_s = 2 * sink.timeout_s + 2
+            channel.stop(max(0.0, started + budget_s - time.monotonic()))
         self.metrics.close()
         if self._lock is not None:
             self._lock.close()
