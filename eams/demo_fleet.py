@@ -53,6 +53,10 @@ BUILTIN = (
 )
 
 
+CAP_OVER_PEAK = 1.2
+"""Power cap over hidden peak power: room above full load, so a loaded node is not over cap."""
+
+
 @dataclass(frozen=True, slots=True)
 class DemoNode:
     """One virtual node (a mini-PC of the testbed, see the module doc for its power).
@@ -78,6 +82,12 @@ class DemoNode:
     scale: float
     speed: float
     cores: int = CORES
+
+    @property
+    def power_cap_w(self) -> float:
+        """The node's power cap P_cap (W): :data:`CAP_OVER_PEAK` × its hidden peak power, to
+        0.1 W (its agent's ``power_cap_w``, the PDU owner's outlet map, the harness)."""
+        return round(max(self.points_w) * CAP_OVER_PEAK, 1)
 
 
 def _nodes(models: list[tuple[str, tuple[float, ...], float]]) -> list[DemoNode]:

@@ -113,12 +113,13 @@ class Agents:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.agents: list[Agent] = []
-        names = [n.spec.name for n in testbed.nodes]
+        # the PDU owner publishes every node's metered power: each with that node's own cap
+        caps = {n.spec.name: n.spec.power_cap_w for n in testbed.nodes}
         for index, node in enumerate(testbed.nodes):
             name = node.spec.name
             data = {
                 "node": name,
-                "power_cap_w": round(max(node.spec.points_w) * 1.2, 1),
+                "power_cap_w": caps[name],
                 "calibration": str(calibrations_dir / f"{name}.json"),
                 "sample_period_s": period_s,
                 "sinks": [
@@ -138,7 +139,10 @@ class Agents:
                     "driver": DRIVER,
                     "stale_after_s": 3 * period_s,
                 }
-                data["outlets"] = {i + 1: n for i, n in enumerate(names)}
+                data["outlets"] = {
+                    i + 1: {"node": n, "power_cap_w": cap}
+                    for i, (n, cap) in enumerate(caps.items())
+                }
             config = parse_config(data, telemetry_dir, f"agent {name}")
             self.agents.append(Agent(config, read_cpu=node.cpu_times))
 

@@ -72,7 +72,7 @@ def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> C
     Returns
     -------
     Cluster
-        Power caps at 1.2 × each node's hidden full-load power.
+        Power caps :attr:`DemoNode.power_cap_w`, as the agents publish them.
     """
     points = np.array([n.points_w for n in nodes], dtype=float)
     return Cluster(
@@ -84,7 +84,7 @@ def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> C
         curves=PowerCurves(points),
         p_idle_w=np.array([c.p_idle_w for c in calibrations]),
         p_max_w=np.array([c.p_max_w for c in calibrations]),
-        power_cap_w=points[:, -1] * 1.2,
+        power_cap_w=np.array([n.power_cap_w for n in nodes]),
         meta=[NodeMeta() for _ in nodes],
         server=[n.server for n in nodes],
         empty_node="idle",

@@ -35,9 +35,16 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
         f"mini-{i}.json" for i in range(1, 7)
     ]
     for run in ("default", "eams"):
-        lines = (out / "telemetry" / run / "mini-1.jsonl").read_text().splitlines()
-        sources = {json.loads(line)["source"] for line in lines}
-        assert "metered" in sources  # the PDU owner's samples came through SNMP
+        folder = out / "telemetry" / run
+        owner = [json.loads(line) for line in (folder / "mini-1.jsonl").read_text().splitlines()]
+        assert "metered" in {r["source"] for r in owner}  # the PDU owner's came through SNMP
+        for i in range(1, 7):  # every node's metered power carries that node's own cap
+            own = [
+                json.loads(line) for line in (folder / f"mini-{i}.jsonl").read_text().splitlines()
+            ]
+            own_caps = {r["power_cap_w"] for r in own if r["node"] == f"mini-{i}"}
+            assert len(own_caps) == 1
+            assert {r["power_cap_w"] for r in owner if r["node"] == f"mini-{i}"} == own_caps
     summary = json.loads((out / "report" / "wallpower_summary.json").read_text())
     assert summary["verdict"] in ("PASS", "FAIL")
     assert summary["normalised_by"] == "work"
