@@ -28,7 +28,7 @@ from eams.scheduler.auction.exact import transport
 from eams.scheduler.auction.greedy import greedy_complete
 from eams.scheduler.auction.warmstart import rank_one_prices
 
-SWAP_PODS = 64  # left-out pods tried by the swap repair, highest value first
+SWAP_PODS = 16  # left-out pods tried by the swap repair, highest value first
 SWAP_NODES = 8  # nodes tried per pod, its best first
 
 
@@ -118,12 +118,8 @@ def relax_round_repair(
         exact solve gave up (the caller then runs the auction).
     """
     owner = np.repeat(np.arange(demand.size), demand)
-    unit_values = (values / demand[:, None])[owner]
-    ones = np.ones(owner.size, dtype=np.int64)
-    start = None
-    if guess is not None:
-        start = rank_one_prices((guess / demand[:, None])[owner], ones, capacity)[0]
-    solved = transport(unit_values, capacity, v_max, start)
+    start = None if guess is None else rank_one_prices(guess, demand, capacity)[0]
+    solved = transport(values / demand[:, None], capacity, v_max, start, units=demand)
     if solved is None:
         return None
     unit_assign, prices, _ = solved

@@ -37,16 +37,20 @@ TOL_REL = 1e-9  # gains this close (relative to the largest value) count as ties
 def _top(net: np.ndarray, rows: np.ndarray, length: int, tol: float) -> np.ndarray:
     """Per row, the columns of the ``length`` largest entries (unordered), (J, length).
 
-    Ties (within ``tol``) are broken by a fixed low-discrepancy jitter of (row, column), so
-    identical pods list different identical nodes instead of all the lowest indices.
+    When a few sample rows show exactly tied columns (identical nodes), ties (within ``tol``)
+    are broken by a fixed low-discrepancy jitter of (row, column), so identical pods list
+    different identical nodes instead of all the lowest indices.
     """
     n_cols = net.shape[1]
     if length >= n_cols:
         return np.broadcast_to(np.arange(n_cols), net.shape)
-    # additive recurrence with the plastic number's reciprocals (well spread in two dimensions)
-    spread = np.modf(rows[:, None] * 0.7548776662 + np.arange(n_cols)[None, :] * 0.5698402910)[0]
-    key = net + tol * spread
-    return np.argpartition(key, n_cols - length, axis=1)[:, n_cols - length :]
+    sample = net[:: max(1, net.shape[0] // 4)][:4]
+    sample = np.sort(np.where(np.isfinite(sample), sample, np.nan), axis=1)
+    if (np.diff(sample, axis=1) == 0).any():
+        # additive recurrence with the plastic number's reciprocals (spread in two dimensions)
+        spread = np.modf(rows[:, None] * 0.7548776662 + np.arange(n_cols)[None, :] * 0.5698402910)
+        net = net + tol * spread[0]
+    return np.argpartition(net, n_cols - length, axis=1)[:, n_cols - length :]
 
 
 def _edges(values: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -57,64 +61,61 @@ def _edges(values: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _match(
-    values: np.ndarray, capacity: np.ndarray, pod: np.ndarray, node: np.ndarray
+    n_rows: int, capacity: np.ndarray, row: np.ndarray, node: np.ndarray, val: np.ndarray
 ) -> np.ndarray:
-    """Optimal assignment restricted to the edges (pod, node): node index per pod, −1 = out."""
-    n_pods = values.shape[0]
+    """Optimal assignment restricted to the edges (row, node) of value ``val``: node per row,
+    −1 = out."""
     copies = np.minimum(capacity, np.bincount(node, minlength=capacity.size))
     offset = np.concatenate([[0], np.cumsum(copies)])
     rep = copies[node]
-    keep = rep > 0
-    pod, node, rep = pod[keep], node[keep], rep[keep]
-    rows = np.repeat(pod, rep)
+    rows = np.repeat(row, rep)
     slot = np.arange(rows.size) - np.repeat(np.cumsum(rep) - rep, rep)
     cols = np.repeat(offset[node], rep) + slot
     # costs must be > 0 (an explicit 0 is no edge): cost = top − value, staying out = top
-    top = 2.0 * float(values[pod, node].max(initial=1.0)) + 1.0
-    cost = top - np.repeat(values[pod, node], rep)
+    top = 2.0 * float(val.max(initial=1.0)) + 1.0
     outside = int(offset[-1])
     graph = sp.csr_matrix(
         (
-            np.concatenate([cost, np.full(n_pods, top)]),
+            np.concatenate([top - np.repeat(val, rep), np.full(n_rows, top)]),
             (
-                np.concatenate([rows, np.arange(n_pods)]),
-                np.concatenate([cols, outside + np.arange(n_pods)]),
+                np.concatenate([rows, np.arange(n_rows)]),
+                np.concatenate([cols, outside + np.arange(n_rows)]),
             ),
         ),
-        shape=(n_pods, outside + n_pods),
+        shape=(n_rows, outside + n_rows),
     )
     matched_rows, matched_cols = min_weight_full_bipartite_matching(graph)
-    assign = np.full(n_pods, -1, dtype=np.int64)
+    assign = np.full(n_rows, -1, dtype=np.int64)
     on = matched_cols < outside
     assign[matched_rows[on]] = np.searchsorted(offset, matched_cols[on], side="right") - 1
     return assign
 
 
 def _prices(
-    values: np.ndarray,
     assign: np.ndarray,
-    pod: np.ndarray,
+    own: np.ndarray,
+    row: np.ndarray,
     node: np.ndarray,
+    val: np.ndarray,
     n_nodes: int,
     tol: float,
 ) -> np.ndarray | None:
-    """Minimal competitive prices of a restricted optimum (longest paths, Bellman–Ford).
+    """Minimal competitive prices of a restricted optimum (longest paths, Bellman–Ford):
+    p_node ≥ p_home + val − own over the edges (p_home = 0 for a row left out, own = 0).
 
     ``None`` if they do not settle within n_nodes + 1 sweeps (a positive cycle from rounding).
     """
-    on = assign[pod] >= 0
-    own = np.where(on, values[pod, np.maximum(assign[pod], 0)], 0.0)
-    edge_v = values[pod, node] - own  # p_node ≥ p_home + edge_v (p_home = 0 when left out)
     order = np.argsort(node, kind="stable")
-    pod, node, edge_v, on = pod[order], node[order], edge_v[order], on[order]
+    row, node = row[order], node[order]
+    edge_v = val[order] - own[row]
+    on = assign[row] >= 0
+    home = np.maximum(assign[row], 0)
     starts = np.flatnonzero(np.r_[True, node[1:] != node[:-1]])
     heads = node[starts]
-    home = np.maximum(assign[pod], 0)
     prices = np.zeros(n_nodes)
     for _ in range(n_nodes + 1):
         reach = edge_v + np.where(on, prices[home], 0.0)
-        best = np.maximum.reduceat(reach, starts)
-        new = np.maximum(prices[heads], best)
+        new = np.maximum(prices[heads], np.maximum.reduceat(reach, starts))
         if not (new > prices[heads] + tol).any():
             return prices
         prices[heads] = new
@@ -126,21 +127,26 @@ def transport(
     capacity: np.ndarray,
     v_max: float,
     start_prices: np.ndarray | None = None,
+    units: np.ndarray | None = None,
     list_len: int = LIST_LEN,
     max_passes: int = MAX_PASSES,
 ) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """Optimal assignment of single-unit pods to nodes with capacities, and its dual prices.
+    """Optimal assignment of unit demands to nodes with capacities, and its dual prices.
 
     Parameters
     ----------
     values : (J, N) float
-        v_jn > 0 where allowed, −inf where pod j may not go to node n.
+        Value of one unit of pod j on node n, > 0 where allowed, −inf where not.
     capacity : (N,) int ≥ 0
         Units per node.
     v_max : float > 0
         The largest value: gains within ``TOL_REL · v_max`` count as ties.
     start_prices : (N,) float ≥ 0, optional
         Prices that pick the first candidate lists (the warm start); default 0.
+    units : (J,) int ≥ 1, optional
+        Units per pod (default 1): pod j stands for ``units[j]`` identical rows, which may go
+        to different nodes (the per-slot relaxation of bundles, :mod:`.bundles`). Lists and
+        the certificate are computed per pod, the matching per row.
     list_len : int
         Nodes per pod in the first lists (and added per pass for pods that would gain).
     max_passes : int
@@ -149,30 +155,43 @@ def transport(
     Returns
     -------
     (assignment, prices, passes) or None
-        assignment (J,) node per pod, −1 = out; prices (N,) ≥ 0 per unit, 0 on nodes with a
-        free unit, certifying optimality (0-CS); passes run. ``None`` when the pass cap is hit
-        or rounding breaks the certificate: the caller must use another method.
+        assignment (Σ units,) node per row (rows of pod j are consecutive), −1 = out; prices
+        (N,) ≥ 0 per unit, 0 on nodes with a free unit, certifying optimality (0-CS); passes
+        run. ``None`` when the pass cap is hit or rounding breaks the certificate: the caller
+        must use another method.
     """
     n_pods, n_nodes = values.shape
+    units = np.ones(n_pods, dtype=np.int64) if units is None else units
+    owner = np.repeat(np.arange(n_pods), units)
+    first_row = np.cumsum(units) - units
     tol = TOL_REL * v_max
     prices = np.zeros(n_nodes) if start_prices is None else start_prices
     pod, node = _edges(values, _top(values - prices[None, :], np.arange(n_pods), list_len, tol))
     for passes in range(1, max_passes + 1):
-        assign = _match(values, capacity, pod, node)
-        prices = _prices(values, assign, pod, node, n_nodes, tol)
+        rep = units[pod]
+        row = (
+            np.repeat(first_row[pod], rep)
+            + np.arange(rep.sum())
+            - np.repeat(np.cumsum(rep) - rep, rep)
+        )
+        row_node = np.repeat(node, rep)
+        val = np.repeat(values[pod, node], rep)
+        assign = _match(owner.size, capacity, row, row_node, val)
+        on = np.flatnonzero(assign >= 0)
+        own = np.zeros(owner.size)
+        own[on] = values[owner[on], assign[on]]
+        prices = _prices(assign, own, row, row_node, val, n_nodes, tol)
         if prices is None:
             return None
-        used = np.bincount(assign[assign >= 0], minlength=n_nodes)
+        used = np.bincount(assign[on], minlength=n_nodes)
         if (prices[used < capacity] > tol).any():
             return None
         net = values - prices[None, :]
-        on = np.flatnonzero(assign >= 0)
-        profit = np.zeros(n_pods)
-        profit[on] = net[on, assign[on]]
-        gaining = np.flatnonzero(net.max(axis=1) > profit + tol)
+        profit = own.copy()
+        profit[on] -= prices[assign[on]]
+        gaining = np.flatnonzero(net.max(axis=1) > np.minimum.reduceat(profit, first_row) + tol)
         if gaining.size == 0:
             return assign, prices, passes
-        # lists grow geometrically, so a poor first guess (a cold start) costs few passes
         more = _top(net[gaining], gaining, list_len, tol)
         more_pod, more_node = _edges(values[gaining], more)
         pairs = np.unique(
