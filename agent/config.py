@@ -330,6 +330,22 @@ def parse_config(data: object, base_dir: Path, source: str = "config") -> AgentC
     return config
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last
+    silently, so ``power_cap_w`` written twice would take whichever came later)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: Path) -> AgentConfig:
     """Read and validate a YAML configuration file.
 
@@ -339,7 +355,7 @@ def load_config(path: Path) -> AgentConfig:
         The file is unreadable, not YAML (names the line), or invalid (see :func:`parse_config`).
     """
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
