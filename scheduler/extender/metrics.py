@@ -6,11 +6,13 @@ README.md (the dashboards are built from it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from eams.calibrate.calfile import Calibration
 
 # Seconds; dense below the 250 ms AR-2 budget, the window W = 200 ms sits in the middle.
 LATENCY_BUCKETS_S = (
@@ -130,6 +132,24 @@ class ExtenderMetrics:
         self.calibrated_nodes = Gauge(
             "eams_extender_calibrated_nodes", "Nodes with a loaded calibration.", registry=r
         )
+        self.p_idle = Gauge(
+            "eams_extender_node_p_idle_watts",
+            "Calibrated P_idle of each node (the fitted line at u = 0), W.",
+            ["node"],
+            registry=r,
+        )
+        self.p_max = Gauge(
+            "eams_extender_node_p_max_watts",
+            "Calibrated P_max of each node (the fitted line at u = 1), W.",
+            ["node"],
+            registry=r,
+        )
+        self.speed = Gauge(
+            "eams_extender_node_speed_ratio",
+            "Calibrated speed s_n of each node, relative to the reference node.",
+            ["node"],
+            registry=r,
+        )
         self.ready = Gauge("eams_extender_ready", "1 when /readyz answers 200.", registry=r)
         self.recommendations = Counter(
             "eams_extender_recommendations_total",
@@ -137,3 +157,13 @@ class ExtenderMetrics:
             ["mode"],
             registry=r,
         )
+
+    def record_calibrations(self, calibrations: Mapping[str, Calibration]) -> None:
+        """Publish the loaded calibrations: their count, and P_idle, P_max (W) and speed per
+        node (a node calibrated without a speed has no speed series)."""
+        self.calibrated_nodes.set(len(calibrations))
+        for node, calibration in calibrations.items():
+            self.p_idle.labels(node).set(calibration.p_idle_w)
+            self.p_max.labels(node).set(calibration.p_max_w)
+            if calibration.speed is not None:
+                self.speed.labels(node).set(calibration.speed)

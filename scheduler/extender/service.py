@@ -128,7 +128,7 @@ class Extender:
         self.recommendations: deque[dict[str, Any]] = deque(maxlen=settings.recommendations_kept)
         self.on_recovery: Callable[[str], None] | None = None
         self._filtered: set[str] = set()
-        metrics.calibrated_nodes.set(len(calibrations))
+        metrics.record_calibrations(calibrations)
 
     @property
     def active(self) -> bool:

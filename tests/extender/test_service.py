@@ -27,6 +27,9 @@ METRIC_NAMES = (
     "eams_extender_telemetry_samples_total",
     "eams_extender_telemetry_nodes",
     "eams_extender_calibrated_nodes",
+    "eams_extender_node_p_idle_watts",
+    "eams_extender_node_p_max_watts",
+    "eams_extender_node_speed_ratio",
     "eams_extender_ready",
     "eams_extender_recommendations_total",
 )
@@ -82,6 +85,17 @@ async def test_metrics_are_prometheus_text_with_the_documented_names(make_client
     ).read_text()
     for name in METRIC_NAMES:
         assert f"`{name}" in readme, f"{name} is not documented for the dashboards"
+
+
+async def test_metrics_publish_each_calibration(make_client) -> None:
+    text = (await (await make_client()).get("/metrics")).text
+    assert "eams_extender_calibrated_nodes 3.0" in text
+    # P_idle / P_max are the fitted line's ends: within a watt of the lines written.
+    for node, p_idle_w, p_max_w in (("node-a", 40, 120), ("node-b", 80, 300), ("node-c", 60, 200)):
+        idle = float(text.split(f'eams_extender_node_p_idle_watts{{node="{node}"}} ')[1].split()[0])
+        peak = float(text.split(f'eams_extender_node_p_max_watts{{node="{node}"}} ')[1].split()[0])
+        assert abs(idle - p_idle_w) < 1 and abs(peak - p_max_w) < 1
+        assert f'eams_extender_node_speed_ratio{{node="{node}"}} 1.0' in text
 
 
 def test_settings_collect_every_problem() -> None:
