@@ -63,7 +63,8 @@ class Reading:
     accuracy_pct : float or None
         The vendor's stated accuracy of power readings (±%), e.g. 3.0 for APC rPDU2.
     floor_w : float or None
-        The vendor's metering floor per outlet (W); readings at or below it are unreliable.
+        The vendor's metering floor per outlet (W); readings below it are flagged
+        ``below_floor`` (unreliable).
     """
 
     meter: str

@@ -58,7 +58,8 @@ class MeterUrl:
         if self.scheme == "serial":
             return f"serial://{self.host}{suffix}"
         who = "***@" if self.scheme == "snmp" else f"{self.user}@"
-        return f"{self.scheme}://{who}{self.host}:{self.port}{suffix}"
+        host = f"[{self.host}]" if ":" in self.host else self.host  # IPv6 literal (RFC 3986)
+        return f"{self.scheme}://{who}{host}:{self.port}{suffix}"
 
     def snmp_keys(self) -> tuple[str, str]:
         """Return the SNMPv3 (auth key, priv key) from the environment.

@@ -92,7 +92,8 @@ def oid_in_subtree(oid: str, root: str) -> bool:
     return oid == root or oid.startswith(root + ".")
 
 
-def _key(oid: str) -> tuple[int, ...]:
+def oid_key(oid: str) -> tuple[int, ...]:
+    """Dotted ``oid`` as a tuple of ints: sorts in SNMP (lexicographic by arc) order."""
     return tuple(int(p) for p in oid.split("."))
 
 
@@ -307,7 +308,7 @@ class SnmpClient:
             if isinstance(value, EndOfMibView) or not oid_in_subtree(oid, root):
                 done.add(root)
                 continue
-            if found[root] and _key(oid) <= _key(found[root][-1][0]):
+            if found[root] and oid_key(oid) <= oid_key(found[root][-1][0]):
                 done.add(root)  # not increasing (a broken agent): stop rather than loop
                 continue
             found[root].append((oid, _to_value(value)))

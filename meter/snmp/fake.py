@@ -10,13 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from eams.meter.snmp.client import Value, oid_in_subtree
+from eams.meter.snmp.client import Value, oid_in_subtree, oid_key
 
 _INTEGER_TAGS = {"2", "65", "66", "67", "70"}  # Integer32, Counter32, Gauge32, TimeTicks, Counter64
-
-
-def _key(oid: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in oid.split("."))
 
 
 def parse_snmprec(text: str) -> dict[str, Value]:
@@ -58,7 +54,7 @@ class FakeSnmpClient:
     """
 
     def __init__(self, values: dict[str, Value]) -> None:
-        self.values = dict(sorted(values.items(), key=lambda item: _key(item[0])))
+        self.values = dict(sorted(values.items(), key=lambda item: oid_key(item[0])))
         self.requests = 0
 
     @classmethod

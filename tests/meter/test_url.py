@@ -46,5 +46,7 @@ def test_defaults_and_ipv6() -> None:
     assert parse_meter_url("snmp://10.0.0.5") == parse_meter_url("snmp://public@10.0.0.5:161")
     v6 = parse_meter_url("snmp://c@[::1]:1161")
     assert (v6.host, v6.port, v6.community) == ("::1", 1161, "c")
+    assert v6.redacted() == "snmp://***@[::1]:1161"
+    assert parse_meter_url(v6.redacted().replace("***", "c")) == v6
     serial = parse_meter_url("serial:///dev/ttyUSB0?protocol=SDM630&unit=247")
     assert serial.options == {"protocol": "sdm630", "baudrate": "9600", "unit": "247"}
