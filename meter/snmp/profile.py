@@ -11,6 +11,9 @@ units. Every field is one of:
 - ``suffix``: keep only rows whose index ends with this number and drop it (Raritan PDU2
   indexes its sensor tables by sensor type: 1 current, 4 voltage, 5 active power, 8 energy);
 - ``invalid``: raw values that mean "not available" (APC answers -1) and decode to ``None``;
+  any other negative value is ``None`` too, and recorded as a problem (a PDU meters
+  consumption only; EATON-EPDU-MIB: "a negative value indicates that this object is not
+  available");
 - ``rows``: keep only these indexes (CyberPower's ePDULoadStatusTable lists phases, then the
   banks that subdivide them: the single-phase total is row 1);
 - a list of such specs: candidates, the first that yields a value wins (APC rPDU2 device power
@@ -128,6 +131,9 @@ def _number(
         problems.append(f"{oid}: {raw!r} is not a number")
         return None
     if raw in spec.invalid:
+        return None
+    if raw < 0:  # a PDU meters consumption only: e.g. Eaton's "negative = not available"
+        problems.append(f"{oid}: {raw} is negative, not a measurement")
         return None
     value = raw * spec.scale
     if spec.digits:

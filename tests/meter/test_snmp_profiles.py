@@ -82,6 +82,14 @@ def test_candidates_fall_back_and_minus_one_is_not_available() -> None:
     assert problems == []
 
 
+def test_a_negative_value_is_none_and_recorded() -> None:
+    watts = "1.3.6.1.4.1.534.6.6.7.6.5.1.3.0"  # Eaton outletWatts: negative = not available
+    values = {f"{watts}.1": 80, f"{watts}.2": -2, f"{watts}.3": 0}
+    reading, problems = _read(values, "eaton_epdu")
+    assert [o.power_w for o in reading.outlets] == [80.0, None, 0.0]
+    assert problems == [f"{watts}.2: -2 is negative, not a measurement"]
+
+
 def test_apc_scaling_and_floor() -> None:
     col = "1.3.6.1.4.1.318.1.1.26.9.4.3.1"
     values = {
