@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -132,11 +133,13 @@ class EastronMeter:
             retries=retries,
             trace_packet=self._rx,
         )
-        if not self._client.connect():
-            raise MeterUnreachable(
-                f"{url.redacted()}: cannot open serial device {url.host} "
-                "(absent, in use by another program, or no permission)"
+        if not self._client.connect():  # pymodbus keeps the reason to its log
+            why = (
+                "no such device"
+                if "://" not in url.host and not os.path.exists(url.host)
+                else "not a serial port, in use by another program, or no permission"
             )
+            raise MeterUnreachable(f"{url.redacted()}: cannot open serial device {url.host}: {why}")
 
     @property
     def deadline_s(self) -> float:

@@ -193,8 +193,13 @@ def test_bad_frames_are_protocol_errors(ptys, corrupt, message):
 
 
 def test_absent_device_is_unreachable(tmp_path: Path):
-    with pytest.raises(MeterUnreachable, match="cannot open serial device"):
+    with pytest.raises(MeterUnreachable, match=r"cannot open serial device .*: no such device"):
         open_serial_meter(f"serial://{tmp_path}/ttyNONE?protocol=sdm630")
+
+
+def test_a_file_that_is_no_serial_port_says_so():
+    with pytest.raises(MeterUnreachable, match="/dev/null: not a serial port"):
+        open_serial_meter("serial:///dev/null?protocol=sdm120")
 
 
 EAMS = str(Path(sys.executable).with_name("eams"))
