@@ -217,7 +217,7 @@ def _matching(
         if solved is None:
             return None
         assignment, prices, passes = solved
-        method, gap = "matching", None
+        method, gap, rounds = "matching", None, 0
     else:
         sized = relax_round_repair(v, guess if params.warm_start else None, d, cap, v_max)
         if sized is None:
@@ -237,7 +237,7 @@ def _matching(
             v_max,
             certify=False,
         )
-        on = np.flatnonzero(assignment >= 0)
+        on, rounds = np.flatnonzero(assignment >= 0), polish.rounds
         if polish.value > float(v[on, assignment[on]].sum()):
             assignment = polish.assignment
             method = f"matching relaxation, then {polish.rounds} auction rounds from its duals"
@@ -249,7 +249,7 @@ def _matching(
         assignment=assignment,
         prices=prices,
         value=value,
-        rounds=0,
+        rounds=rounds,
         epsilon=params.epsilon_rel * v_max,
         converged=True,
         fell_back=False,

@@ -272,7 +272,8 @@ class Clearing:
     value : float
         Σ_j v_{j, assignment_j} over assigned pods.
     rounds : int
-        Bidding rounds (forward and reverse) over all ε phases; 0 when solved by matching.
+        Bidding rounds (forward and reverse) over all ε phases; 0 for single-slot matching,
+        the polish's rounds for the bundle relaxation.
     epsilon : float
         ε of the last phase run.
     converged : bool
