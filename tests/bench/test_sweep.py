@@ -18,7 +18,7 @@ SMALL = {
     "name": "unit",
     "trace": {"source": "synthetic", "synthetic": {"pods": 150}},
     "cluster": {"nodes": 8, "server_models": 3},
-    "schedulers": ["default", "most-allocated", "milp"],
+    "schedulers": ["default", "most-allocated", "milp", "eams"],
     "rho": [0.5, 1.2],
     "seeds": [1, 2],
     "workers": 1,
@@ -48,7 +48,7 @@ def test_same_manifest_gives_identical_numbers(shared_data) -> None:
     first, _ = run_sweep(manifest)
     second, _ = run_sweep(manifest)
     assert json.dumps(first, default=str) == json.dumps(second, default=str)
-    assert len(first) == 3 * 2 * 2
+    assert len(first) == 4 * 2 * 2
     assert all(r["violations"] == 0 and r["placed"] == r["pods"] for r in first)
     seeds = {r["seed"]: r["energy_j"] for r in first if r["scheduler"] == "default"}
     assert seeds[1] != seeds[2]
@@ -64,11 +64,16 @@ def test_sweep_command_writes_results_plots_and_summary(shared_data, tmp_path) -
     assert result.exit_code == 0, result.output
     assert "most-allocated: AR-3" in result.output and "AR-7" in result.output
     data = json.loads((out / "results.json").read_text())
-    assert {r["scheduler"] for r in data["results"]} == {"default", "most-allocated", "milp"}
+    assert {r["scheduler"] for r in data["results"]} == {
+        "default",
+        "most-allocated",
+        "milp",
+        "eams",
+    }
     assert (out / "results.csv").read_text().startswith("scheduler,rho,seed")
     for png in ("regime.png", "regime_energy.png", "regime_p95.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
-    assert len((out / "cells.jsonl").read_text().splitlines()) == 3 * 2
+    assert len((out / "cells.jsonl").read_text().splitlines()) == 4 * 2
     latency = json.loads((out / "latency.json").read_text())
     assert all(row["decisions"] > 0 for row in latency)
 
