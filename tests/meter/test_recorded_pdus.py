@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -106,12 +107,21 @@ FIELD_CLASS = {
 TO_OURS = {"power_consumed": 1000.0}  # kWh → Wh
 
 
-def _oracle(shared_data: Path, name: str) -> dict[str, tuple[str, float]]:
+#: The outlet number LibreNMS puts at the start of an outlet sensor's description:
+#: "1 Test Name" (APC cPDU), "2 OUTLET2" (Raritan PX2/PX4), "Outlet A1: name" (Eaton).
+ORACLE_OUTLET_NUMBER = re.compile(r"(?:Outlet [A-Z])?(\d+)(?:\b|:)")
+
+
+def _oracle(shared_data: Path, name: str) -> dict[str, tuple[str, float, str]]:
     path = shared_data / "pdu_snmp" / "librenms_expected_json" / f"{name}.json"
     doc = json.loads(path.read_text())
     sensors = ((doc.get("sensors") or {}).get("discovery") or {}).get("sensors") or []
     return {
-        s["sensor_oid"].lstrip("."): (s["sensor_class"], float(s["sensor_current"]))
+        s["sensor_oid"].lstrip("."): (
+            s["sensor_class"],
+            float(s["sensor_current"]),
+            s["sensor_descr"] or "",
+        )
         for s in sensors
         if s["sensor_class"] in FIELD_CLASS.values() and s["sensor_current"] is not None
     }
@@ -167,6 +177,11 @@ def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) ->
             assert ours == expected, where
         else:
             assert ours == pytest.approx(expected, rel=0.005), where
+        if outlet is not None:  # the value sits on the right outlet, not only the right OID
+            descr, label = terms[0][2], reading.outlet(outlet).name
+            assert label is None or label in descr, (where, label, descr)
+            number = ORACLE_OUTLET_NUMBER.match(descr)
+            assert number is None or int(number.group(1)) == outlet, (where, descr)
         checked[field] += 1
         matched.update(oids)
     assert unverified == UNVERIFIED.get(name, set()), f"{name}: values without an oracle"
@@ -174,7 +189,7 @@ def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) ->
     fam = family(reading.driver)
     for field, reader in fam.outlets.items():
         for spec in reader.specs:
-            for oid, (cls, _) in oracle.items():
+            for oid, (cls, _, _) in oracle.items():
                 in_column = oid_in_subtree(oid, spec.oid) and (
                     spec.suffix is None or oid.endswith(f".{spec.suffix}")
                 )
