@@ -255,7 +255,7 @@ def create_app(
     @app.post("/telemetry")
     async def telemetry(request: Request) -> Response:
         try:
-            samples = parse_samples(await read_body(request, limit))
+            samples = parse_samples(await read_body(request, limit), clock())
         except (BadRequest, PayloadTooLarge) as exc:
             return _error(metrics, "/telemetry", exc)
         return _json({"accepted": extender.ingest(samples)}, 202)

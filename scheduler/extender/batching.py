@@ -58,16 +58,23 @@ class Batcher:
         A pod that already has a fresh row or is being cleared is left alone; a pod already
         pending is replaced (its candidate set may have become known).
         """
-        if self.row(pod.key) is not None or pod.key in self._in_flight:
+        if self.row(pod.key, pod.uid) is not None or pod.key in self._in_flight:
             return
         self._pending[pod.key] = pod
         if self._window is None:
             self._window = asyncio.get_running_loop().create_task(self._run_window())
 
-    def row(self, key: str) -> Cleared | None:
-        """The pod's fresh clearing-table row, or ``None``."""
+    def row(self, key: str, uid: str | None = None) -> Cleared | None:
+        """The pod's fresh clearing-table row, or ``None``.
+
+        With ``uid``, a row cleared for another pod of the same name (deleted and created
+        again) is dropped instead of answered.
+        """
         row = self._table.get(key)
-        if row is not None and self._clock() - row.cleared_at_s > self.clearing_ttl_s:
+        if row is None:
+            return None
+        stale = self._clock() - row.cleared_at_s > self.clearing_ttl_s
+        if stale or (uid is not None and row.uid is not None and row.uid != uid):
             del self._table[key]
             return None
         return row
@@ -81,11 +88,12 @@ class Batcher:
         """Whether the pod is in an open or clearing window."""
         return key in self._pending or key in self._in_flight
 
-    async def wait(self, key: str, timeout_s: float) -> Cleared | None:
-        """Wait up to ``timeout_s`` for the pod's row; ``None`` if it did not come in time."""
+    async def wait(self, key: str, timeout_s: float, uid: str | None = None) -> Cleared | None:
+        """Wait up to ``timeout_s`` for the pod's row (of that ``uid``, see :meth:`row`);
+        ``None`` if it did not come in time."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while (row := self.row(key)) is None and self.waiting(key):
+        while (row := self.row(key, uid)) is None and self.waiting(key):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return None

@@ -59,6 +59,9 @@ class PendingPod:
         absent or not a positive number (the default runtime applies).
     candidates : frozenset of str or None
         Nodes kube-scheduler's filters passed for this pod (seen in a request), or ``None``.
+    uid : str or None
+        ``metadata.uid``: a pod deleted and created again under the same name (a StatefulSet
+        pod) is another pod and must not inherit the old one's clearing row.
     """
 
     key: str
@@ -67,6 +70,7 @@ class PendingPod:
     tenant: str
     work_core_s: float | None
     candidates: frozenset[str] | None = None
+    uid: str | None = None
 
 
 def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> PendingPod:
@@ -84,6 +88,7 @@ def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> Pen
         tenant=pod.metadata.namespace or "default",
         work_core_s=_positive_float((pod.metadata.annotations or {}).get(WORK_ANNOTATION)),
         candidates=candidates,
+        uid=pod.metadata.uid or None,
     )
 
 
@@ -139,6 +144,8 @@ class Cleared:
     columns : dict of str to int
         Node name → index into ``scores``; one dict shared by every row of the window (a table
         of thousands of rows must not hold a dict per row: memory and GC time).
+    uid : str or None
+        ``metadata.uid`` of the cleared pod (:attr:`PendingPod.uid`).
     """
 
     pod: str
@@ -148,6 +155,7 @@ class Cleared:
     fell_back: bool
     scores: np.ndarray
     columns: dict[str, int]
+    uid: str | None = None
 
     def scores_for(self, names: list[str]) -> list[int]:
         """Scores of ``names`` in order; 0 for a node that was not valued in the window."""
@@ -331,7 +339,9 @@ class Market:
         for j, pod in enumerate(snapshot.pods):
             n = int(clearing.assignment[j])
             if n < 0:
-                rows.append(Cleared(pod.key, None, None, now_s, fell_back, compact[j], columns))
+                rows.append(
+                    Cleared(pod.key, None, None, now_s, fell_back, compact[j], columns, pod.uid)
+                )
                 continue
             if reserve:
                 share = snapshot.pod_arrays.slots[j] * self.params.cores_per_slot / nodes.cores[n]
@@ -340,7 +350,9 @@ class Market:
                 self.herd.reserve(snapshot.names[n], pod.key, float(power_w), now_s)
             price = float(clearing.prices[n])
             node = snapshot.names[n]
-            rows.append(Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns))
+            rows.append(
+                Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns, pod.uid)
+            )
         return rows
 
     def window_scores(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eams.scheduler.extender.errors import BadRequest
-from eams.scheduler.extender.quantity import integer_value, milli_value, parse_quantity
+from eams.scheduler.extender.quantity import integer_value, milli_value, resource_amount
 from eams.scheduler.extender.requests import PodRequest
 from eams.scheduler.extender.table import NodeTable
 
@@ -84,7 +84,7 @@ def node_capacity(item: dict[str, Any], field: str) -> NodeCapacity:
 
     def get(name: str, convert: Any) -> int | None:
         value = resources.get(name)
-        return None if value is None else convert(parse_quantity(value, f"{where}.{name}"))
+        return None if value is None else convert(resource_amount(value, f"{where}.{name}"))
 
     return NodeCapacity(
         get("cpu", milli_value), get("memory", integer_value), get("pods", integer_value)

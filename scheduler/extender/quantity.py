@@ -90,6 +90,23 @@ def parse_quantity(value: object, field: str) -> Decimal:
     return -magnitude if sign == "-" else magnitude
 
 
+def resource_amount(value: object, field: str) -> Decimal:
+    """A resource request, limit, overhead or allocatable amount: a quantity that is not negative.
+
+    The grammar allows a sign, but API validation refuses negative requests and limits
+    (reference §4.3 ``"-1"``); one reaching the extender would fit every node.
+
+    Raises
+    ------
+    BadRequest
+        Naming ``field``: the text breaks the grammar or is negative.
+    """
+    amount = parse_quantity(value, field)
+    if amount < 0:
+        raise BadRequest(f"{field}: a resource amount must not be negative, got {value!r}")
+    return amount
+
+
 def _ceil_away_from_zero(value: Decimal) -> int:
     rounding = ROUND_CEILING if value >= 0 else ROUND_FLOOR
     return int(value.to_integral_value(rounding=rounding))

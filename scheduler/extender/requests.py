@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from eams.scheduler.extender.quantity import integer_value, milli_value, parse_quantity
+from eams.scheduler.extender.quantity import integer_value, milli_value, resource_amount
 from eams.scheduler.extender.schemas import Container, PodObject, ResourceList, ResourceRequirements
 
 _POD_LEVEL_RESOURCES = ("cpu", "memory")
@@ -51,7 +51,7 @@ class PodRequest:
 
 def _parsed(resources: ResourceList | None, field: str) -> dict[str, Decimal]:
     return {
-        name: parse_quantity(value, f"{field}.{name}") for name, value in (resources or {}).items()
+        name: resource_amount(value, f"{field}.{name}") for name, value in (resources or {}).items()
     }
 
 

@@ -201,13 +201,14 @@ class Extender:
 
     def _candidates(self, args: ExtenderArgs) -> tuple[list[str], list[str]]:
         """``(item_names, candidates)``: names of ``Nodes.items`` in order (learning the
-        objects), and every candidate once — ``NodeNames`` then any item not named there."""
+        objects), and every candidate once — ``NodeNames`` then any item not named there.
+
+        Once, because kube-scheduler adds up the scores of a host listed twice in the
+        prioritize answer (reference §2.2): a duplicated name would double its weight.
+        """
         item_names = self.nodes.learn(args.Nodes.items or [], "Nodes.items") if args.Nodes else []
-        if args.NodeNames is None:
-            return item_names, item_names
-        if args.Nodes is None:
-            return item_names, args.NodeNames
-        return item_names, list(dict.fromkeys([*args.NodeNames, *item_names]))
+        listed = [*(args.NodeNames or ()), *item_names]
+        return item_names, list(dict.fromkeys(listed))
 
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         """Answer ``/filter`` (see the module docstring).
@@ -235,7 +236,7 @@ class Extender:
             FailedNodes=dict.fromkeys(sorted(low), FILTER_REASON), FailedAndUnresolvableNodes={}
         )
         if args.NodeNames is not None:
-            unique = list(dict.fromkeys(args.NodeNames))  # answer no name twice (reference §8.5)
+            unique = names if args.Nodes is None else list(dict.fromkeys(args.NodeNames))
             result.NodeNames = [n for n in unique if n not in low] if low else unique
         if args.Nodes is not None:
             items = args.Nodes.items or []
@@ -261,12 +262,12 @@ class Extender:
         pod = pending_pod(args.Pod, frozenset(names))
         row = None
         if self.batcher is not None:
-            row = self.batcher.row(pod.key)
+            row = self.batcher.row(pod.key, pod.uid)
             if row is None:
                 self.batcher.submit(pod)
                 if self.active:
                     timeout_s = (self.settings.window_ms + self.settings.grace_ms) / 1000.0
-                    row = await self.batcher.wait(pod.key, timeout_s)
+                    row = await self.batcher.wait(pod.key, timeout_s, pod.uid)
                     if row is None:
                         self.metrics.fallbacks.labels("window_timeout").inc()
         if not self.active:

@@ -18,9 +18,13 @@ from eams.agent.schema import TelemetrySample
 from eams.scheduler.extender.errors import BadRequest
 
 _FLOAT_KEYS = ("power_cap_w", "utilisation", "power_w", "headroom", "energy_wh")
+# How far a sample may be stamped ahead of the extender's clock, s (clock skew between an
+# agent's node and the extender's; NTP keeps it far below). A sample from the future would
+# look fresh until its stamp passed and, being "newest", would hide every real sample till then.
+MAX_AHEAD_S = 5.0
 
 
-def _check_sample(index: int, item: Any) -> TelemetrySample:
+def _check_sample(index: int, item: Any, now_s: float | None) -> TelemetrySample:
     where = f"samples[{index}]"
     if not isinstance(item, dict):
         raise BadRequest(f"{where}: must be an object, got {type(item).__name__}")
@@ -30,6 +34,12 @@ def _check_sample(index: int, item: Any) -> TelemetrySample:
     stamp = item.get("measured_at_ns")
     if isinstance(stamp, bool) or not isinstance(stamp, int):
         raise BadRequest(f"{where}.measured_at_ns: must be an integer (epoch ns), got {stamp!r}")
+    if now_s is not None and stamp / 1e9 > now_s + MAX_AHEAD_S:
+        ahead_s = stamp / 1e9 - now_s
+        raise BadRequest(
+            f"{where}.measured_at_ns: {ahead_s:.3g} s ahead of the extender's clock "
+            f"(at most {MAX_AHEAD_S:g} s; epoch nanoseconds expected)"
+        )
     for key in _FLOAT_KEYS:
         value = item.get(key)
         if value is None:
@@ -49,13 +59,16 @@ def _check_sample(index: int, item: Any) -> TelemetrySample:
         raise BadRequest(f"{where}: {exc}") from None
 
 
-def parse_samples(body: bytes) -> list[TelemetrySample]:
+def parse_samples(body: bytes, now_s: float | None = None) -> list[TelemetrySample]:
     """Decode a ``POST /telemetry`` body.
 
     Parameters
     ----------
     body : bytes
         JSON ``{"samples": [...]}``, each item a :meth:`TelemetrySample.to_json` dict.
+    now_s : float, optional
+        The extender's clock, epoch s; a sample measured more than :data:`MAX_AHEAD_S` after
+        it is refused. ``None`` skips that check.
 
     Returns
     -------
@@ -64,7 +77,8 @@ def parse_samples(body: bytes) -> list[TelemetrySample]:
     Raises
     ------
     BadRequest
-        Malformed JSON, a missing ``samples`` list, or a bad sample (names index and key).
+        Malformed JSON, a missing ``samples`` list, or a bad sample (names index and key),
+        including one stamped in the future.
     """
     try:
         data = json.loads(body)
@@ -72,7 +86,7 @@ def parse_samples(body: bytes) -> list[TelemetrySample]:
         raise BadRequest(f"body: malformed JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("samples"), list):
         raise BadRequest('body: must be an object {"samples": [...]}')
-    return [_check_sample(i, item) for i, item in enumerate(data["samples"])]
+    return [_check_sample(i, item, now_s) for i, item in enumerate(data["samples"])]
 
 
 class TelemetryStore:

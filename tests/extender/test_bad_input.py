@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.extender.conftest import args_names, pod_object, post_json
+from tests.extender.conftest import T0_S, args_names, pod_object, post_json, sample
 
 pytestmark = pytest.mark.anyio
 
@@ -30,6 +30,15 @@ POSTS = ("/filter", "/prioritize", "/telemetry", "/nodes", "/pending")
         (b'{"Pod": {"spec": {"containers": 5}}, "NodeNames": []}', "Pod.spec.containers"),
         (b'{"Pod": {}, "Nodes": {"items": [{"metadata": {}}]}}', "Nodes.items[0].metadata.name"),
         (b'{"Pod": {}, "Nodes": {"metadata": {}, "items": null}}', "Nodes.items: must be a list"),
+        (
+            json.dumps(args_names(pod_object("p", cpu="-1"), ["node-a"])).encode(),
+            "Pod.spec.containers[0].resources.requests.cpu: a resource amount must not be negative",
+        ),
+        (
+            b'{"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "n"},'
+            b' "status": {"allocatable": {"memory": "-1Gi"}}}]}}',
+            "Nodes.items[0].status.allocatable.memory: a resource amount must not be negative",
+        ),
     ],
 )
 async def test_bad_requests_are_400_with_a_reason(
@@ -86,6 +95,9 @@ async def test_oversized_body_is_413(make_client) -> None:
             "samples[0]:",
         ),
         ({"sample": []}, 'body: must be an object {"samples"'),
+        # An hour ahead (or seconds sent as ns x 1000): it would look fresh for an hour and,
+        # being the newest, hide every real sample of that node until then.
+        ({"samples": [sample("a", T0_S + 3600.0, 0.5)]}, "samples[0].measured_at_ns: 3.6e+03 s"),
     ],
 )
 async def test_bad_telemetry_names_index_and_key_and_stores_nothing(

@@ -165,3 +165,20 @@ async def test_herding_guard_then_telemetry_catches_up_and_recovery_is_announced
     assert third["NodeNames"] == NAMES
     metrics = (await client.get("/metrics")).text
     assert _metric(metrics, "eams_extender_headroom_recoveries_total") == 1.0
+
+
+async def test_a_pod_created_again_under_its_name_does_not_inherit_the_old_row(
+    make_client, clock
+) -> None:
+    # A StatefulSet pod is deleted and created again as web-0 with a new UID (and here a size
+    # that now fits): the old pod's clearing row (nothing fitted) must not answer for it.
+    client = await make_client(mode="active", window_ms=30)
+    await _cluster(client, clock)
+    old = pod_object("web-0", cpu="64")
+    scores = (await post_json(client, "/prioritize", args_names(old, NAMES))).json()
+    assert [e["Score"] for e in scores] == [0, 0, 0]
+    new = pod_object("web-0", cpu="500m")
+    new["metadata"]["uid"] = "uid-web-0-again"
+    scores = (await post_json(client, "/prioritize", args_names(new, NAMES))).json()
+    assert {e["Host"]: e["Score"] for e in scores}["node-a"] == 10
+    assert _metric((await client.get("/metrics")).text, "eams_extender_clearings_total") == 2.0

@@ -129,3 +129,16 @@ async def test_quantities_in_the_full_grammar(make_client, clock) -> None:
     response = await post_json(client, "/filter", args_full(pod_object("p"), [bad_node]))
     assert response.status_code == 400
     assert response.json()["Error"].startswith("Nodes.items[0].status.allocatable.memory")
+
+
+async def test_a_duplicated_node_name_is_answered_once(make_client, clock) -> None:
+    # kube-scheduler adds up the scores of a host listed twice (reference §2.2): answering a
+    # duplicated name twice would give that node double weight.
+    client = await make_client(mode="active", window_ms=0)
+    await _cluster(client, clock, {"node-a": 0.6, "node-b": 0.02, "node-c": 0.6})
+    names = ["node-a", "node-b", "node-a", "node-c", "node-b"]
+    filtered = (await post_json(client, "/filter", args_names(pod_object("p"), names))).json()
+    assert filtered["NodeNames"] == ["node-a", "node-c"]
+    assert filtered["FailedNodes"] == {"node-b": FILTER_REASON}
+    entries = (await post_json(client, "/prioritize", args_names(pod_object("p"), names))).json()
+    assert [e["Host"] for e in entries] == ["node-a", "node-b", "node-c"]
