@@ -1,6 +1,6 @@
 """Errors of the benchmark harness::
 
-    eams.errors.EamsError
+    eams.scheduler.errors.SchedulerError
     └── BenchError
         ├── TraceError        a workload trace is unusable (names the file, row and column)
         ├── ManifestError     an invalid sweep manifest (names the field, e.g. unknown scheduler)
@@ -10,10 +10,10 @@
 Each message names what was wrong and where, so that the CLI can print it as one line.
 """
 
-from eams.errors import EamsError
+from eams.scheduler.errors import SchedulerError
 
 
-class BenchError(EamsError):
+class BenchError(SchedulerError):
     """Base class of the harness's deliberate errors."""
 
 
