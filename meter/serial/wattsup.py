@@ -52,6 +52,7 @@ class WattsUpRecord:
     energy_wh: float | None
     power_factor: float | None
     frequency_hz: float | None
+    problems: tuple[str, ...] = ()
 
 
 def split_records(buffer: bytes) -> tuple[list[bytes], bytes]:
@@ -121,6 +122,12 @@ def decode_record(record: bytes, where: str) -> WattsUpRecord:
             f"and {len(FIELDS)} expected: {text[:80]!r}"
         )
     by_name = dict(zip(FIELDS, values, strict=True))
+    used = ("W", "V", "A", "WH", "PF", "Hz")
+    problems = tuple(
+        f"{where}: field {f} = {by_name[f]!r} is not a number"
+        for f in used
+        if _scaled(by_name[f], f) is None
+    )
     return WattsUpRecord(
         power_w=_scaled(by_name["W"], "W"),
         voltage_v=_scaled(by_name["V"], "V"),
@@ -128,6 +135,7 @@ def decode_record(record: bytes, where: str) -> WattsUpRecord:
         energy_wh=_scaled(by_name["WH"], "WH"),
         power_factor=_scaled(by_name["PF"], "PF"),
         frequency_hz=_scaled(by_name["Hz"], "Hz"),
+        problems=problems,
     )
 
 
@@ -147,6 +155,8 @@ class WattsUpMeter:
         self.url = url
         self.deadline_s = timeout_s * (retries + 1) + DEADLINE_SLACK_S
         self._rest = b""
+        self.last_problems: list[str] = []
+        """Fields of the last record that did not decode (their values are ``None``)."""
         self._lock = threading.Lock()
         try:
             self._port = serial.serial_for_url(
@@ -196,6 +206,7 @@ class WattsUpMeter:
             )
         except TimeoutError:
             raise MeterTimeout(f"{self.url.host}: no record within {self.deadline_s} s") from None
+        self.last_problems = list(record.problems)
         return Reading(
             meter=self.url.redacted(),
             read_at=datetime.now(UTC),

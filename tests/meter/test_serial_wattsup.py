@@ -119,3 +119,23 @@ def test_scaled_fields_carry_no_float_noise():
     record = decode_record(f"#d,-,18,{','.join(fields)};".encode(), "test")
     assert (record.power_w, record.voltage_v, record.current_a) == (41.6, 119.0, 0.35)
     assert record.energy_wh == 0.2
+
+
+def test_a_garbled_field_is_none_and_named():
+    fields = ["4x6", "1190", "350", "2"] + ["0"] * 14
+    record = decode_record(f"#d,-,18,{','.join(fields)};".encode(), "ttyB")
+    assert record.power_w is None and record.voltage_v == 119.0
+    assert record.problems == ("ttyB: field W = '4x6' is not a number",)
+
+
+def test_garbled_field_over_the_line_is_null_and_listed(ptys, peer):
+    meter = _open(ptys)
+    try:
+        fields = ["416", "1190", "?", "2"] + ["0"] * 14
+        peer.write(f"#d,-,18,{','.join(fields)};\r\n".encode())
+        peer.flush()
+        reading = asyncio.run(meter.read())
+        assert reading.outlet(1).current_a is None and reading.outlet(1).power_w == 41.6
+        assert meter.last_problems == [f"{ptys[1]} (Watts Up? PRO): field A = '?' is not a number"]
+    finally:
+        asyncio.run(meter.close())
