@@ -109,7 +109,8 @@ def snmpsim(
             f"--data-dir={data}",
             f"--cache-dir={cache}",
             f"--agent-udpv4-endpoint=127.0.0.1:{port}",
-            "--logging-method=null",
+            "--logging-method=stderr",  # into the log file: the startup error, if any
+            "--log-level=error",
         ]
         if v3_user:
             args += [
