@@ -169,7 +169,10 @@ class Spool:
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany("INSERT INTO spool (record) VALUES (?)", ((r,) for r in keep))
-            evicted = self._evict(len(keep), sum(len(r) for r in keep))
+            # drop_oldest with incoming records cut: every held record is older than the cut
+            # ones, so none may stay (else a gap would open inside the kept series)
+            cut = len(keep) < len(records) and self._policy == "drop_oldest"
+            evicted = self._evict(len(keep), sum(len(r) for r in keep), evict_all=cut)
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
@@ -190,10 +193,13 @@ class Spool:
     def _fit(self, records: list[str], result: AppendResult) -> list[str]:
         """Cut the incoming records to what the bound can hold at all (drop_oldest) or
         what fits beside the held ones (drop_newest)."""
+        # No points bound: room for every incoming record (not "len(records) minus the held
+        # ones", which refused everything once the spool held more than one batch).
         points_room = self._max_points if self._max_points is not None else len(records)
-        bytes_room = self._max_bytes if self._max_bytes is not None else None
+        bytes_room = self._max_bytes
         if self._policy == "drop_newest":
-            points_room -= self.depth_points
+            if self._max_points is not None:
+                points_room -= self.depth_points
             if bytes_room is not None:
                 bytes_room -= self.depth_bytes
         keep: list[str] = []
@@ -212,12 +218,13 @@ class Spool:
             result.dropped["spool_full"] = len(records) - len(keep)
         return keep
 
-    def _evict(self, added_points: int, added_bytes: int) -> tuple[int, int]:
-        """Inside the append transaction: delete the oldest rows beyond the bound."""
+    def _evict(self, added_points: int, added_bytes: int, *, evict_all: bool) -> tuple[int, int]:
+        """Inside the append transaction: delete the oldest rows beyond the bound (all rows
+        held before this append when ``evict_all``)."""
         assert self._db is not None
-        excess_points = 0
+        excess_points = self.depth_points if evict_all else 0
         if self._max_points is not None:
-            excess_points = max(0, self.depth_points + added_points - self._max_points)
+            excess_points = max(excess_points, self.depth_points + added_points - self._max_points)
         excess_bytes = 0
         if self._max_bytes is not None:
             excess_bytes = max(0, self.depth_bytes + added_bytes - self._max_bytes)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
+from collections import deque
 from pathlib import Path
 
-from eams.agent.spool import WAL_LIMIT_BYTES, Spool
+import pytest
+
+from eams.agent.spool import WAL_LIMIT_BYTES, AppendResult, Spool
 from tests.agent.conftest import fill
 
 
@@ -160,3 +164,70 @@ def test_draining_does_not_leave_a_wal_as_large_as_the_spool(tmp_path: Path) -> 
     assert path.stat().st_size > 3 * WAL_LIMIT_BYTES  # the spool was larger than the limit
     assert wal_bytes <= WAL_LIMIT_BYTES + 65_536
     spool.close()
+
+
+def test_drop_newest_with_only_a_byte_bound_keeps_spooling(tmp_path: Path) -> None:
+    """Bounded by bytes alone, a drop_newest spool takes batch after batch until the bytes
+    are used up (it refused every batch once it held more records than a batch brought)."""
+    size = len(records(0, 1)[0])
+    spool = Spool(tmp_path / "s.sqlite", max_points=None, max_bytes=10 * size, policy="drop_newest")
+    for start in range(0, 8, 2):
+        assert spool.append(records(start, start + 2)) == AppendResult(stored=2)
+    assert spool.append(records(8, 12)).dropped == {"spool_full": 2}
+    assert bodies(spool) == records(0, 10)
+    spool.close()
+
+
+def over(held: list[str], max_points: int | None, max_bytes: int | None) -> bool:
+    """Whether ``held`` exceeds the bounds."""
+    return (max_points is not None and len(held) > max_points) or (
+        max_bytes is not None and sum(map(len, held)) > max_bytes
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_operations_match_a_queue_model(tmp_path: Path, seed: int) -> None:
+    """Appends, peeks, acks and reopenings in random order, for each bound and policy, against
+    a plain deque holding what the spool should hold (this found the drop_newest byte-bound
+    bug above)."""
+    rng = random.Random(seed)
+    for trial in range(6):
+        policy = rng.choice(["drop_oldest", "drop_newest"])
+        max_points = rng.choice([None, 5, 20])
+        max_bytes = rng.choice([None, 60, 400]) if max_points else rng.choice([60, 400])
+        path = tmp_path / f"{trial}.sqlite"
+        spool = Spool(path, max_points=max_points, max_bytes=max_bytes, policy=policy)
+        model: deque[str] = deque()
+        for step in range(120):
+            action = rng.random()
+            if action < 0.5:
+                batch = [f"r{trial}.{step}.{i}" + "x" * rng.randint(0, 15) for i in range(12)]
+                batch = batch[: rng.randint(1, 12)]
+                dropped = 0
+                if policy == "drop_newest":
+                    kept: list[str] = []
+                    for record in batch:
+                        if over([*model, *kept, record], max_points, max_bytes):
+                            break
+                        kept.append(record)
+                    dropped = len(batch) - len(kept)
+                    model.extend(kept)
+                else:
+                    model.extend(batch)
+                    while over(list(model), max_points, max_bytes):
+                        model.popleft()
+                        dropped += 1
+                assert sum(spool.append(batch).dropped.values()) == dropped
+            elif action < 0.8:
+                rows = spool.peek(rng.randint(1, 10))
+                assert [r for _, r in rows] == list(model)[: len(rows)]
+                if rng.random() < 0.8:
+                    spool.ack(rows)
+                    for _ in rows:
+                        model.popleft()
+            else:
+                spool.close()
+                spool = Spool(path, max_points=max_points, max_bytes=max_bytes, policy=policy)
+            assert (spool.depth_points, spool.depth_bytes) == (len(model), sum(map(len, model)))
+            assert bodies(spool) == list(model)
+        spool.close()
