@@ -80,14 +80,29 @@ class _Http:
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        """One request on an idle (or new) connection; returns (status, body)."""
-        reader, writer = (
-            self.idle.pop() if self.idle else await asyncio.open_connection("127.0.0.1", self.port)
-        )
+        """One request on an idle (or new) connection; returns (status, body).
+
+        uvicorn closes a keep-alive connection idle for 5 s; like Go's client, a request that
+        finds its reused connection closed before any answer is sent again on a new one.
+        """
         head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-        writer.write(head.encode() + body)
-        status = int((await reader.readline()).split()[1])
+        while True:
+            reused = bool(self.idle)
+            reader, writer = (
+                self.idle.pop() if reused else await asyncio.open_connection("127.0.0.1", self.port)
+            )
+            writer.write(head.encode() + body)
+            try:
+                status_line = await reader.readline()
+            except ConnectionError:
+                if not reused:
+                    raise
+                status_line = b""
+            if status_line or not reused:
+                break
+            writer.close()
+        status = int(status_line.split()[1])
         length = 0
         while (line := await reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
@@ -103,8 +118,8 @@ class _Http:
             writer.close()
 
 
-async def _open_loop(rate: float, duration_s: float, seed: int, one) -> tuple[list, int]:
-    """Fire ``one(i)`` at Poisson arrival times; returns (results, failures)."""
+async def _open_loop(rate: float, duration_s: float, seed: int, one) -> tuple[list, list]:
+    """Fire ``one(i)`` at Poisson arrival times; returns (results, failures as exceptions)."""
     rng = np.random.default_rng(seed)
     arrivals = np.cumsum(rng.exponential(1.0 / rate, size=int(rate * duration_s * 1.5)))
     arrivals = arrivals[arrivals < duration_s]
@@ -117,7 +132,7 @@ async def _open_loop(rate: float, duration_s: float, seed: int, one) -> tuple[li
         tasks.append(asyncio.create_task(one(i)))
     done = await asyncio.gather(*tasks, return_exceptions=True)
     results = [r for r in done if not isinstance(r, BaseException)]
-    return results, len(done) - len(results)
+    return results, [r for r in done if isinstance(r, BaseException)]
 
 
 async def _run_variant(
@@ -145,7 +160,8 @@ async def _run_variant(
         t1 = time.perf_counter()
         scored, content = await http.request("POST", "/prioritize", body)
         t2 = time.perf_counter()
-        assert filtered == scored == 200 and b'"Score":10}' in content
+        if filtered != 200 or scored != 200 or b'"Score":10}' not in content:
+            raise RuntimeError(f"filter {filtered}, prioritize {scored}: {content[:120]!r}")
         return t1 - t0, t2 - t1, t2 - t0
 
     client_cpu_s = time.process_time()
@@ -167,7 +183,8 @@ async def _run_variant(
         "prioritize": _percentiles(list(prio)),
         "pod": _percentiles(list(pod)),
         "pods": len(results),
-        "failures": failures,
+        "failures": len(failures),
+        "failure_kinds": sorted({repr(f)[:160] for f in failures})[:3],
         "fallbacks": fallbacks,
         "body_kib": (len(tail) + 300) / 1024,
         "client_cpu_ms_per_pod": client_cpu_s * 1e3 / max(1, len(results)),
@@ -291,6 +308,8 @@ def main() -> None:
                 verdict,
             )
             print(" | ".join(cells))
+            for kind in r["failure_kinds"]:
+                print(f"  {variant} failure: {kind}")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ for that call.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -202,6 +203,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         stop = on_startup(extender) if on_startup is not None else None
+        # Everything loaded so far (FastAPI, pydantic, numpy/scipy, calibrations) lives as long
+        # as the process: out of the collector's sight, a full collection no longer walks it on
+        # the request path (the tail of /filter and /prioritize).
+        gc.freeze()
         try:
             yield
         finally:

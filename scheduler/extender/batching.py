@@ -6,15 +6,19 @@ pod's row in the clearing table says which node won it. A pod arriving while a b
 goes into the next window. ``/prioritize`` waits for its pod's row up to W + grace (50 ms);
 a pod still without a row then gets a single-pod bid score instead (the fallback).
 
-The first pod to arrive opens a window (nothing runs while no pod waits). Clearing itself is
-supplied as a coroutine so this module knows nothing of the engine; if it raises, the batch's
-pods simply get no row and fall back — a window never takes the service down.
+The first pod to arrive opens a window (nothing runs while no pod waits). W is the first pod's
+wait (AR-2 counts it in the 250 ms budget), so the window stops collecting early enough for its
+clearing to end at W: it closes at W minus the longest of the last few clearing times (at most
+W/2), instead of adding a whole clearing after W. Clearing itself is supplied as a coroutine so
+this module knows nothing of the engine; if it raises, the batch's pods simply get no row and
+fall back — a window never takes the service down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 from eams.scheduler.extender.market import Cleared, PendingPod
@@ -22,6 +26,7 @@ from eams.scheduler.extender.market import Cleared, PendingPod
 log = logging.getLogger(__name__)
 
 ClearFn = Callable[[list[PendingPod]], Awaitable[list[Cleared]]]
+LEAD_HISTORY = 8  # clearings whose longest duration sets how early a window closes
 
 
 class Batcher:
@@ -51,6 +56,12 @@ class Batcher:
         self._table: dict[str, Cleared] = {}
         self._window: asyncio.Task[None] | None = None
         self._cleared = asyncio.Event()
+        self._clearing_s: deque[float] = deque(maxlen=LEAD_HISTORY)
+
+    @property
+    def lead_s(self) -> float:
+        """How long before W a window closes, s: the longest recent clearing, at most W/2."""
+        return min(self.window_s / 2, max(self._clearing_s, default=0.0))
 
     def submit(self, pod: PendingPod) -> None:
         """Add a pod to the open window (opening one if none is open).
@@ -105,13 +116,15 @@ class Batcher:
         return row
 
     async def _run_window(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            await asyncio.sleep(self.window_s)
+            await asyncio.sleep(self.window_s - self.lead_s)
         finally:
             self._window = None
         batch = list(self._pending.values())
         self._pending.clear()
         self._in_flight.update(p.key for p in batch)
+        started_s = loop.time()
         try:
             rows = await self._clear(batch) if batch else []
         except Exception:
@@ -119,6 +132,7 @@ class Batcher:
             rows = []
         finally:
             self._in_flight.difference_update(p.key for p in batch)
+            self._clearing_s.append(loop.time() - started_s)
         now_s = self._clock()
         for key in [
             k for k, r in self._table.items() if now_s - r.cleared_at_s > self.clearing_ttl_s

@@ -182,3 +182,22 @@ async def test_a_pod_created_again_under_its_name_does_not_inherit_the_old_row(
     scores = (await post_json(client, "/prioritize", args_names(new, NAMES))).json()
     assert {e["Host"]: e["Score"] for e in scores}["node-a"] == 10
     assert _metric((await client.get("/metrics")).text, "eams_extender_clearings_total") == 2.0
+
+
+async def test_a_window_closes_early_by_the_recent_clearing_time() -> None:
+    # W is the first pod's wait: a window stops collecting early enough for its clearing to
+    # end at W (the longest recent clearing, at most W/2), not a whole clearing after W.
+    durations_s = iter([0.03, 0.5])
+
+    async def clear(batch: list[PendingPod]) -> list[Cleared]:
+        await asyncio.sleep(next(durations_s))
+        return []
+
+    batcher = Batcher(0.2, 60.0, clear, clock=lambda: 0.0)
+    assert batcher.lead_s == 0.0
+    for lead_s in (pytest.approx(0.03, abs=0.02), 0.1):  # then capped at W/2
+        batcher.submit(PendingPod("default/p", PodRequest(100, 0), 1.0, "default", None))
+        await batcher.wait("default/p", 5.0)
+        await eventually(lambda: not batcher.waiting("default/p"))
+        assert batcher.lead_s == lead_s
+    await batcher.close()
