@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eams.calibrate.wallpower.spec import RunSpec
 from eams.demo_services import Agents
 from eams.demo_testbed import Testbed
 from eams.demo_workload import PlannedRun
@@ -50,12 +51,20 @@ class PlayedRun:
     work_core_s: float
 
     @property
-    def spec(self) -> str:
-        """The run's SPEC for the wall-power check (``jsonl:DIR?start=..&end=..``)."""
+    def spec(self) -> RunSpec:
+        """The run for the wall-power check, built directly: the output folder may hold a
+        ``,`` or ``?`` that a SPEC string would split on. Its text is the equivalent
+        ``jsonl:DIR?start=..&end=..&work_core_s=..&label=..`` (shown in the report)."""
         window = f"start={self.start_ns / 1e9:.6f}&end={self.end_ns / 1e9:.6f}"
-        return (
-            f"jsonl:{self.telemetry_dir}?{window}&work_core_s={self.work_core_s:.6f}"
-            f"&label={self.label}"
+        return RunSpec(
+            text=f"jsonl:{self.telemetry_dir}?{window}&work_core_s={self.work_core_s:.6f}"
+            f"&label={self.label}",
+            kind="jsonl",
+            paths=tuple(sorted(self.telemetry_dir.glob("*.jsonl"))),
+            start_ns=self.start_ns,
+            end_ns=self.end_ns,
+            work_core_s=self.work_core_s,
+            label=self.label,
         )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec, write_report
+from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_report
 from eams.calibrate.wallpower.check import CheckResult
 from eams.calibrate.wallpower.cli import summary_lines
 from eams.demo_replay import PlayedRun
@@ -41,7 +41,7 @@ def check_and_report(
     -------
     CheckResult
     """
-    runs = [load_run(parse_run_spec(p.spec), p.label) for p in played]
+    runs = [load_run(p.spec, p.label) for p in played]
     result = check_runs(runs[0], runs[1], load_fleet(calibrations_dir), accuracy_pct=ACCURACY_PCT)
     note = (
         f"The runs were played {speedup:.0f}× faster than the trace at the same power: "

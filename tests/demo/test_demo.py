@@ -16,7 +16,7 @@ EAMS = str(Path(sys.executable).with_name("eams"))  # the console script of this
 
 
 def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
+    out = tmp_path / "my demo, run?1"  # what a run SPEC would split on
     env = {**os.environ, "COLUMNS": "80"}  # a default terminal, and what a pipe gets
     result = subprocess.run(
         [EAMS, "demo", "--quick", "--out", str(out)],
