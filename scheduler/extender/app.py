@@ -29,10 +29,11 @@ for that call.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -132,6 +133,30 @@ class _Guard:
             )
 
 
+# Feed bodies larger than this are decoded in a worker thread, and samples are stored this many
+# at a time with the loop free in between: a 35 MB telemetry POST (200,000 samples) decoded on
+# the loop held every /filter for 3.2 s, over kube-scheduler's 1 s httpTimeout.
+OFF_LOOP_BYTES = 256 * 1024
+STORE_CHUNK = 2000
+
+
+async def _decode(parse: Callable[..., Any], body: bytes, *args: Any) -> Any:
+    """``parse(body, *args)``, in a worker thread when the body is large (see OFF_LOOP_BYTES)."""
+    if len(body) <= OFF_LOOP_BYTES:
+        return parse(body, *args)
+    return await asyncio.to_thread(parse, body, *args)
+
+
+async def _in_chunks(store: Callable[[Sequence[Any]], int], items: Sequence[Any]) -> int:
+    """``store`` every item, STORE_CHUNK at a time, yielding to the loop between chunks."""
+    stored = 0
+    for start in range(0, len(items), STORE_CHUNK):
+        if start:
+            await asyncio.sleep(0)
+        stored += store(items[start : start + STORE_CHUNK])
+    return stored
+
+
 def _error(metrics: ExtenderMetrics, path: str, exc: BadRequest | PayloadTooLarge) -> JSONResponse:
     too_large = isinstance(exc, PayloadTooLarge)
     metrics.errors.labels(path, "too_large" if too_large else "bad_request").inc()
@@ -154,10 +179,11 @@ def _list_items(body: bytes) -> list[Any]:
     return parsed.items
 
 
-def _pods(items: list[Any]) -> list[PodObject]:
-    """Validate every pod of a list before any is used (a bad one names its index)."""
+def _pod_list(body: bytes) -> list[PodObject]:
+    """The pods of a ``v1.PodList`` body, every one validated before any is used (a bad one
+    names its index)."""
     pods = []
-    for i, item in enumerate(items):
+    for i, item in enumerate(_list_items(body)):
         try:
             pods.append(PodObject.model_validate(item))
         except ValidationError as exc:
@@ -260,15 +286,16 @@ def create_app(
     @app.post("/telemetry")
     async def telemetry(request: Request) -> Response:
         try:
-            samples = parse_samples(await read_body(request, limit), clock())
+            samples = await _decode(parse_samples, await read_body(request, limit), clock())
         except (BadRequest, PayloadTooLarge) as exc:
             return _error(metrics, "/telemetry", exc)
-        return _json({"accepted": extender.ingest(samples)}, 202)
+        return _json({"accepted": await _in_chunks(extender.ingest, samples)}, 202)
 
     @app.post("/nodes")
     async def nodes(request: Request) -> Response:
         try:
-            count = extender.observe_nodes(_list_items(await read_body(request, limit)))
+            items = await _decode(_list_items, await read_body(request, limit))
+            count = extender.observe_nodes(items)
         except (BadRequest, PayloadTooLarge) as exc:
             return _error(metrics, "/nodes", exc)
         return _json({"accepted": count}, 202)
@@ -276,7 +303,7 @@ def create_app(
     @app.post("/pending")
     async def pending(request: Request) -> Response:
         try:
-            pods = _pods(_list_items(await read_body(request, limit)))
+            pods = await _decode(_pod_list, await read_body(request, limit))
             for i, pod in enumerate(pods):
                 extender.observe_pod(pod, f"items[{i}]")
         except (BadRequest, PayloadTooLarge) as exc:

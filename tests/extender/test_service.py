@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from eams.scheduler.extender.app import OFF_LOOP_BYTES, STORE_CHUNK
 from eams.scheduler.extender.calibrations import load_calibrations
 from eams.scheduler.extender.errors import ExtenderConfigError
 from eams.scheduler.extender.settings import Settings
@@ -125,3 +127,23 @@ def test_calibration_folder_errors_name_the_file(tmp_path: Path) -> None:
     (tmp_path / "node-a-copy.json").write_text(copy)
     with pytest.raises(ExtenderConfigError, match="calibrated twice"):
         load_calibrations(tmp_path)
+
+
+async def test_a_large_telemetry_batch_is_decoded_off_the_loop_and_stored_whole(
+    make_client, clock
+) -> None:
+    # Over OFF_LOOP_BYTES: decoded in a worker thread, stored STORE_CHUNK samples at a time
+    # (a 35 MB batch decoded on the loop held every /filter for 3 s).
+    client = await make_client(mode="active", window_ms=0)
+    count = 2 * STORE_CHUNK + 7
+    samples = [sample(f"n{i}", clock() - 1.0, 0.5) for i in range(count)]
+    body = {"samples": samples}
+    assert len(json.dumps(body)) > OFF_LOOP_BYTES
+    bad = {"samples": [*samples[:-1], {**samples[-1], "power_cap_w": -1}]}
+    refused = await post_json(client, "/telemetry", bad)
+    assert refused.status_code == 400
+    assert refused.json()["Error"].startswith(f"samples[{count - 1}].power_cap_w")
+    assert len(client.app.state.extender.telemetry) == 0
+    response = await post_json(client, "/telemetry", body)
+    assert response.status_code == 202 and response.json() == {"accepted": count}
+    assert len(client.app.state.extender.telemetry) == count
