@@ -291,9 +291,11 @@ class Clearing:
         single-slot pods, so it is within J·ε of the optimum.
     method : str
         How it was cleared: ``"auction"`` (ε-auction), ``"auction+greedy"`` (round cap hit,
-        greedy fallback), ``"matching"`` (exact, :mod:`.exact`: 0-CS, the prices are its
-        LP duals), ``"matching by size, largest-first"`` / ``"…, smallest-first"``
-        (:mod:`.bundles`, gap certified in ``gap_bound``).
+        greedy fallback), ``"matching"`` (exact, :func:`.exact.transport`: 0-CS, the prices
+        are its LP duals), ``"linear_sum_assignment"`` (small single-slot batches,
+        :func:`.exact.dense`, same prices), ``"matching relaxation, rounded and repaired"``
+        or ``"matching relaxation, then R auction rounds from its duals"`` (mixed pod sizes,
+        :mod:`.bundles`; gap certified in ``gap_bound``).
     """
 
     assignment: np.ndarray

@@ -12,14 +12,26 @@ from tests.auction.checks import assert_eps_cs, assert_feasible
 from tests.auction.reference import lsa_optimum, milp_optimum
 
 
-@pytest.mark.parametrize(("mask", "warm"), [(0.0, True), (0.3, True), (0.3, False), (0.9, True)])
-def test_masked_study_bids_are_cleared_exactly(mask: float, warm: bool) -> None:
-    pods, nodes = random_batch(80, 60, 3, seed=4)
+@pytest.mark.parametrize(
+    ("n_pods", "mask", "warm", "method"),
+    [
+        (150, 0.0, True, "matching"),  # 150² × 180 slots > DENSE_WORK: candidate-list passes
+        (150, 0.3, True, "matching"),
+        (150, 0.3, False, "matching"),
+        (150, 0.9, True, "matching"),
+        (40, 0.3, True, "linear_sum_assignment"),  # small: the dense solver is cheaper
+        (40, 0.3, False, "linear_sum_assignment"),
+    ],
+)
+def test_masked_study_bids_are_cleared_exactly(
+    n_pods: int, mask: float, warm: bool, method: str
+) -> None:
+    pods, nodes = random_batch(n_pods, 60, 3, seed=4)
     values = bids.bid_values(pods, nodes, AuctionParams())
     feasible = np.random.default_rng(5).random(values.shape) >= mask
     c = solve(values, pods.slots, nodes.slots, AuctionParams(warm_start=warm), feasible)
     masked = np.where(feasible, values, -np.inf)
-    assert c.method == "matching" and c.converged and c.rounds == 0
+    assert c.method == method and c.converged and c.rounds == 0
     assert_feasible(masked, pods.slots, nodes.slots, c)
     exact = AuctionParams(epsilon_rel=1e-12, epsilon_start_rel=1e-12)  # prices are 0-CS duals
     assert_eps_cs(masked, nodes.slots, solve(values, pods.slots, nodes.slots, exact, feasible))
