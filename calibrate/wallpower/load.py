@@ -116,14 +116,21 @@ def parse_samples(records: Iterable[tuple[str, dict[str, Any]]]) -> list[Telemet
     Raises
     ------
     RunDataError
-        A record lacks a key or has a wrong type: the message names where it came from.
+        A record lacks a key or has a wrong type, its utilisation is outside [0, 1] or its
+        power negative: the message names where it came from.
     """
     samples = []
     for where, record in records:
         try:
-            samples.append(TelemetrySample.from_json(record))
+            sample = TelemetrySample.from_json(record)
         except ValueError as exc:
             raise RunDataError(f"{where}: {exc}") from None
+        # the model is defined on [0, 1] and power is never negative: say where, not later
+        if sample.utilisation is not None and not 0 <= sample.utilisation <= 1:
+            raise RunDataError(f"{where}: utilisation {sample.utilisation:g} is outside [0, 1]")
+        if sample.power_w is not None and sample.power_w < 0:
+            raise RunDataError(f"{where}: power_w {sample.power_w:g} W is negative")
+        samples.append(sample)
     return samples
 
 

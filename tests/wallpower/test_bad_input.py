@@ -194,3 +194,22 @@ def test_accuracy_and_tolerance_must_be_finite_and_in_range(
     assert result.exit_code == 2, result.output  # a usage error, before any work
     assert f"Invalid value for '{option}'" in result.output
     assert not (tmp_path / "wallpower_report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("utilisation", 1.5, "utilisation 1.5 is outside \\[0, 1\\]"),
+        ("power_w", -3.0, "power_w -3 W is negative"),
+    ],
+)
+def test_out_of_range_value_names_file_and_line(
+    tmp_path: Path, key: str, value: float, message: str
+) -> None:
+    simulate(RunPlan(spread(0.5), duration_s=10), tmp_path)
+    path = tmp_path / "n2.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[4][key] = value
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    with pytest.raises(RunDataError, match=rf"^{path}:5: {message}$"):
+        load_run(parse_run_spec(f"jsonl:{tmp_path}"), "A")
