@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eams.calibrate.calfile import Calibration, load_calibration
+from eams.calibrate.errors import CalibrationFileError, ModelError
 from eams.calibrate.wallpower.errors import RunMismatchError
 from eams.calibrate.wallpower.nodes import NodeModel
 
@@ -42,7 +43,8 @@ def load_fleet(directory: Path) -> dict[str, NodeModel]:
     RunMismatchError
         The directory does not exist, holds no calibration, or two files claim one node.
     CalibrationFileError
-        A file is malformed (naming it and the field).
+        A file is malformed (naming it and the field), or its model is impossible (P_max
+        below P_idle, negative P_idle), naming the file.
     """
     if not directory.is_dir():
         raise RunMismatchError(f"calibration directory {directory} does not exist")
@@ -50,7 +52,10 @@ def load_fleet(directory: Path) -> dict[str, NodeModel]:
     for path in sorted(directory.glob("*.json")):
         if path.name.endswith(".partial.json"):
             continue
-        model = node_model(load_calibration(path), str(path))
+        try:
+            model = node_model(load_calibration(path), str(path))
+        except ModelError as exc:  # a well-formed file whose line is impossible
+            raise CalibrationFileError(f"{path}: {exc}") from exc
         if model.node in fleet:
             raise RunMismatchError(
                 f"{path} and {fleet[model.node].source} both calibrate node {model.node}"

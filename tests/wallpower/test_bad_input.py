@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from eams.calibrate.errors import CalibrationFileError
 from eams.calibrate.wallpower import (
     InfluxUnreachable,
     RunDataError,
@@ -213,3 +214,21 @@ def test_out_of_range_value_names_file_and_line(
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
     with pytest.raises(RunDataError, match=rf"^{path}:5: {message}$"):
         load_run(parse_run_spec(f"jsonl:{tmp_path}"), "A")
+
+
+def test_impossible_calibration_names_its_file(tmp_path: Path, fleet_dir: Path) -> None:
+    directory = tmp_path / "cal"
+    directory.mkdir()
+    for path in fleet_dir.glob("*.json"):
+        (directory / path.name).write_text(path.read_text())
+    data = json.loads((directory / "n2.json").read_text())
+    data["fit"]["p_max_w"] = 1.0  # below its P_idle
+    (directory / "n2.json").write_text(json.dumps(data))
+    with pytest.raises(CalibrationFileError, match=rf"^{directory / 'n2.json'}: p_max_w=1.0 W"):
+        load_fleet(directory)
+
+
+def test_malformed_calibration_file_names_it(tmp_path: Path) -> None:
+    (tmp_path / "n1.json").write_text('{"node": "n1", "schema')
+    with pytest.raises(CalibrationFileError, match=rf"^{tmp_path / 'n1.json'}: not a JSON"):
+        load_fleet(tmp_path)
