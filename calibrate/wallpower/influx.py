@@ -12,6 +12,7 @@ a JSONL line holds, so one parser (:meth:`TelemetrySample.from_json`) reads both
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,9 @@ from eams.calibrate.wallpower.errors import InfluxUnreachable, RunDataError
 from eams.calibrate.wallpower.spec import RunSpec
 
 TIMEOUT_S = 10.0
+ANSWER_DEADLINE_S = 300.0
+"""Longest the whole answer may take: a server that trickles bytes never trips :data:`TIMEOUT_S`
+(which bounds each read), so the answer as a whole has its own bound."""
 CHUNK_ROWS = 10_000
 
 
@@ -51,6 +55,24 @@ def _records(result: dict[str, Any], where: str) -> Iterator[tuple[str, dict[str
             record["node"] = tags.get("node")
             record["source"] = tags.get("source") or None
             yield f"{where} (series node={record['node']}, time {record['measured_at_ns']})", record
+
+
+def _lines(response: httpx.Response, deadline: float, where: str) -> Iterator[str]:
+    """The answer's lines (InfluxDB's chunks are JSON lines), given up on after ``deadline``."""
+    parts: list[str] = []
+    for chunk in response.iter_text():
+        if time.monotonic() > deadline:
+            raise InfluxUnreachable(
+                f"{where}: the answer did not complete within {ANSWER_DEADLINE_S:g} s"
+            )
+        *complete, rest = chunk.split("\n")
+        if complete:
+            complete[0] = "".join(parts) + complete[0]
+            parts = []
+            yield from complete
+        parts.append(rest)
+    if tail := "".join(parts):
+        yield tail
 
 
 def _answer_records(answer: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -85,7 +107,8 @@ def read_influx(spec: RunSpec) -> Iterator[tuple[str, dict[str, Any]]]:
     Raises
     ------
     InfluxUnreachable
-        Connection refused, DNS failure or timeout (after :data:`TIMEOUT_S`), naming the URL.
+        Connection refused, DNS failure, no byte for :data:`TIMEOUT_S` or no complete answer
+        within :data:`ANSWER_DEADLINE_S`, naming the URL.
     RunDataError
         An HTTP error or an ``error`` in the answer (unknown database, bad query).
     """
@@ -102,10 +125,11 @@ def read_influx(spec: RunSpec) -> Iterator[tuple[str, dict[str, Any]]]:
             httpx.Client(timeout=TIMEOUT_S, auth=spec.auth) as client,
             client.stream("POST", f"{spec.influx_url}/query", data=params) as response,
         ):
+            lines = _lines(response, time.monotonic() + ANSWER_DEADLINE_S, where)
             if response.status_code != 200:
-                body = response.read().decode(errors="replace").strip()
+                body = "\n".join(lines).strip()
                 raise RunDataError(f"{where}: HTTP {response.status_code}: {body[:300]}")
-            for line in response.iter_lines():
+            for line in lines:
                 if line.strip():
                     yield from _answer_records(json.loads(line), where)
     except httpx.TimeoutException as exc:

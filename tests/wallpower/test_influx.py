@@ -13,7 +13,14 @@ import httpx
 import pytest
 
 from eams.agent.schema import TelemetrySample
-from eams.calibrate.wallpower import RunDataError, check_runs, load_fleet, load_run, parse_run_spec
+from eams.calibrate.wallpower import (
+    InfluxUnreachable,
+    RunDataError,
+    check_runs,
+    load_fleet,
+    load_run,
+    parse_run_spec,
+)
 from tests.servers.influxdb import INFLUXD, InfluxDB
 from tests.wallpower.synth import START_NS
 
@@ -119,3 +126,40 @@ def test_a_server_that_is_not_influx_is_named(not_influx: str, body: bytes) -> N
     spec = parse_run_spec(f"influx://{not_influx}/eams?start=0&end=60")
     with pytest.raises(RunDataError, match=r"not an InfluxDB 1\.x query result .*is this InfluxDB"):
         load_run(spec, "A")
+
+
+class _Trickle(http.server.BaseHTTPRequestHandler):
+    """A server that answers one byte every 0.1 s and never finishes (each read is quick)."""
+
+    stop = threading.Event()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.end_headers()
+        while not self.stop.wait(0.1):
+            try:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+            except OSError:
+                return
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_trickling_server_does_not_hang_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("eams.calibrate.wallpower.influx.ANSWER_DEADLINE_S", 1.0)
+    _Trickle.stop.clear()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        spec = parse_run_spec(f"influx://127.0.0.1:{server.server_address[1]}/e?start=0&end=6")
+        with pytest.raises(InfluxUnreachable, match="did not complete within 1 s"):
+            load_run(spec, "A")
+    finally:
+        _Trickle.stop.set()
+        server.shutdown()
+        thread.join()
+        server.server_close()
