@@ -208,6 +208,7 @@ async def _reference(port: int, rate: float, duration_s: float) -> tuple[float, 
 
 
 def main() -> None:
+    """Run the chosen variants, each against a fresh server, and print one table row each."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--rate", type=float, default=100.0, help="offered pods per second")
