@@ -42,7 +42,7 @@ DEFAULT_PARAMS = AuctionParams()
 # (measured here at 100 × 100 × 4 = 4·10⁶: 3 ms, cold passes 10 ms, warm passes 2 ms)
 DENSE_WORK = 4_000_000
 QUICK_ROUNDS = 20  # auction rounds tried on exactly rank-one bids before the matching
-POLISH_ROUNDS = 60  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
+POLISH_ROUNDS = 20  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
 
 
 def _check_matrix(
@@ -147,28 +147,40 @@ def solve(
     if not placeable.any():
         return _result(Market(v, d, cap, params.candidates), d, 0, 0.0, True, False, placeable, 0)
     v_max = float(best.max())
-    first = params.epsilon_start_rel * v_max
-    start = None
-    if params.warm_start:
-        start, residual = rank_one_prices(v, d, cap, best)
-        first = min(first, residual)  # coarse phases would only blur good starting prices
-    if params.method == "auction":
-        return _auction(v, d, cap, params, placeable, start, first, v_max)
-    rank_one = start is not None and residual <= params.epsilon_rel * v_max
-    if rank_one and eligible is None and (d == 1).all():
-        # Exactly rank-one bids (the study's, unfiltered) clear in a round or two from the
-        # warm start: cheaper than the matching, which runs if this quick try does not end.
-        # (A filter mask keeps the fit exact on the allowed pairs, yet needs ~10³ rounds.)
-        quick = replace(params, max_rounds=QUICK_ROUNDS)
-        tried = _auction(v, d, cap, quick, placeable, start, first, v_max, certify=False)
-        if tried.converged:
-            return tried
-    # a filter only removes options: the unfiltered bids are the better warm-start guess
-    guess = v if eligible is None else _allowed(raw, d, cap, None)
-    exact = _matching(v, guess, d, cap, params, placeable, v_max)
-    if exact is not None:
-        return exact
+    if params.method == "auto":
+        quick = eligible is None and (d == 1).all() and params.warm_start
+        start, first = _warm(v, d, cap, params, best, v_max) if quick else (None, 0.0)
+        if quick and first <= params.epsilon_rel * v_max:
+            # Exactly rank-one bids (the study's, unfiltered) clear in a round or two from the
+            # warm start: cheaper than the matching, which runs if this quick try does not end.
+            # (A filter mask keeps the fit exact on the allowed pairs, yet needs ~10³ rounds.)
+            short = replace(params, max_rounds=QUICK_ROUNDS)
+            tried = _auction(v, d, cap, short, placeable, start, first, v_max, certify=False)
+            if tried.converged:
+                return tried
+        # a filter only removes options: the unfiltered bids are the better warm-start guess
+        guess = v if eligible is None else _allowed(raw, d, cap, None)
+        exact = _matching(v, guess, d, cap, params, placeable, v_max)
+        if exact is not None:
+            return exact
+    start, first = _warm(v, d, cap, params, best, v_max)
     return _auction(v, d, cap, params, placeable, start, first, v_max)
+
+
+def _warm(
+    v: np.ndarray,
+    d: np.ndarray,
+    cap: np.ndarray,
+    params: AuctionParams,
+    best: np.ndarray,
+    v_max: float,
+) -> tuple[np.ndarray | None, float]:
+    """The auction's starting prices and first ε (the rank-one misfit when warm)."""
+    first = params.epsilon_start_rel * v_max
+    if not params.warm_start:
+        return None, first
+    start, residual = rank_one_prices(v, d, cap, best)
+    return start, min(first, residual)  # coarse phases would only blur good starting prices
 
 
 def _auction(
