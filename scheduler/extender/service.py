@@ -157,17 +157,24 @@ class Extender:
             self.herd.reflect(sample.node, sample.measured_at_ns / 1e9)
         watched = sorted({s.node for s in stored} & self._filtered)
         if watched:
-            headroom = self.market.view(watched, self.clock())["fresh_headroom"]
-            recovered = headroom >= self.settings.headroom_floor + self.settings.recovery_margin
-            for node in (n for n, ok in zip(watched, recovered, strict=True) if ok):
-                self._filtered.discard(node)
-                self.metrics.recoveries.inc()
-                log.info("node %s recovered its power headroom", node)
-                if self.on_recovery is not None:
-                    self.on_recovery(node)
+            self._announce_recovered(watched, self.market.view(watched, self.clock()))
         self.metrics.telemetry_samples.inc(len(samples))
         self.metrics.telemetry_nodes.set(len(self.telemetry))
         return len(samples)
+
+    def _announce_recovered(self, names: list[str], view: dict[str, np.ndarray]) -> None:
+        """Announce each of ``names`` (filtered earlier) that ``/filter`` would now pass with
+        the recovery margin: fresh headroom ≥ floor + margin, or no fresh telemetry at all (a
+        node without a fresh reading is never filtered). ``view`` is ``market.view(names)``."""
+        low = view["fresh_headroom"] < self.settings.headroom_floor + self.settings.recovery_margin
+        for node, still_low in zip(names, low, strict=True):
+            if still_low or node not in self._filtered:
+                continue
+            self._filtered.discard(node)
+            self.metrics.recoveries.inc()
+            log.info("node %s recovered its power headroom", node)
+            if self.on_recovery is not None:
+                self.on_recovery(node)
 
     # ---- pod and node feed (watch.py and POST /pending, POST /nodes) ------------------------
 
@@ -222,11 +229,15 @@ class Extender:
         pod = pending_pod(args.Pod, frozenset(names))
         if self.batcher is not None:
             self.batcher.submit(pod)
-        headroom = self.market.view(names, self.clock())["fresh_headroom"]
-        below = headroom < self.settings.headroom_floor  # unknown or stale (NaN) never is
+        view = self.market.view(names, self.clock())
+        below = view["fresh_headroom"] < self.settings.headroom_floor  # NaN (stale) never is
         low = {names[i] for i in np.flatnonzero(below)}
         self.metrics.filtered.labels(self.settings.mode).inc(len(low))
         if self.active:
+            if self._filtered:
+                # A node can recover without a new sample (its herding reservations expired,
+                # its telemetry went stale): announce it once a request shows it passing.
+                self._announce_recovered(names, view)
             self._filtered |= low
         else:
             if low:

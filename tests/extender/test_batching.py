@@ -201,3 +201,26 @@ async def test_a_window_closes_early_by_the_recent_clearing_time() -> None:
         await eventually(lambda: not batcher.waiting("default/p"))
         assert batcher.lead_s == lead_s
     await batcher.close()
+
+
+async def test_recovery_without_a_new_sample_is_announced_by_the_next_filter(
+    make_client, clock
+) -> None:
+    # node-b was filtered; its agent then stops (its reading goes stale, so /filter passes it
+    # again). No sample will ever announce that: the next /filter that passes it does, so the
+    # pods kube-scheduler parked as unschedulable are requeued (kubernetes#122019).
+    client = await make_client(mode="active", window_ms=0, headroom_floor=0.3)
+    extender = client.app.state.extender
+    recovered: list[str] = []
+    extender.on_recovery = recovered.append
+    await _cluster(client, clock, headroom=0.6)
+    await post_json(client, "/telemetry", {"samples": [sample("node-b", clock(), 0.1)]})
+    first = (await post_json(client, "/filter", args_names(pod_object("p1"), NAMES))).json()
+    assert first["FailedNodes"] == {"node-b": FILTER_REASON} and recovered == []
+    clock.now_s += 20.0  # every reading is now older than 15 s
+    second = (await post_json(client, "/filter", args_names(pod_object("p2"), NAMES))).json()
+    assert second["NodeNames"] == NAMES and recovered == ["node-b"]
+    await post_json(client, "/filter", args_names(pod_object("p3"), NAMES))
+    assert recovered == ["node-b"]  # announced once
+    metrics = (await client.get("/metrics")).text
+    assert _metric(metrics, "eams_extender_headroom_recoveries_total") == 1.0
