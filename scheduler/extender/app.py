@@ -30,7 +30,6 @@ for that call.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -229,10 +228,6 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         stop = on_startup(extender) if on_startup is not None else None
-        # Everything loaded so far (FastAPI, pydantic, numpy/scipy, calibrations) lives as long
-        # as the process: out of the collector's sight, a full collection no longer walks it on
-        # the request path (the tail of /filter and /prioritize).
-        gc.freeze()
         try:
             yield
         finally:
