@@ -73,3 +73,17 @@ def test_bundles_relaxation_against_milp_and_auction(seed: int) -> None:
 def test_method_is_checked() -> None:
     with pytest.raises(AuctionInputError, match=r"params\.method"):
         AuctionParams(method="hungarian")
+
+
+def test_a_hopeless_cold_start_goes_to_the_auction() -> None:
+    """300 cold rows on 40 nodes of 2 slots need > 16 passes of 6 nodes: transport declines at
+    once, the dense solver is too big for its rule (300² × 80 > DENSE_WORK), so the ε-auction
+    clears (here capped and completed greedily) and the clearing says so."""
+    pods, nodes = random_batch(300, 40, 2, seed=7)
+    values = bids.bid_values(pods, nodes, AuctionParams())
+    assert transport(values, nodes.slots, float(values.max())) is None
+    params = AuctionParams(warm_start=False, max_rounds=50)
+    c = solve(values, pods.slots, nodes.slots, params)
+    assert c.method in ("auction", "auction+greedy")
+    assert_feasible(values, pods.slots, nodes.slots, c)
+    assert (c.assignment >= 0).sum() == 80  # every slot taken: more pods than slots
