@@ -19,6 +19,13 @@ Bertsekas & Castañón 1989 and 1992, see :mod:`.market`):
 Multi-slot pods make the problem a generalised assignment problem: the same prices then bound
 the optimum through the LP relaxation (:func:`dual_bound`), and the gap is reported rather than
 guaranteed.
+
+With ``AuctionParams.method = "auto"`` (default) ``solve`` first tries cheaper exact paths and
+says which one cleared in ``Clearing.method``: a 20-round warm auction for unfiltered rank-one
+single-slot bids; :func:`.exact.dense` for small cold single-slot batches;
+:func:`.exact.transport` for other single-slot batches; :func:`.bundles.relax_round_repair`
+plus a short auction polish from its duals for mixed sizes. The ε-auction above runs when
+those decline.
 """
 
 from __future__ import annotations

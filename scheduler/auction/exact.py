@@ -19,8 +19,12 @@ Crouse, *On implementing 2D rectangular assignment algorithms*, IEEE TAES 52(4),
    that would gain get their best nodes at the new prices added, and the restricted problem is
    solved again.
 
-The passes are capped; the caller falls back to the ε-auction when the cap is hit or floats
-break the certificate (``None``).
+Pods may stand for several identical unit rows (``units``: the per-slot relaxation of
+bundles); lists and certificate are then per pod, the matching per row. The passes and the
+listed pairs are capped and hopeless cold starts declined; the caller falls back to the
+ε-auction then, or when floats break the certificate (``None``). :func:`dense` is the small
+cold-batch variant: scipy's ``linear_sum_assignment`` on the slot-expanded values, priced the
+same way.
 """
 
 from __future__ import annotations
