@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import asdict
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -285,7 +286,8 @@ def fit_sweep(record: SweepRecord) -> FitResult:
 
     Level means, not single samples, are the points: the samples of a level share one
     utilisation measurement, so its error is common to them and only the level-to-level
-    scatter tells how well the line is known.
+    scatter tells how well the line is known. The meter's resolution
+    (:func:`reading_resolution_w`) bounds that scatter from below.
 
     Raises
     ------
@@ -312,7 +314,21 @@ def fit_sweep(record: SweepRecord) -> FitResult:
         outlet=record.outlet,
         labels=[f"level {lv.commanded_pct} %" for lv in usable],
         columns=("utilisation", "power_w"),
+        resolution_w=reading_resolution_w(record),
     )
+
+
+def reading_resolution_w(record: SweepRecord) -> float | None:
+    """The meter's reading resolution as seen in the sweep: the smallest step between distinct
+    sample values (W), e.g. 1.0 for an APC outlet; ``None`` with fewer than two values.
+
+    It can only overstate the true step (a step never seen), which widens the intervals.
+    """
+    values = sorted(
+        {s.power_w for lv in record.levels for s in lv.samples if s.power_w is not None}
+    )
+    steps = [b - a for a, b in pairwise(values) if b - a > 1e-9]
+    return min(steps) if steps else None
 
 
 def calibration_from_sweep(

@@ -296,6 +296,7 @@ def fit_linear(
     labels: Sequence[str] | None = None,
     columns: tuple[str, str] = ("utilization", "power_w"),
     confidence: float = 0.95,
+    resolution_w: float | None = None,
 ) -> FitResult:
     """Fit P(u) = P_idle + (P_max − P_idle)·u robustly to measured points (study §5.1).
 
@@ -316,6 +317,9 @@ def fit_linear(
         Names of the utilisation and power columns, used in errors.
     confidence : float
         Level of the intervals.
+    resolution_w : float, optional
+        The meter's reading resolution (W); see
+        :func:`eams.calibrate.robust.fit_linear_batch`.
 
     Returns
     -------
@@ -331,7 +335,9 @@ def fit_linear(
     y = np.asarray(power_w, dtype=np.float64)
     names = list(labels) if labels is not None else [f"point {i}" for i in range(u.size)]
     _check_points(u, y, names, columns, floor_w, None if outlet is None else str(outlet))
-    batch = fit_linear_batch(u[None, :], y[None, :], confidence=confidence)
+    batch = fit_linear_batch(
+        u[None, :], y[None, :], confidence=confidence, resolution_w=resolution_w
+    )
     p_idle, p_max = float(batch.p_idle_w[0]), float(batch.p_max_w[0])
     values, inverse = np.unique(u, return_inverse=True)
     weights = batch.weights[0]

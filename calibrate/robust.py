@@ -142,14 +142,14 @@ def _masked_median(values: Array, mask: NDArray[np.bool_]) -> Array:
         return np.where(n > 0, (lo + hi) / 2, np.nan)
 
 
-def _robust_scale(residuals: Array, mask: NDArray[np.bool_], y: Array) -> Array:
+def _robust_scale(residuals: Array, mask: NDArray[np.bool_], y: Array, floor: Array) -> Array:
     """1.4826·(1 + 5/(n − 2))·median|r| per row: the normalised MAD with Rousseeuw & Leroy's
     finite-sample factor (*Robust Regression and Outlier Detection*, 1987, p. 202), which
     keeps the intervals' coverage near 95 % down to 4 levels."""
     n = mask.sum(axis=1)
     scale = MAD_TO_SIGMA * (1 + 5 / np.maximum(n - 2, 1)) * _masked_median(np.abs(residuals), mask)
     mean_abs = np.where(mask, np.abs(y), 0.0).sum(axis=1) / np.maximum(n, 1)
-    return np.maximum(scale, 1e-9 * np.maximum(1.0, mean_abs))
+    return np.maximum(np.maximum(scale, floor), 1e-9 * np.maximum(1.0, mean_abs))
 
 
 def _distinct(values: Array, mask: NDArray[np.bool_]) -> NDArray[np.int64]:
@@ -188,7 +188,7 @@ def _line_at(u: Array, beta: Array) -> Array:
 
 
 def _irls(
-    u: Array, y: Array, mask: NDArray[np.bool_], beta: Array, *, huber_start: bool
+    u: Array, y: Array, mask: NDArray[np.bool_], beta: Array, floor: Array, *, huber_start: bool
 ) -> tuple[Array, Array]:
     """Iterate to the bisquare fit from ``beta``; returns (beta (m, 2), weights (m, k)).
 
@@ -196,11 +196,11 @@ def _irls(
     a wild point at high leverage drags it); otherwise take bisquare steps at the start's scale
     held fixed (a high-breakdown start then keeps wild points out).
     """
-    start_scale = _robust_scale(y - _line_at(u, beta), mask, y)[:, None]
+    start_scale = _robust_scale(y - _line_at(u, beta), mask, y, floor)[:, None]
     for _ in range(_FIXED_SCALE_ITERATIONS):
         resid = y - _line_at(u, beta)
         if huber_start:
-            z = resid / _robust_scale(resid, mask, y)[:, None]
+            z = resid / _robust_scale(resid, mask, y, floor)[:, None]
             w = np.where(mask, np.minimum(1.0, HUBER_C / np.maximum(np.abs(z), 1e-12)), 0.0)
         else:
             w = _bisquare_weights(resid / start_scale, mask)
@@ -208,7 +208,7 @@ def _irls(
     scale_y = np.maximum(1.0, np.abs(y).max(axis=1))[:, None]
     for _ in range(_ITERATIONS):
         resid = y - _line_at(u, beta)
-        w = _bisquare_weights(resid / _robust_scale(resid, mask, y)[:, None], mask)
+        w = _bisquare_weights(resid / _robust_scale(resid, mask, y, floor)[:, None], mask)
         previous, (beta, _) = beta, _solve_line(u, y, w)
         if np.all(np.abs(beta - previous) <= 1e-9 * scale_y):
             break
@@ -221,6 +221,7 @@ def _choose(
     mask: NDArray[np.bool_],
     u: Array,
     y: Array,
+    floor: Array,
 ) -> tuple[Array, Array]:
     """Per row, the fit from the least-squares/Huber start (``smooth``), unless wild points
     dragged it: then the Theil–Sen-started fit (``resistant``).
@@ -233,8 +234,8 @@ def _choose(
     keep such a point.
     """
     (beta_s, w_s), (beta_r, w_r) = smooth, resistant
-    scale_s = _robust_scale(y - _line_at(u, beta_s), mask, y)
-    scale_r = _robust_scale(y - _line_at(u, beta_r), mask, y)
+    scale_s = _robust_scale(y - _line_at(u, beta_s), mask, y, floor)
+    scale_r = _robust_scale(y - _line_at(u, beta_r), mask, y, floor)
     resid_r = y - _line_at(u, beta_r)
     kept, dropped = mask & (w_r > 0), mask & (w_r == 0)
     sd_kept = np.sqrt(
@@ -292,6 +293,7 @@ def fit_linear_batch(
     confidence: float = 0.95,
     curvature_alpha: float = CURVATURE_ALPHA,
     curvature_tolerance_pct: float = CURVATURE_TOLERANCE_PCT,
+    resolution_w: float | None = None,
 ) -> BatchFit:
     """Fit the §5.1 line to m data sets at once, robustly (see the module docstring).
 
@@ -306,6 +308,11 @@ def fit_linear_batch(
     curvature_alpha, curvature_tolerance_pct : float
         Significance level of the quadratic term, and the departure (in % of power) that makes
         a significant curvature material.
+    resolution_w : float, optional
+        The meter's reading resolution (W). Its variance resolution²/12, that of a quantised
+        reading (GUM, JCGM 100:2008, F.2.2.1), is added to each point's error variance in the
+        covariance, and the residual scale is at least resolution/√12: scatter cannot show an
+        error that rounding hides (a 1 W meter reading a steady 80.4 W says 80 every time).
 
     Returns
     -------
@@ -324,12 +331,16 @@ def fit_linear_batch(
         raise FitError(f"utilisation {u.shape} and power_w {y.shape} must be equal (m, k) arrays")
     mask = ~(np.isnan(u) | np.isnan(y))
     u0, y0 = np.where(mask, u, 0.0), np.where(mask, y, 0.0)
+    floor = np.full(u.shape[0], (resolution_w or 0.0) / np.sqrt(12.0))
     beta, w = _choose(
-        _irls(u0, y0, mask, _solve_line(u0, y0, mask.astype(np.float64))[0], huber_start=True),
-        _irls(u0, y0, mask, _theil_sen(u0, y0, mask), huber_start=False),
+        _irls(
+            u0, y0, mask, _solve_line(u0, y0, mask.astype(np.float64))[0], floor, huber_start=True
+        ),
+        _irls(u0, y0, mask, _theil_sen(u0, y0, mask), floor, huber_start=False),
         mask,
         u0,
         y0,
+        floor,
     )
     resid = np.where(mask, y0 - (beta[:, :1] * (1 - u0) + beta[:, 1:] * u0), 0.0)
     n = mask.sum(axis=1)
@@ -337,7 +348,7 @@ def fit_linear_batch(
     # freedom count only the points still used, so a rejection widens the intervals.
     used = mask & (w > 0)
     n_used = np.maximum(used.sum(axis=1), 1)
-    scale = _robust_scale(resid, mask, y0)
+    scale = _robust_scale(resid, mask, y0, floor)
     psi, dpsi = _bisquare_psi(resid / scale[:, None])
     mean_dpsi = np.where(used, dpsi, 0.0).sum(axis=1) / n_used
     var_dpsi = (np.where(used, (dpsi - mean_dpsi[:, None]) ** 2, 0.0)).sum(axis=1) / n_used
@@ -346,7 +357,7 @@ def fit_linear_batch(
     df = n_used - 2
     with np.errstate(divide="ignore", invalid="ignore"):
         psi2 = np.where(used, psi**2, 0.0).sum(axis=1) / df
-        factor = k_factor**2 * psi2 / mean_dpsi**2 * scale**2
+        factor = k_factor**2 * psi2 / mean_dpsi**2 * scale**2 + floor**2  # + rounding, GUM
     _, xtx_inv = _solve_line(u0, y0, used.astype(np.float64))
     covariance = factor[:, None, None] * xtx_inv
     se = np.sqrt(np.maximum(np.diagonal(covariance, axis1=1, axis2=2), 0.0))

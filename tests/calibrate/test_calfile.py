@@ -154,3 +154,10 @@ def test_a_node_busy_with_other_work_is_named_as_the_reason() -> None:
     saturated = [lv.model_copy(update={"utilisation": 1.0}) for lv in record.levels]
     with pytest.raises(FitError, match=r"node mini-1: .*only spanned 1.00–1.00 .*busy"):
         calibration_from_sweep(record.model_copy(update={"levels": saturated}), created_at=T0)
+
+
+def test_the_meter_resolution_is_read_from_the_samples() -> None:
+    from eams.calibrate.calfile import reading_resolution_w
+
+    assert reading_resolution_w(_record({0: [80.0, 81.0], 50: [130.0], 100: [180.0]})) == 1.0
+    assert reading_resolution_w(_record({0: [80.0], 50: [80.0], 100: [80.0]})) is None

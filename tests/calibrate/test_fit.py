@@ -167,3 +167,15 @@ def test_two_levels_left_after_rejection_give_unknown_not_zero_uncertainty() -> 
     result = fit_linear(u, [179.8, 179.8001, 180.0, 180.0, 180.0])
     assert result.p_idle_ci95_w is None and result.p_max_ci95_w is None
     assert result.to_json()["p_idle_ci95_w"] is None
+
+
+def test_meter_resolution_bounds_the_intervals_from_below() -> None:
+    # A 1 W meter reading a steady 80.4 + 100·u W: every level rounds the same way, the points
+    # lie exactly on a line 0.4 W off, and scatter alone would claim certainty.
+    u = np.linspace(0, 1, 5)
+    readings = np.round(80.4 + 100 * u)
+    blind = fit_linear(u, readings)
+    assert not blind.p_idle_ci95_w[0] <= 80.4 <= blind.p_idle_ci95_w[1]
+    aware = fit_linear(u, readings, resolution_w=1.0)
+    assert aware.p_idle_ci95_w[0] <= 80.4 <= aware.p_idle_ci95_w[1]
+    assert aware.p_max_ci95_w[0] <= 180.4 <= aware.p_max_ci95_w[1]
