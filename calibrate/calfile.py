@@ -14,16 +14,18 @@ from dataclasses import asdict
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eams import __version__
 from eams.calibrate.errors import CalibrationFileError, FitError
-from eams.calibrate.fit import FitResult, fit_linear, wake_power
-from eams.calibrate.model import LinearPowerModel
+from eams.calibrate.model import LinearPowerModel, wake_power
 from eams.meter.errors import BadMeterUrl
 from eams.meter.url import parse_meter_url
+
+if TYPE_CHECKING:  # the fit needs scipy; loading a calibration (the agent, the extender) does not
+    from eams.calibrate.fit import FitResult
 
 SCHEMA_VERSION = 1
 BUSY_NODE_SPAN = 0.3
@@ -261,7 +263,7 @@ class Calibration(_Strict):
         """Idle power to charge for waking an empty node (W), study §5.1's wake term.
 
         The measured active idle when there is one, else the line's intercept: see
-        :func:`eams.calibrate.fit.wake_power` for why.
+        :func:`eams.calibrate.model.wake_power` for why.
         """
         return wake_power(self.p_active_idle_w, self.fit.p_idle_w)[0]
 
@@ -307,6 +309,8 @@ def fit_sweep(record: SweepRecord) -> FitResult:
             f"{min(utilisation):.2f}–{max(utilisation):.2f} over the levels: other work kept "
             "the node busy, so the load levels could not be told apart; stop it and sweep again"
         )
+    from eams.calibrate.fit import fit_linear  # scipy: only when fitting, not when loading
+
     return fit_linear(
         utilisation,
         [lv.mean_power_w for lv in usable],

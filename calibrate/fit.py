@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from eams.calibrate.errors import FitError
-from eams.calibrate.model import LinearPowerModel
+from eams.calibrate.model import LinearPowerModel, wake_power
 from eams.calibrate.robust import (
     CURVATURE_ALPHA,
     CURVATURE_TOLERANCE_PCT,
@@ -33,7 +33,6 @@ __all__ = [
     "confidence_band_w",
     "fit_linear",
     "fit_linear_batch",
-    "wake_power",
 ]
 
 MIN_LEVELS = 3
@@ -193,31 +192,6 @@ def confidence_band_w(
     half = stats.t.ppf(0.5 + confidence / 2, max(n_points - 2, 1)) * np.sqrt(np.maximum(var, 0))
     line = p_idle_w + (p_max_w - p_idle_w) * u
     return line - half, line + half
-
-
-def wake_power(p_active_idle_w: float | None, p_idle_w: float) -> tuple[float, str]:
-    """Which idle power to charge for waking an empty node (the study's §5.1 wake term), and why.
-
-    The measured active idle applies when there is one: real servers step up from idle to
-    low load, so the line's intercept often misses measured idle (SPECpower: by a median 14 %,
-    issue 3). Without a measurement at u = 0 the intercept is all there is.
-
-    Returns
-    -------
-    (float, str)
-        The power (W) and one sentence saying which value applies.
-    """
-    if p_active_idle_w is None:
-        return p_idle_w, (
-            f"No measurement at u = 0: waking an empty node is charged the line's intercept "
-            f"P_idle = {p_idle_w:.1f} W."
-        )
-    gap_pct = 100 * (p_idle_w - p_active_idle_w) / p_active_idle_w
-    return p_active_idle_w, (
-        f"Waking an empty node is charged the measured active idle {p_active_idle_w:.1f} W; "
-        f"the line's intercept {p_idle_w:.1f} W differs from it by {gap_pct:+.1f} % and is used "
-        "only for the load-dependent part."
-    )
 
 
 def _interval(ci: Array) -> tuple[float, float] | None:

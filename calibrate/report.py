@@ -9,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from eams.calibrate.calfile import Calibration
-from eams.calibrate.fit import FitResult, wake_power
+from eams.calibrate.fit import FitResult
 from eams.calibrate.fleet import NodeOutcome
+from eams.calibrate.model import wake_power
 
 
 def _ci(interval: Sequence[float] | None) -> str:

@@ -161,3 +161,16 @@ def test_the_meter_resolution_is_read_from_the_samples() -> None:
 
     assert reading_resolution_w(_record({0: [80.0, 81.0], 50: [130.0], 100: [180.0]})) == 1.0
     assert reading_resolution_w(_record({0: [80.0], 50: [80.0], 100: [80.0]})) is None
+
+
+def test_loading_a_calibration_does_not_load_scipy() -> None:
+    """The agent and the extender load calibrations; only fitting needs scipy (~76 MB)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import eams.calibrate.calfile;"
+        "print('scipy' in sys.modules, 'eams.calibrate.fit' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
