@@ -29,7 +29,6 @@ def eams_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "wheel",
             "-q",
             "--no-deps",
-            "--no-build-isolation",
             "-w",
             str(out),
             str(REPO),
