@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
+from typing import cast
 
 import yaml
 from pymodbus import ModbusException
@@ -95,8 +96,11 @@ def register_map(model: str) -> RegisterMap:
 
 
 def _float(registers: list[int]) -> float | None:
-    value = ModbusSerialClient.convert_from_registers(
-        registers, ModbusSerialClient.DATATYPE.FLOAT32
+    # pymodbus annotates the result for every data type (int | float | str | list[...]); two
+    # registers as FLOAT32 unpack to one float
+    value = cast(
+        float,
+        ModbusSerialClient.convert_from_registers(registers, ModbusSerialClient.DATATYPE.FLOAT32),
     )
     return float(value) if math.isfinite(value) else None  # NaN/inf: no value
 
@@ -178,7 +182,7 @@ class EastronMeter:
         if not self._lock.acquire(timeout=self.deadline_s):
             raise MeterTimeout(f"{self.url.redacted()}: a previous read is still running")
         try:
-            values: dict[int, list[int]] = {}
+            values: dict[int, int] = {}
             for start, count in self._map.blocks():
                 for offset, register in enumerate(self._read_block(start, count)):
                     values[start + offset] = register

@@ -72,7 +72,7 @@ def split_records(buffer: bytes) -> tuple[list[bytes], bytes]:
     rest : bytes
         The incomplete tail (from its ``#``), to prepend to the next bytes.
     """
-    records = []
+    records: list[bytes] = []
     start = buffer.find(b"#")
     while start != -1:
         end = buffer.find(b";", start)

@@ -294,7 +294,7 @@ class PduSimulator:
         ):
             responder(snmp_engine, snmp_context)
 
-    def _run(self, sock: socket.socket, ready: threading.Event, failure: list) -> None:
+    def _run(self, sock: socket.socket, ready: threading.Event, failure: list[Exception]) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self._loop = loop
@@ -335,7 +335,8 @@ class PduSimulator:
                 f"cannot bind UDP {self._host}:{self._port}: {exc.strerror or exc}"
             ) from exc
         self._port = sock.getsockname()[1]
-        ready, failure = threading.Event(), []
+        ready = threading.Event()
+        failure: list[Exception] = []
         self._thread = threading.Thread(
             target=self._run, args=(sock, ready, failure), name=f"pdu-sim:{self._port}", daemon=True
         )

@@ -15,6 +15,7 @@ import re
 import threading
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 
 from eams.meter.simulator.agent import PduSimulator
 from eams.meter.simulator.errors import SimulatorError
@@ -53,7 +54,9 @@ class ControlServer:
     def url(self) -> str:
         """``http://HOST:PORT``."""
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        # typeshed types the host as str | bytes | bytearray (any address family); an AF_INET
+        # HTTP server's is the str from getsockname()
+        return f"http://{cast(str, host)}:{port}"
 
     def start(self) -> ControlServer:
         """Start serving on a private thread; returns ``self``."""

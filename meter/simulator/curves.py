@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from eams.datasets import data_file
 from eams.meter.simulator.errors import SpecPowerError
@@ -85,7 +86,10 @@ class MeasuredCurve:
     __slots__ = ("_power_w", "_utilisation", "label")
 
     def __init__(
-        self, utilisation: Sequence[float], power_w: Sequence[float], label: str | None = None
+        self,
+        utilisation: Sequence[float] | NDArray[np.floating],
+        power_w: Sequence[float] | NDArray[np.floating],
+        label: str | None = None,
     ) -> None:
         u = np.asarray(utilisation, dtype=float)
         p = np.asarray(power_w, dtype=float)
