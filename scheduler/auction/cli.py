@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import click
 import numpy as np
@@ -14,16 +16,22 @@ from eams.scheduler.auction.bids import bid_values
 from eams.scheduler.auction.instances import random_batch
 from eams.scheduler.auction.model import AuctionParams
 
+T = TypeVar("T")
 
-def _times_ms(run: object, repeats: int) -> tuple[list[float], list[float], object]:
+
+def _times_ms(run: Callable[[], T], repeats: int) -> tuple[list[float], list[float], T]:
     """Wall-clock and CPU (process) milliseconds per call; the machine may be shared, so CPU
-    time shows the work even when other processes delay the wall clock."""
-    wall, cpu, result = [], [], None
+    time shows the work even when other processes delay the wall clock. ``repeats`` ≥ 1 (the
+    CLI checks it); returns the last call's result."""
+    wall: list[float] = []
+    cpu: list[float] = []
+    result: T | None = None
     for _ in range(repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
-        result = run()  # type: ignore[operator]
+        result = run()
         wall.append((time.perf_counter() - start) * 1e3)
         cpu.append((time.process_time() - start_cpu) * 1e3)
+    assert result is not None, "repeats must be >= 1"
     return wall, cpu, result
 
 

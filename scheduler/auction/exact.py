@@ -179,6 +179,7 @@ def transport(
         # cold: all pods list the same nodes and each pass opens ~list_len more per pod, so
         # the passes needed grow like rows / (list_len · slots per node): do not start
         return None
+    prices: np.ndarray | None  # None when _prices finds no equilibrium
     prices = np.zeros(n_nodes) if start_prices is None else start_prices
     pod, node = _edges(values, _top(values - prices[None, :], np.arange(n_pods), list_len, tol))
     for passes in range(1, max_passes + 1):

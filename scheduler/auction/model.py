@@ -22,7 +22,7 @@ from eams.scheduler.errors import AuctionInputError
 
 def _array(name: str, values: object, dtype: type, length: int | None) -> np.ndarray:
     try:
-        array = np.asarray(values, dtype=dtype)
+        array: np.ndarray = np.asarray(values, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise AuctionInputError(f"{name}: not a numeric array ({exc})") from exc
     if array.ndim != 1:
