@@ -50,7 +50,7 @@ def check_placements(
     cpu: dict[int, float] = defaultdict(float)
     mem: dict[int, float] = defaultdict(float)
     count: dict[int, int] = defaultdict(int)
-    found = []
+    found: list[str] = []
     for t, sign, pod, node in log:
         cpu[node] += sign * float(workload.cpu[pod])
         mem[node] += sign * float(workload.mem_mib[pod])

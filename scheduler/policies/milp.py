@@ -44,7 +44,9 @@ class EnergyMilp(BatchPolicy):
         self, pods: list[PodRequest], feasible: NDArray[np.bool_], state: NodeState
     ) -> NDArray[np.int64]:
         """Assign the batch (see :meth:`BatchPolicy.assign`)."""
-        cols_pod, cols_node, cost = [], [], []
+        cols_pod: list[int] = []
+        cols_node: list[int] = []
+        cost: list[float] = []
         for j, pod in enumerate(pods):
             nodes = np.flatnonzero(feasible[j])
             if nodes.size == 0:
