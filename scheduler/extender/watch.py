@@ -111,9 +111,12 @@ class ClusterWatch:
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         body = {"metadata": {"annotations": {RECOVERED_ANNOTATION: stamp}}}
         future = self.loop.run_in_executor(None, self.core.patch_node, node, body)
-        future.add_done_callback(
-            lambda f: f.exception() and log.warning("annotating %s failed: %s", node, f.exception())
-        )
+
+        def report(f: asyncio.Future[Any]) -> None:
+            if f.exception():
+                log.warning("annotating %s failed: %s", node, f.exception())
+
+        future.add_done_callback(report)
 
 
 def start_watch(extender: Extender) -> Callable[[], None]:
