@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from eams.calibrate.calfile import Calibration
@@ -129,6 +129,10 @@ def _replay(
     for run in planned:
         with _progress(console) as bar:
             task = bar.add_task(f"run {run.label}", total=1.0)
+
+            def tick(done: float, task: TaskID = task) -> None:
+                bar.update(task, completed=done)
+
             played.append(
                 play_with_agents(
                     testbed,
@@ -139,7 +143,7 @@ def _replay(
                     telemetry_dir=out_dir / "telemetry" / run.label,
                     extender_url=extender.url,
                     period_s=PERIOD_S[quick],
-                    tick=lambda done, task=task: bar.update(task, completed=done),
+                    tick=tick,
                 )
             )
         console.print(
