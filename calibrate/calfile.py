@@ -14,7 +14,7 @@ from dataclasses import asdict
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -27,7 +27,7 @@ from eams.meter.url import parse_meter_url
 if TYPE_CHECKING:  # the fit needs scipy; loading a calibration (the agent, the extender) does not
     from eams.calibrate.fit import FitResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 BUSY_NODE_SPAN = 0.3
 """A sweep whose measured utilisation spans less than this (fraction) was swamped by other work."""
 ACTIVE_IDLE_MAX_UTILISATION = 0.10

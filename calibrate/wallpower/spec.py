@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import parse_qs, urlsplit
 
 from eams.agent.schema import MEASUREMENT
@@ -134,7 +135,16 @@ def _expand_paths(listing: str, spec: str) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(paths))
 
 
-def _common(options: dict[str, str], spec: str) -> dict[str, object]:
+class _Common(TypedDict):
+    """The options every form shares, as :class:`RunSpec` keyword arguments."""
+
+    start_ns: int | None
+    end_ns: int | None
+    work_core_s: float | None
+    label: str | None
+
+
+def _common(options: dict[str, str], spec: str) -> _Common:
     # a literal "+" of a UTC offset arrives as a space from the query string
     start, end = (
         parse_time_ns(options[k].replace(" ", "+"), f"run {spec!r} {k}") if k in options else None
