@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from eams.agent.config import parse_config
 from eams.agent.runner import Agent
-from eams.demo_testbed import DRIVER, Testbed
+from eams.demo.testbed import DRIVER, Testbed
 from eams.scheduler.extender.app import create_app
 from eams.scheduler.extender.settings import Settings
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from eams.calibrate.wallpower.spec import RunSpec
-from eams.demo_services import Agents
-from eams.demo_testbed import Testbed
-from eams.demo_workload import PlannedRun
+from eams.demo.services import Agents
+from eams.demo.testbed import Testbed
+from eams.demo.workload import PlannedRun
 from eams.scheduler.bench.workload import Workload
 
 WARMUP_PERIODS = 3

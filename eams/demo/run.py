@@ -1,15 +1,15 @@
 """The stages of ``eams demo``: the whole toolkit on a virtual six-node testbed.
 
 1. start the PDU simulator on loopback for six virtual nodes whose hidden power curves come
-   from six real SPECpower servers (scaled; :mod:`eams.demo_fleet` says why not to 10–60 W)
-   and whose speeds differ, and read it back through the APC driver (:mod:`eams.demo_testbed`);
+   from six real SPECpower servers (scaled; :mod:`eams.demo.fleet` says why not to 10–60 W)
+   and whose speeds differ, and read it back through the APC driver (:mod:`eams.demo.testbed`);
 2. calibrate every node with the real sweep through the real meter and write its calibration
-   file (:mod:`eams.demo_calibrate`);
+   file (:mod:`eams.demo.calibrate`);
 3. start the extender and the agents, and replay a trace on the testbed twice, with the default
-   scheduler and with EAMS (:mod:`eams.demo_workload`, :mod:`eams.demo_replay`), telemetry
+   scheduler and with EAMS (:mod:`eams.demo.workload`, :mod:`eams.demo.replay`), telemetry
    flowing simulator → SNMP → agent → JSONL and extender;
 4. run the VT-5 wall-power check on the two runs and print the summary and the report's path
-   (:mod:`eams.demo_report`).
+   (:mod:`eams.demo.report`).
 
 Every thread, server and agent the demo starts is stopped on exit, on an error and on Ctrl-C
 (one :class:`contextlib.ExitStack`).
@@ -27,14 +27,14 @@ from rich.table import Table
 
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.sweep import SweepProgress
-from eams.demo_calibrate import calibrate_fleet
-from eams.demo_fleet import DemoNode, demo_fleet
-from eams.demo_replay import PlayedRun, play_with_agents
-from eams.demo_report import check_and_report
-from eams.demo_services import ExtenderServer
-from eams.demo_testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
-from eams.demo_workload import demo_workload, harness_cluster, plan_runs
-from eams.errors import EamsError
+from eams.demo.calibrate import calibrate_fleet
+from eams.demo.errors import DemoError
+from eams.demo.fleet import DemoNode, demo_fleet
+from eams.demo.replay import PlayedRun, play_with_agents
+from eams.demo.report import check_and_report
+from eams.demo.services import ExtenderServer
+from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
+from eams.demo.workload import demo_workload, harness_cluster, plan_runs
 from eams.meter.blocking import BlockingMeter
 
 RUN_S = {True: 6.0, False: 50.0}
@@ -155,10 +155,6 @@ def _replay(
         f"    the extender ingested {extender.samples_ingested()} samples from the agents"
     )
     return played, {p.label: p.figures for p in planned}, speedup
-
-
-class DemoError(EamsError):
-    """The demo cannot run as asked (its output folder cannot be written); names the path."""
 
 
 def _make_dirs(out_dir: Path) -> None:

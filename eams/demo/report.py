@@ -10,7 +10,7 @@ from rich.table import Table
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_report
 from eams.calibrate.wallpower.check import CheckResult
 from eams.calibrate.wallpower.cli import summary_lines
-from eams.demo_replay import PlayedRun
+from eams.demo.replay import PlayedRun
 
 ACCURACY_PCT = 3.0
 """The simulated PDU is an APC rPDU2: ±3 % of reading (Schneider FAQ FA156074)."""
