@@ -9,6 +9,10 @@ The components follow the data flow ``meter → calibrate → agent → schedule
 - :mod:`eams.agent` publishes age-stamped power headroom;
 - :mod:`eams.scheduler` places pods with an energy-aware ε-auction behind a kube-scheduler
   extender, and benchmarks it.
+
+:mod:`eams.demo` runs all four end to end on a virtual testbed; it sits on top (nothing imports
+it). The rest of this package is the ground every component imports: errors, the data folder,
+``/proc/stat`` utilisation and the ``eams`` command.
 """
 
 __version__ = "0.1.0"

@@ -7,6 +7,7 @@ Each component has its own ``errors.py`` whose classes derive from :class:`EamsE
     ├── eams.calibrate.errors.CalibrationError
     ├── eams.agent.errors.AgentError
     ├── eams.scheduler.errors.SchedulerError
+    ├── eams.demo.errors.DemoError
     └── ProcStatError              /proc/stat missing or malformed (names the source and line)
 
 The CLI catches :class:`EamsError` at its edge and prints one line on stderr, no traceback,

@@ -13,10 +13,10 @@ from eams.calibrate import stressng
 from eams.calibrate.calfile import Calibration, FitSummary
 from eams.calibrate.errors import SweepError
 from eams.calibrate.fit import fit_linear
-from eams.demo_calibrate import SharedMeter
-from eams.demo_fleet import BUILTIN, CORES, DemoNode, demo_fleet
-from eams.demo_testbed import BOGO_OPS_PER_CORE_S, VirtualNode, VirtualRunner
-from eams.demo_workload import demo_workload, harness_cluster
+from eams.demo.calibrate import SharedMeter
+from eams.demo.fleet import BUILTIN, CORES, DemoNode, demo_fleet
+from eams.demo.testbed import BOGO_OPS_PER_CORE_S, VirtualNode, VirtualRunner
+from eams.demo.workload import demo_workload, harness_cluster
 from eams.procstat import CpuTimes, utilisation_between
 
 

@@ -2,7 +2,7 @@
 
 No hardware and no external server: a PDU simulator on loopback, calibration sweeps through the
 real meter protocol, agents and the extender, two trace replays (default scheduler and EAMS),
-and the VT-5 wall-power check with its HTML report. The stages live in :mod:`eams.demo_run`;
+and the VT-5 wall-power check with its HTML report. The stages live in :mod:`eams.demo.run`;
 this module only wires the command (and imports the stages when it runs, so ``eams --help``
 stays fast).
 """
@@ -37,6 +37,6 @@ def demo(quick: bool, out_dir: Path) -> None:
     130 on Ctrl-C. The real data is read from EAMS_DATA_DIR (default ../shared/data next to
     the repository); without it the demo says which files it wanted and uses built-in ones.
     """
-    from eams.demo_run import run_demo
+    from eams.demo.run import run_demo
 
     run_demo(Console(highlight=False), quick, out_dir.resolve())

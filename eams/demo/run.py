@@ -1,15 +1,16 @@
 """The stages of ``eams demo``: the whole toolkit on a virtual six-node testbed.
 
 1. start the PDU simulator on loopback for six virtual nodes whose hidden power curves come
-   from six real SPECpower servers (scaled; :mod:`eams.demo_fleet` says why not to 10–60 W)
-   and whose speeds differ, and read it back through the APC driver (:mod:`eams.demo_testbed`);
+   from six real SPECpower servers (scaled; :mod:`eams.demo.fleet` says why not to 10–60 W)
+   and whose speeds differ, and read it back through the APC driver (:mod:`eams.demo.testbed`);
 2. calibrate every node with the real sweep through the real meter and write its calibration
-   file (:mod:`eams.demo_calibrate`);
-3. start the extender and the agents, and replay a trace on the testbed twice, with the default
-   scheduler and with EAMS (:mod:`eams.demo_workload`, :mod:`eams.demo_replay`), telemetry
-   flowing simulator → SNMP → agent → JSONL and extender;
+   file (:mod:`eams.demo.calibrate`);
+3. plan a trace's placements with the default scheduler and with EAMS
+   (:mod:`eams.demo.workload`), start the extender, and play each run on the testbed
+   (:mod:`eams.demo.replay`) while that run's agents meter it (:mod:`eams.demo.services`),
+   telemetry flowing simulator → SNMP → agent → JSONL and extender;
 4. run the VT-5 wall-power check on the two runs and print the summary and the report's path
-   (:mod:`eams.demo_report`).
+   (:mod:`eams.demo.report`).
 
 Every thread, server and agent the demo starts is stopped on exit, on an error and on Ctrl-C
 (one :class:`contextlib.ExitStack`).
@@ -18,6 +19,7 @@ Every thread, server and agent the demo starts is stopped on exit, on an error a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -27,20 +29,25 @@ from rich.table import Table
 
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.sweep import SweepProgress
-from eams.demo_calibrate import calibrate_fleet
-from eams.demo_fleet import DemoNode, demo_fleet
-from eams.demo_replay import PlayedRun, play_with_agents
-from eams.demo_report import check_and_report
-from eams.demo_services import ExtenderServer
-from eams.demo_testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
-from eams.demo_workload import demo_workload, harness_cluster, plan_runs
-from eams.errors import EamsError
+from eams.demo.calibrate import calibrate_fleet
+from eams.demo.errors import DemoError
+from eams.demo.fleet import DemoNode, demo_fleet
+from eams.demo.replay import PlayedRun, play
+from eams.demo.report import check_and_report
+from eams.demo.services import Agents, ExtenderServer
+from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
+from eams.demo.workload import PlannedRun, demo_workload, harness_cluster, plan_runs
 from eams.meter.blocking import BlockingMeter
+from eams.scheduler.bench.workload import Workload
 
 RUN_S = {True: 6.0, False: 50.0}
 """Real seconds the longer of the two runs lasts (quick, full)."""
 PERIOD_S = {True: 0.25, False: 0.5}
 """Agent sample period and meter poll (quick, full), s."""
+WARMUP_PERIODS = 3
+"""Agent periods before and after the played window, so its edges hold samples."""
+METER_START_TIMEOUT_S = 20.0
+"""How long a run waits for the PDU owner agent's first meter reading, s."""
 
 
 def _progress(console: Console) -> Progress:
@@ -104,6 +111,30 @@ def _calibrate(console: Console, testbed: Testbed, out_dir: Path, quick: bool) -
     return calibrations
 
 
+def _play_metered(
+    testbed: Testbed,
+    planned: PlannedRun,
+    workload: Workload,
+    *,
+    speedup: float,
+    calibrations_dir: Path,
+    telemetry_dir: Path,
+    extender_url: str,
+    period_s: float,
+    tick: Callable[[float], None],
+) -> PlayedRun:
+    """Start this run's agents, play the run, stop the agents (their sinks flushed)."""
+    with Agents(testbed, calibrations_dir, telemetry_dir, extender_url, period_s) as agents:
+        agents.wait_metered(METER_START_TIMEOUT_S)
+        time.sleep(WARMUP_PERIODS * period_s)
+        start_ns, end_ns = play(testbed, planned, workload, speedup, tick)
+        time.sleep(WARMUP_PERIODS * period_s)
+    placed = planned.replay.node >= 0
+    return PlayedRun(
+        planned.label, telemetry_dir, start_ns, end_ns, float(workload.work_core_s[placed].sum())
+    )
+
+
 def _replay(
     console: Console,
     stack: ExitStack,
@@ -134,7 +165,7 @@ def _replay(
                 bar.update(task, completed=done)
 
             played.append(
-                play_with_agents(
+                _play_metered(
                     testbed,
                     run,
                     workload,
@@ -155,10 +186,6 @@ def _replay(
         f"    the extender ingested {extender.samples_ingested()} samples from the agents"
     )
     return played, {p.label: p.figures for p in planned}, speedup
-
-
-class DemoError(EamsError):
-    """The demo cannot run as asked (its output folder cannot be written); names the path."""
 
 
 def _make_dirs(out_dir: Path) -> None:
@@ -209,7 +236,14 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
             console, stack, testbed, nodes, calibrations, out_dir, quick
         )
     stage(4, "VT-5 wall-power check")
-    check_and_report(console, played, figures, speedup, out_dir / "report", out_dir / "calibration")
+    check_and_report(
+        console,
+        [p.spec for p in played],
+        figures,
+        speedup,
+        out_dir / "report",
+        out_dir / "calibration",
+    )
     console.print(
         f"demo finished in {time.monotonic() - started:.0f} s; everything is in {out_dir}",
         soft_wrap=True,

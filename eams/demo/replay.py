@@ -2,10 +2,11 @@
 
 The harness's replay log (binds and completions, trace time) is played on the virtual nodes:
 at each instant every node's load becomes its allocated cores over its cores. The PDU simulator
-follows the loads, the owner agent meters every outlet over SNMP, each node's agent measures
-its utilisation from its virtual ``/proc/stat``, and every agent writes JSONL and pushes to the
-extender. One trace second lasts ``1 / speedup`` real seconds; power is unchanged, so the
-energy measured at the wall is the trace's energy divided by ``speedup``.
+follows the loads; the run's agents (started around the play by :mod:`eams.demo.run`) meter
+every outlet over SNMP, measure each node's utilisation from its virtual ``/proc/stat``, and
+write JSONL and push to the extender. One trace second lasts ``1 / speedup`` real seconds;
+power is unchanged, so the energy measured at the wall is the trace's energy divided by
+``speedup``.
 """
 
 from __future__ import annotations
@@ -19,14 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from eams.calibrate.wallpower.spec import RunSpec
-from eams.demo_services import Agents
-from eams.demo_testbed import Testbed
-from eams.demo_workload import PlannedRun
+from eams.demo.testbed import Testbed
+from eams.demo.workload import PlannedRun
 from eams.scheduler.bench.workload import Workload
-
-WARMUP_PERIODS = 3
-"""Agent periods before and after the played window, so its edges hold samples."""
-METER_START_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,35 +103,3 @@ def play(
     for node in testbed.nodes:
         node.set_load(0.0)
     return start_ns, time.time_ns()
-
-
-def play_with_agents(
-    testbed: Testbed,
-    planned: PlannedRun,
-    workload: Workload,
-    *,
-    speedup: float,
-    calibrations_dir: Path,
-    telemetry_dir: Path,
-    extender_url: str,
-    period_s: float,
-    tick: Callable[[float], None],
-) -> PlayedRun:
-    """Start this run's agents, play the run, stop the agents (their sinks flushed).
-
-    Returns
-    -------
-    PlayedRun
-    """
-    agents = Agents(testbed, calibrations_dir, telemetry_dir, extender_url, period_s).start()
-    try:
-        agents.wait_metered(METER_START_TIMEOUT_S)
-        time.sleep(WARMUP_PERIODS * period_s)
-        start_ns, end_ns = play(testbed, planned, workload, speedup, tick)
-        time.sleep(WARMUP_PERIODS * period_s)
-    finally:
-        agents.stop()
-    placed = planned.replay.node >= 0
-    return PlayedRun(
-        planned.label, telemetry_dir, start_ns, end_ns, float(workload.work_core_s[placed].sum())
-    )

@@ -10,7 +10,7 @@ from rich.table import Table
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_report
 from eams.calibrate.wallpower.check import CheckResult
 from eams.calibrate.wallpower.cli import summary_lines
-from eams.demo_replay import PlayedRun
+from eams.calibrate.wallpower.spec import RunSpec
 
 ACCURACY_PCT = 3.0
 """The simulated PDU is an APC rPDU2: ±3 % of reading (Schneider FAQ FA156074)."""
@@ -18,7 +18,7 @@ ACCURACY_PCT = 3.0
 
 def check_and_report(
     console: Console,
-    played: list[PlayedRun],
+    runs: list[RunSpec],
     figures: dict[str, dict],
     speedup: float,
     report_dir: Path,
@@ -29,8 +29,8 @@ def check_and_report(
     Parameters
     ----------
     console : Console
-    played : list of PlayedRun, length 2
-        Run A (baseline) and run B.
+    runs : list of RunSpec, length 2
+        Run A (baseline) and run B, each labelled (the played runs' ``spec``).
     figures : dict
         The harness's figures per run label (p95 completion time in trace seconds).
     speedup : float
@@ -41,8 +41,8 @@ def check_and_report(
     -------
     CheckResult
     """
-    runs = [load_run(p.spec, p.label) for p in played]
-    result = check_runs(runs[0], runs[1], load_fleet(calibrations_dir), accuracy_pct=ACCURACY_PCT)
+    run_a, run_b = (load_run(spec, default) for spec, default in zip(runs, "AB", strict=True))
+    result = check_runs(run_a, run_b, load_fleet(calibrations_dir), accuracy_pct=ACCURACY_PCT)
     note = (
         f"The runs were played {speedup:.0f}× faster than the trace at the same power: "
         f"multiply these J/core-s by {speedup:.0f} for trace time (the terminal's summary "

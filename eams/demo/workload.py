@@ -10,7 +10,7 @@ with the scheduler plug-ins ``default`` (kube-scheduler's LeastAllocated) and ``
 extender over its HTTP protocol). The harness's cluster is the testbed: the six nodes, their
 hidden curves as the measured power, and P_idle, P_max and speed from the calibration files the
 demo just wrote. The replay log (binds and completions in trace time) is then played on the
-virtual nodes in compressed real time (:mod:`eams.demo_replay`).
+virtual nodes in compressed real time (:mod:`eams.demo.replay`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from eams.calibrate.calfile import Calibration
 from eams.datasets import data_file
-from eams.demo_fleet import MEMORY_MIB, DemoNode, not_found
+from eams.demo.fleet import MEMORY_MIB, DemoNode, not_found
 from eams.scheduler import policies
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.manifest import Params, SyntheticSpec, TraceSpec

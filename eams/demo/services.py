@@ -20,50 +20,72 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from eams.agent.config import parse_config
 from eams.agent.runner import Agent
-from eams.demo_testbed import DRIVER, Testbed
+from eams.demo.errors import DemoError
+from eams.demo.testbed import DRIVER, Testbed
+from eams.errors import EamsError
 from eams.scheduler.extender.app import create_app
 from eams.scheduler.extender.settings import Settings
 
+HOST = "127.0.0.1"
 START_TIMEOUT_S = 10.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class ExtenderServer:
     """The extender app (shadow mode, the fleet's calibrations) under uvicorn in a thread.
 
+    The listening socket is bound here, not by uvicorn, so the port is the one the URL names
+    from the start and a bind failure is a :class:`DemoError` rather than uvicorn's log line.
+
     Parameters
     ----------
     calibrations_dir : Path
+    port : int
+        TCP port on loopback; 0 (the default) lets the OS choose a free one.
+
+    Raises
+    ------
+    DemoError
+        The port cannot be bound (names the address and why), or the extender refuses the
+        calibration files (its own message).
     """
 
-    def __init__(self, calibrations_dir: Path) -> None:
-        self.app = create_app(Settings(mode="shadow", calibrations_dir=calibrations_dir))
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
-        )
+    def __init__(self, calibrations_dir: Path, port: int = 0) -> None:
+        try:
+            self.app = create_app(Settings(mode="shadow", calibrations_dir=calibrations_dir))
+        except EamsError as exc:
+            raise DemoError(f"the extender did not start: {exc}") from exc
+        self._socket = socket.socket()
+        try:
+            self._socket.bind((HOST, port))
+        except OSError as exc:
+            self._socket.close()
+            raise DemoError(
+                f"the extender cannot listen on {HOST}:{port}: {exc.strerror or exc}"
+            ) from exc
+        self.port = int(self._socket.getsockname()[1])
+        self.url = f"http://{HOST}:{self.port}"
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="eams-demo-extender")
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name="eams-demo-extender"
+        )
 
     def start(self) -> ExtenderServer:
         """Serve; returns once it listens.
 
         Raises
         ------
-        RuntimeError
-            It did not start within :data:`START_TIMEOUT_S`.
+        DemoError
+            It did not start within :data:`START_TIMEOUT_S` (it is stopped first).
         """
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the extender did not start on {self.url}")
+                self.stop()
+                raise DemoError(
+                    f"the extender did not start on {self.url} within {START_TIMEOUT_S:g} s"
+                )
             time.sleep(0.02)
         return self
 
@@ -81,14 +103,17 @@ class ExtenderServer:
         return None
 
     def stop(self) -> None:
-        """Shut down and join (idempotent)."""
+        """Shut down, join and release the socket (idempotent)."""
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+        self._socket.close()
 
 
 class Agents:
     """One in-process agent per node for one run, writing ``telemetry_dir/NODE.jsonl``.
+
+    A context manager: entering starts every agent, leaving stops them all.
 
     Parameters
     ----------
@@ -100,6 +125,13 @@ class Agents:
     extender_url : str
     period_s : float
         Sample period of every agent and of the owner's meter poll.
+
+    Raises
+    ------
+    DemoError
+        An agent cannot be set up (its configuration, calibration file or spool directory is
+        refused; e.g. another agent holds that spool): names the node, with the agent's own
+        message. The agents already set up are closed first.
     """
 
     def __init__(
@@ -112,6 +144,7 @@ class Agents:
     ) -> None:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._meter_url = testbed.url
         self.agents: list[Agent] = []
         # the PDU owner publishes every node's metered power: each with that node's own cap
         caps = {n.spec.name: n.spec.power_cap_w for n in testbed.nodes}
@@ -131,7 +164,7 @@ class Agents:
                     "max_points": 100_000,
                     "policy": "drop_oldest",
                 },
-                "metrics": {"host": "127.0.0.1", "port": 0},
+                "metrics": {"host": HOST, "port": 0},
             }
             if index == 0:  # the PDU owner
                 data["meter"] = {
@@ -143,8 +176,14 @@ class Agents:
                     i + 1: {"node": n, "power_cap_w": cap}
                     for i, (n, cap) in enumerate(caps.items())
                 }
-            config = parse_config(data, telemetry_dir, f"agent {name}")
-            self.agents.append(Agent(config, read_cpu=node.cpu_times))
+            try:
+                config = parse_config(data, telemetry_dir, f"agent {name}")
+                self.agents.append(Agent(config, read_cpu=node.cpu_times))
+            except BaseException as exc:
+                self.stop()  # closes the agents set up so far (the owner's meter among them)
+                if isinstance(exc, EamsError):
+                    raise DemoError(f"the agent of {name} did not start: {exc}") from exc
+                raise
 
     def start(self) -> Agents:
         """Run every agent in its own thread."""
@@ -161,18 +200,33 @@ class Agents:
 
         Raises
         ------
-        RuntimeError
-            None within ``timeout_s``.
+        DemoError
+            None within ``timeout_s``; names the agent and the meter URL.
         """
         poller = self.agents[0].poller
         deadline = time.monotonic() + timeout_s
         while poller is not None and poller.latest() is None:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the PDU owner agent read no meter within {timeout_s:g} s")
+                raise DemoError(
+                    f"the PDU owner agent {self.agents[0].config.node} read no meter at "
+                    f"{self._meter_url} within {timeout_s:g} s"
+                )
             time.sleep(0.05)
 
     def stop(self) -> None:
-        """Stop every agent; each flushes its sinks and closes its spool (idempotent)."""
+        """Stop every agent; each flushes its sinks and closes its spool (idempotent).
+
+        An agent that was set up but never started is closed here (its meter, spool lock and
+        sinks released).
+        """
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=15)
+        while len(self.agents) > len(self._threads):  # set up, never run
+            self.agents.pop().close()
+
+    def __enter__(self) -> Agents:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

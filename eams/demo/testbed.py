@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from eams.calibrate.errors import SweepError
-from eams.demo_fleet import DemoNode
+from eams.demo.fleet import DemoNode
 from eams.meter.simulator import MeasuredCurve, PduSimulator, VirtualOutlet
 from eams.procstat import CpuTimes
 

@@ -2,7 +2,7 @@
 
 Each node is swept by :func:`eams.calibrate.sweep.run_sweep` (settling, measured utilisation
 from its virtual ``/proc/stat``, every outlet power read over SNMP by the APC driver), with
-:class:`~eams.demo_testbed.VirtualRunner` as its load driver, then fitted and saved by
+:class:`~eams.demo.testbed.VirtualRunner` as its load driver, then fitted and saved by
 :func:`eams.calibrate.run.fit_and_save`. The six outlets are independent, so the nodes are swept
 at the same time (one thread each), as one would on a real testbed; they share one meter
 connection whose reading serves every sweep that asks within half a sample interval
@@ -22,8 +22,8 @@ from pathlib import Path
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.run import SpeedReferenceSpec, fit_and_save
 from eams.calibrate.sweep import SweepPlan, SweepProgress, run_sweep
-from eams.demo_fleet import CORES
-from eams.demo_testbed import (
+from eams.demo.fleet import CORES
+from eams.demo.testbed import (
     BOGO_OPS_PER_CORE_S,
     DRIVER,
     METER_RETRIES,
