@@ -2,7 +2,7 @@
 nodes.
 
 Algorithm (Bertsekas, *Network Optimization: Continuous and Discrete Models*, 1998, §7.1–7.2;
-Bertsekas & Castañón 1989 and 1992, see :mod:`.market`):
+Bertsekas & Castañón 1989 and 1992, see :mod:`.book`):
 
 1. ε-scaling. ε runs from ``epsilon_start_rel`` to ``epsilon_rel`` of the largest value,
    divided by ``epsilon_factor`` per phase. Each phase starts with every pod unassigned and
@@ -38,7 +38,7 @@ from eams.scheduler.auction.bids import bid_values
 from eams.scheduler.auction.bundles import relax_round_repair
 from eams.scheduler.auction.exact import dense, transport
 from eams.scheduler.auction.greedy import greedy_complete
-from eams.scheduler.auction.market import Market
+from eams.scheduler.auction.book import OrderBook
 from eams.scheduler.auction.model import AuctionParams, Clearing, Nodes, Pods
 from eams.scheduler.auction.reverse import floor, reverse_round
 from eams.scheduler.auction.warmstart import rank_one_prices
@@ -152,7 +152,9 @@ def solve(
     best = v.max(axis=1) if v.size else np.full(v.shape[0], -np.inf)
     placeable = best > -np.inf
     if not placeable.any():
-        return _result(Market(v, d, cap, params.candidates), d, 0, 0.0, True, False, placeable, 0)
+        return _result(
+            OrderBook(v, d, cap, params.candidates), d, 0, 0.0, True, False, placeable, 0
+        )
     v_max = float(best.max())
     if params.method == "auto":
         quick = eligible is None and (d == 1).all() and params.warm_start
@@ -203,31 +205,31 @@ def _auction(
 ) -> Clearing:
     """The ε-auction from per-slot ``start`` prices, ε-scaling from ``first`` (steps 1–3);
     ``certify`` False skips the dual bound (a polish whose gap the caller certifies)."""
-    market = Market(v, d, cap, params.candidates, start)
+    book = OrderBook(v, d, cap, params.candidates, start)
     schedule = _epsilons(first, params.epsilon_rel * v_max, params.epsilon_factor)
     rounds = 0
     lam = 0.0
     for phase, eps in enumerate(schedule, start=1):
         if phase > 1:
-            market.restart(schedule[phase - 2])
+            book.restart(schedule[phase - 2])
         active = placeable.copy()
         while active.any() and rounds < params.max_rounds:
             rounds += 1
-            market.forward_round(active, eps, rounds)
+            book.forward_round(active, eps, rounds)
         if phase == len(schedule):
-            market.invalidate()
-            lam = floor(market, eps)
-            while rounds < params.max_rounds and reverse_round(market, eps, lam):
+            book.invalidate()
+            lam = floor(book, eps)
+            while rounds < params.max_rounds and reverse_round(book, eps, lam):
                 rounds += 1
         if rounds >= params.max_rounds:
-            market.assign = greedy_complete(v, d, cap, market.assign)
-            return _result(market, d, rounds, eps, False, True, placeable, phase, 0.0, certify)
+            book.assign = greedy_complete(v, d, cap, book.assign)
+            return _result(book, d, rounds, eps, False, True, placeable, phase, 0.0, certify)
     if (d > 1).any():
         # Bundles can leave free slots that no bid could claim (the ask of a d-slot pod counts
         # held slots too): place what still fits. Single-slot clearings never change here.
-        market.assign = greedy_complete(v, d, cap, market.assign)
+        book.assign = greedy_complete(v, d, cap, book.assign)
     return _result(
-        market, d, rounds, schedule[-1], True, False, placeable, len(schedule), lam, certify
+        book, d, rounds, schedule[-1], True, False, placeable, len(schedule), lam, certify
     )
 
 
@@ -301,7 +303,7 @@ def _matching(
 
 
 def _result(
-    market: Market,
+    book: OrderBook,
     demand: np.ndarray,
     rounds: int,
     eps: float,
@@ -312,13 +314,13 @@ def _result(
     lam: float = 0.0,
     certify: bool = True,
 ) -> Clearing:
-    assignment = market.assign.copy()
+    assignment = book.assign.copy()
     on = np.flatnonzero(assignment >= 0)
-    value = float(market.v[on, assignment[on]].sum())
-    prices = market.node_prices(lam)
+    value = float(book.v[on, assignment[on]].sum())
+    prices = book.node_prices(lam)
     gap = None
     if certify and ((demand > 1).any() or not converged):  # no J·ε guarantee: certify the gap
-        gap = max(0.0, dual_bound(market.v, demand, market.cap, prices) - value)
+        gap = max(0.0, dual_bound(book.v, demand, book.cap, prices) - value)
     return Clearing(
         assignment=assignment,
         prices=prices,

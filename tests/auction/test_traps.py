@@ -13,7 +13,7 @@ import pytest
 
 from eams.scheduler.auction import AuctionParams, solve
 from eams.scheduler.auction.auction import _allowed, _epsilons
-from eams.scheduler.auction.market import Market
+from eams.scheduler.auction.book import OrderBook
 from tests.auction.checks import assert_eps_cs, assert_feasible
 from tests.auction.reference import lsa_optimum
 
@@ -23,11 +23,11 @@ WARM = AuctionParams(method="auction")
 AUTO, AUTO_COLD = AuctionParams(), AuctionParams(warm_start=False)
 
 
-def forward_phases_only(values: np.ndarray, capacity: np.ndarray) -> Market:
+def forward_phases_only(values: np.ndarray, capacity: np.ndarray) -> OrderBook:
     """Run the forward part of the ε-scaling schedule, as a forward-only auction would."""
     demand = np.ones(values.shape[0], dtype=np.int64)
     v = _allowed(values, demand, capacity, None)
-    market = Market(v, demand, capacity, COLD.candidates)
+    book = OrderBook(v, demand, capacity, COLD.candidates)
     v_max = float(v.max())
     rounds = 0
     schedule = _epsilons(
@@ -35,12 +35,12 @@ def forward_phases_only(values: np.ndarray, capacity: np.ndarray) -> Market:
     )
     for phase, eps in enumerate(schedule):
         if phase:
-            market.restart(schedule[phase - 1])
+            book.restart(schedule[phase - 1])
         active = np.isfinite(v).any(axis=1)
         while active.any():
             rounds += 1
-            market.forward_round(active, eps, rounds)
-    return market
+            book.forward_round(active, eps, rounds)
+    return book
 
 
 def test_fewer_pods_than_slots_trap_is_real_and_avoided() -> None:
@@ -49,9 +49,9 @@ def test_fewer_pods_than_slots_trap_is_real_and_avoided() -> None:
         rng = np.random.default_rng(seed)
         values = rng.uniform(1.0, 2.0, (12, 10))
         capacity = np.full(10, 3)  # 12 pods, 30 slots
-        market = forward_phases_only(values, capacity)
-        free = (market.holders < 0) & np.isfinite(market.prices)
-        if (market.prices[free] > 0).any():
+        book = forward_phases_only(values, capacity)
+        free = (book.holders < 0) & np.isfinite(book.prices)
+        if (book.prices[free] > 0).any():
             triggered += 1
         c = solve(values, np.ones(12, int), capacity, COLD)
         assert c.phases > 1 and c.converged
