@@ -19,8 +19,10 @@ class SchedulerError(EamsError):
 
 
 class AuctionInputError(SchedulerError, ValueError):
-    """An input of the auction engine is malformed.
+    """An input of the auction engine is malformed, or the method it names cannot clear it.
 
     The message names the array and, where one element is at fault, its index, for example
-    ``pods.work_core_s[3] = nan: must be finite and > 0``.
+    ``pods.work_core_s[3] = nan: must be finite and > 0``; or the method and why, for example
+    ``params.method = 'matching' cannot clear this batch: it clears single-slot pods only, and
+    pod 3 needs 2 slots``.
     """

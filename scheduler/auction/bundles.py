@@ -16,7 +16,7 @@ exchanges):
    density keeps a more valuable wide pod out, is undone here.
 3. Greedy completion places whatever still fits (evicted pods included).
 
-The prices p bound every integer assignment (:func:`.auction.dual_bound` of the relaxation),
+The prices p bound every integer assignment (:func:`.dual.dual_bound` of the relaxation),
 so ``dual_bound − value`` is a certified gap.
 """
 

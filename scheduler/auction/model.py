@@ -1,4 +1,5 @@
-"""The engine's value objects: ``Pods``, ``Nodes``, ``AuctionParams``, ``Clearing``.
+"""The engine's value objects: ``Pods``, ``Nodes``, ``AuctionParams``, ``Clearing``, and the
+closed set of clearing methods, ``Method`` (their table: :mod:`.methods`).
 
 Slots and cores. A *slot* is the cluster-wide quantum of CPU the market trades (study §5.3:
 "pods are quantized to slot units"); one slot is ``AuctionParams.cores_per_slot`` cores. A
@@ -7,50 +8,39 @@ pod asks for ``Pods.slots`` slots, all on one node, so it uses
 ``Nodes.cores`` (C_n) cores in total; C_n scales its power (study §5.1), the free slots bound
 what it can take in this batch.
 
-Every array is checked once, when the object is built (``_check_*``); a bad element raises
+Every array is checked once, when the object is built (:mod:`.inputs`); a bad element raises
 :class:`~eams.scheduler.errors.AuctionInputError` naming the array and index.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
+from eams.scheduler.auction.inputs import array, check, int_array
 from eams.scheduler.errors import AuctionInputError
 
 
-def _array(name: str, values: object, dtype: type, length: int | None) -> np.ndarray:
-    try:
-        array: np.ndarray = np.asarray(values, dtype=dtype)
-    except (TypeError, ValueError) as exc:
-        raise AuctionInputError(f"{name}: not a numeric array ({exc})") from exc
-    if array.ndim != 1:
-        raise AuctionInputError(f"{name}: must be 1-D, got shape {array.shape}")
-    if length is not None and array.shape[0] != length:
-        raise AuctionInputError(f"{name}: length {array.shape[0]}, expected {length}")
-    array.setflags(write=False)
-    return array
+class Method(StrEnum):
+    """The clearing methods, in the order ``method="auto"`` tries them (:data:`.methods.METHODS`
+    says when each applies and which function runs it).
 
+    A ``StrEnum``: each member equals its name as a string (``Method.MATCHING == "matching"``),
+    so it prints, compares and serialises (JSON, metric labels) as that string.
+    """
 
-def _check(name: str, array: np.ndarray, bad: np.ndarray, rule: str) -> None:
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise AuctionInputError(f"{name}[{i}] = {array[i].item()!r}: {rule}")
-
-
-def _int_array(name: str, values: object, length: int | None) -> np.ndarray:
-    raw = np.asarray(values)
-    if raw.size and raw.dtype.kind == "f":
-        _check(
-            name,
-            raw.ravel(),
-            ~np.isfinite(raw.ravel()) | (raw.ravel() % 1 != 0),
-            "must be an integer",
-        )
-    elif raw.size and raw.dtype.kind not in "iub":
-        raise AuctionInputError(f"{name}: must be integers, got dtype {raw.dtype}")
-    return _array(name, raw, np.int64, length)
+    RANK_ONE = "rank_one"
+    """Exactly rank-one single-slot bids: the ε-auction from the warm start, ≤ 20 rounds."""
+    LINEAR_SUM_ASSIGNMENT = "linear_sum_assignment"
+    """Single-slot: scipy's dense ``linear_sum_assignment`` on slot-expanded values, priced."""
+    MATCHING = "matching"
+    """Single-slot: sparse shortest augmenting paths on candidate lists, dual certificate."""
+    RELAXATION = "relaxation"
+    """Mixed pod sizes: per-slot LP relaxation, rounding, swap repair, then an auction polish."""
+    AUCTION = "auction"
+    """The ε-auction with ε-scaling, round cap and greedy fallback; handles every batch."""
 
 
 @dataclass(frozen=True)
@@ -81,16 +71,14 @@ class Pods:
     tenant: np.ndarray
 
     def __post_init__(self) -> None:
-        slots = _int_array("pods.slots", self.slots, None)
+        slots = int_array("pods.slots", self.slots, None)
         n = slots.shape[0]
-        work = _array("pods.work_core_s", self.work_core_s, float, n)
-        priority = _array("pods.priority", self.priority, float, n)
-        tenant = _int_array("pods.tenant", self.tenant, n)
-        _check("pods.slots", slots, slots < 1, "must be ≥ 1")
-        _check(
-            "pods.work_core_s", work, ~(np.isfinite(work) & (work > 0)), "must be finite and > 0"
-        )
-        _check(
+        work = array("pods.work_core_s", self.work_core_s, float, n)
+        priority = array("pods.priority", self.priority, float, n)
+        tenant = int_array("pods.tenant", self.tenant, n)
+        check("pods.slots", slots, slots < 1, "must be ≥ 1")
+        check("pods.work_core_s", work, ~(np.isfinite(work) & (work > 0)), "must be finite and > 0")
+        check(
             "pods.priority",
             priority,
             ~(np.isfinite(priority) & (priority > 0)),
@@ -145,28 +133,28 @@ class Nodes:
     empty: np.ndarray
 
     def __post_init__(self) -> None:
-        slots = _int_array("nodes.slots", self.slots, None)
+        slots = int_array("nodes.slots", self.slots, None)
         n = slots.shape[0]
         arrays = {
-            key: _array(f"nodes.{key}", getattr(self, key), float, n)
+            key: array(f"nodes.{key}", getattr(self, key), float, n)
             for key in ("cores", "p_idle_w", "p_max_w", "speed", "headroom", "age_s")
         }
-        empty = _array("nodes.empty", self.empty, bool, n)
-        _check("nodes.slots", slots, slots < 0, "must be ≥ 0")
+        empty = array("nodes.empty", self.empty, bool, n)
+        check("nodes.slots", slots, slots < 0, "must be ≥ 0")
         for key in ("cores", "speed"):
             a = arrays[key]
-            _check(f"nodes.{key}", a, ~(np.isfinite(a) & (a > 0)), "must be finite and > 0")
+            check(f"nodes.{key}", a, ~(np.isfinite(a) & (a > 0)), "must be finite and > 0")
         idle, peak = arrays["p_idle_w"], arrays["p_max_w"]
-        _check("nodes.p_idle_w", idle, ~(np.isfinite(idle) & (idle >= 0)), "must be finite and ≥ 0")
-        _check(
+        check("nodes.p_idle_w", idle, ~(np.isfinite(idle) & (idle >= 0)), "must be finite and ≥ 0")
+        check(
             "nodes.p_max_w",
             peak,
             ~(np.isfinite(peak) & (peak > idle)),
             "must be finite and > p_idle_w",
         )
         h, age = arrays["headroom"], arrays["age_s"]
-        _check("nodes.headroom", h, np.isinf(h) | (h > 1), "must be ≤ 1 or NaN (unknown)")
-        _check("nodes.age_s", age, np.isinf(age) | (age < 0), "must be ≥ 0 or NaN (unknown)")
+        check("nodes.headroom", h, np.isinf(h) | (h > 1), "must be ≤ 1 or NaN (unknown)")
+        check("nodes.age_s", age, np.isinf(age) | (age < 0), "must be ≥ 0 or NaN (unknown)")
         object.__setattr__(self, "slots", slots)
         object.__setattr__(self, "empty", empty)
         for key, value in arrays.items():
@@ -214,9 +202,12 @@ class AuctionParams:
         Start from the prices of the rank-one approximation of the bids
         (:mod:`.warmstart`), True; False starts every price at 0.
     method : str
-        ``"auto"`` (default): solve exactly by sparse shortest augmenting paths on short
-        candidate lists (:mod:`.exact`; mixed pod sizes size by size, :mod:`.bundles`), and
-        run the ε-auction only if that gives up; ``"auction"``: always the ε-auction.
+        ``"auto"`` (default): the first method of the table (:data:`.methods.METHODS`) that
+        applies to the batch, the next one if it gives up, the ε-auction last. Or a
+        :class:`Method` name (``"rank_one"``, ``"linear_sum_assignment"``, ``"matching"``,
+        ``"relaxation"``, ``"auction"``): that method, as ``scipy.optimize.linprog(method=...)``
+        does; :func:`.auction.solve` raises ``AuctionInputError`` if it cannot handle the
+        batch, and the ε-auction clears if it gives up at run time.
     """
 
     k: float = 25.0
@@ -252,8 +243,9 @@ class AuctionParams:
             raise AuctionInputError("params.epsilon_start_rel must be ≥ params.epsilon_rel")
         if not self.epsilon_factor > 1:
             raise AuctionInputError(f"params.epsilon_factor = {self.epsilon_factor!r}: must be > 1")
-        if self.method not in ("auto", "auction"):
-            raise AuctionInputError(f"params.method = {self.method!r}: must be 'auto' or 'auction'")
+        if self.method != "auto" and self.method not in set(Method):
+            names = ", ".join(repr(str(m)) for m in ("auto", *Method))
+            raise AuctionInputError(f"params.method = {self.method!r}: must be one of {names}")
         if self.candidates < 2 or self.max_rounds < 1:
             raise AuctionInputError("params.candidates must be ≥ 2 and params.max_rounds ≥ 1")
 
@@ -272,8 +264,8 @@ class Clearing:
     value : float
         Σ_j v_{j, assignment_j} over assigned pods.
     rounds : int
-        Bidding rounds (forward and reverse) over all ε phases; 0 for single-slot matching,
-        the polish's rounds for the bundle relaxation.
+        Bidding rounds (forward and reverse) over all ε phases; 0 for the single-slot exact
+        methods, the polish's rounds for the relaxation (whether or not its assignment won).
     epsilon : float
         ε of the last phase run.
     converged : bool
@@ -283,19 +275,23 @@ class Clearing:
     unplaceable : (J,) bool
         Pods no node can take at all (no eligible node with enough free slots).
     phases : int
-        ε-scaling phases run (auction), or restricted solves (matching).
+        ε-scaling phases run (auction), or restricted solves (matching); 1 for the dense
+        solver and the relaxation.
     gap_bound : float or None
         Certified bound on (optimum − value) from the LP dual of the prices
-        (:func:`~eams.scheduler.auction.auction.dual_bound`), given when J·ε is not
+        (:func:`~eams.scheduler.auction.dual.dual_bound`), given when J·ε is not
         guaranteed: multi-slot pods or no convergence. ``None``: the clearing converged with
         single-slot pods, so it is within J·ε of the optimum.
-    method : str
-        How it was cleared: ``"auction"`` (ε-auction), ``"auction+greedy"`` (round cap hit,
-        greedy fallback), ``"matching"`` (exact, :func:`.exact.transport`: 0-CS, the prices
-        are its LP duals), ``"linear_sum_assignment"`` (small single-slot batches,
-        :func:`.exact.dense`, same prices), ``"matching relaxation, rounded and repaired"``
-        or ``"matching relaxation, then R auction rounds from its duals"`` (mixed pod sizes,
-        :mod:`.bundles`; gap certified in ``gap_bound``).
+    method : Method
+        The method that cleared the batch (:data:`.methods.METHODS`). ``RANK_ONE`` and
+        ``AUCTION``: ε-CS prices (``AUCTION`` with ``fell_back`` True: round cap hit, greedy
+        completion); ``MATCHING`` and ``LINEAR_SUM_ASSIGNMENT``: exact, the prices are LP
+        duals (0-CS); ``RELAXATION``: mixed pod sizes, gap certified in ``gap_bound``. A batch
+        where no pod can go anywhere says ``AUCTION`` (0 rounds) whatever was asked.
+    polish_rounds : int
+        ``RELAXATION`` only: the auction rounds of the polish when its assignment beat the
+        rounded and repaired one and was kept; 0 when the rounded one was kept (and for every
+        other method).
     """
 
     assignment: np.ndarray
@@ -308,4 +304,5 @@ class Clearing:
     unplaceable: np.ndarray
     phases: int = field(default=0)
     gap_bound: float | None = None
-    method: str = "auction"
+    method: Method = Method.AUCTION
+    polish_rounds: int = 0

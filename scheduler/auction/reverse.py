@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from eams.scheduler.auction.market import Market
+from eams.scheduler.auction.book import OrderBook
 
 
-def floor(m: Market, eps: float) -> float:
+def floor(m: OrderBook, eps: float) -> float:
     """λ for the reverse rounds (Bertsekas & Castañón 1992): the lowest price any held slot
     pays, lowered so that no unassigned pod would gain more than ε once every price is
     shifted down by λ; never below 0. Prices only need to fall to λ, not to 0: shifting
@@ -27,7 +27,7 @@ def floor(m: Market, eps: float) -> float:
     return max(0.0, lam)
 
 
-def reverse_round(m: Market, eps: float, lam: float) -> bool:
+def reverse_round(m: OrderBook, eps: float, lam: float) -> bool:
     """One Jacobi round of reverse bids by nodes whose free slots cost more than λ.
 
     Each such node n ranks the pods that are not already in its class of identical nodes by
@@ -93,7 +93,7 @@ def reverse_round(m: Market, eps: float, lam: float) -> bool:
 
 
 def _move(
-    m: Market, pods: np.ndarray, nodes: np.ndarray, price: np.ndarray, free: np.ndarray
+    m: OrderBook, pods: np.ndarray, nodes: np.ndarray, price: np.ndarray, free: np.ndarray
 ) -> None:
     """Pods move onto ``nodes`` at per-slot ``price``; the entries they leave turn free.
 

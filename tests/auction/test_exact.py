@@ -63,7 +63,7 @@ def test_bundles_relaxation_against_milp_and_auction(seed: int) -> None:
     pods, nodes = random_batch(14, 6, 6, seed=seed, max_pod_slots=3)
     values = bids.bid_values(pods, nodes, AuctionParams())
     c = solve(values, pods.slots, nodes.slots)
-    assert c.method.startswith("matching relaxation")
+    assert c.method == "relaxation"
     assert_feasible(values, pods.slots, nodes.slots, c)
     best = milp_optimum(values, pods.slots, nodes.slots)
     assert c.value <= best * (1 + 1e-9)
@@ -84,6 +84,6 @@ def test_a_hopeless_cold_start_goes_to_the_auction() -> None:
     assert transport(values, nodes.slots, float(values.max())) is None
     params = AuctionParams(warm_start=False, max_rounds=50)
     c = solve(values, pods.slots, nodes.slots, params)
-    assert c.method in ("auction", "auction+greedy")
+    assert c.method == "auction"
     assert_feasible(values, pods.slots, nodes.slots, c)
     assert (c.assignment >= 0).sum() == 80  # every slot taken: more pods than slots

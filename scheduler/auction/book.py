@@ -1,4 +1,5 @@
-"""The order book of the ε-auction: slot prices per node and the forward bidding rounds.
+"""The ε-auction's order book (``OrderBook``): slot prices per node and the forward bidding
+rounds.
 
 Every node offers its free slots as one capacity. The book keeps, per node, one entry per slot
 with its price and holder (``prices``, ``holders``: (N, K_max), each row sorted by price
@@ -25,7 +26,7 @@ _MIX = np.uint64(0xBF58476D1CE4E5B9)
 TIE_REL = 1e-12  # nodes whose net values agree this closely count as tied
 
 
-class Market:
+class OrderBook:
     """Mutable auction state over a fixed value matrix.
 
     Parameters
