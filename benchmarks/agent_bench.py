@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))  # for the shared test launchers in tests/servers
 from eams.agent.channel import SinkChannel  # noqa: E402
 from eams.agent.config import InfluxV1SinkConfig, InfluxV2SinkConfig  # noqa: E402
 from eams.agent.metrics import AgentMetrics  # noqa: E402
-from eams.agent.schema import PowerSource, TelemetrySample  # noqa: E402
 from eams.agent.sinks import SINKS  # noqa: E402
 from eams.agent.spool import Spool  # noqa: E402
+from eams.telemetry import PowerSource, TelemetrySample  # noqa: E402
 from tests.agent.conftest import write_calibration  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.servers.influxdb import InfluxDB  # noqa: E402
