@@ -39,7 +39,7 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from eams.agent.errors import AgentError
-from eams.agent.schema import PowerSource, TelemetrySample
+from eams.telemetry import PowerSource, TelemetrySample
 
 #: Values of the ``reason`` label of ``eams_agent_dropped_points_total``.
 DROP_REASONS = ("spool_full", "disk_full", "spool_error", "rejected")

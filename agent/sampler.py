@@ -12,8 +12,12 @@ Power, per node:
   still written for them each period, so a consumer sees a fresh "unknown" rather than an
   old value that looks current; the node's own agent publishes its modelled power meanwhile.
 
-Headroom h = 1 − P/P_cap (study §5.2). Every sample of one tick carries the same *measured*
-time: the wall clock (ns) when /proc/stat was read at the end of the utilisation window.
+Headroom h = 1 − P/P_cap (:func:`eams.telemetry.headroom_from_power`, study §5.2). A power
+value the telemetry contract (:mod:`eams.telemetry`) refuses — a negative reading, a model
+that gives a non-finite value — is not published: it counts as no reading (a warning names
+it), so the own node falls back to its model. Every sample of one tick carries the same
+*measured* time: the wall clock (ns) when /proc/stat was read at the end of the utilisation
+window.
 
 Clock policy: the wall clock can be stepped back (NTP, an operator). Each tick compares the
 progress of the wall clock with that of the monotonic clock; a step back of more than
@@ -34,10 +38,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from eams.agent.metrics import AgentMetrics
-from eams.agent.schema import PowerSource, TelemetrySample
-from eams.errors import ProcStatError
+from eams.errors import ProcStatError, TelemetryError
 from eams.meter.reading import Reading
 from eams.procstat import CpuTimes, utilisation_between
+from eams.telemetry import PowerSource, TelemetrySample, headroom_from_power
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +171,8 @@ class Sampler:
         if metered.power_w is not None or self._model is None or utilisation is None:
             return metered
         power_w = float(self._model(utilisation))
-        return _with_power(self._own, wall, utilisation, power_w, PowerSource.MODELLED, None)
+        modelled = _with_power(self._own, wall, utilisation, power_w, PowerSource.MODELLED, None)
+        return metered if modelled is None else modelled
 
     def _metered_sample(
         self,
@@ -177,11 +182,13 @@ class Sampler:
         utilisation: float | None = None,
     ) -> TelemetrySample:
         outlet = reading.outlet(spec.outlet) if reading and spec.outlet is not None else None
-        if outlet is None or outlet.power_w is None or outlet.below_floor:
-            return TelemetrySample(spec.node, wall, spec.power_cap_w, utilisation=utilisation)
-        return _with_power(
-            spec, wall, utilisation, outlet.power_w, PowerSource.METERED, outlet.energy_wh
-        )
+        if outlet is not None and outlet.power_w is not None and not outlet.below_floor:
+            metered = _with_power(
+                spec, wall, utilisation, outlet.power_w, PowerSource.METERED, outlet.energy_wh
+            )
+            if metered is not None:
+                return metered
+        return TelemetrySample(spec.node, wall, spec.power_cap_w, utilisation=utilisation)
 
 
 def _with_power(
@@ -191,14 +198,19 @@ def _with_power(
     power_w: float,
     source: PowerSource,
     energy_wh: float | None,
-) -> TelemetrySample:
-    return TelemetrySample(
-        node=spec.node,
-        measured_at_ns=wall,
-        power_cap_w=spec.power_cap_w,
-        utilisation=utilisation,
-        power_w=power_w,
-        source=source,
-        headroom=1.0 - power_w / spec.power_cap_w,
-        energy_wh=energy_wh,
-    )
+) -> TelemetrySample | None:
+    """The sample with its power, or ``None`` (logged) when the contract refuses the values."""
+    try:
+        return TelemetrySample(
+            node=spec.node,
+            measured_at_ns=wall,
+            power_cap_w=spec.power_cap_w,
+            utilisation=utilisation,
+            power_w=power_w,
+            source=source,
+            headroom=headroom_from_power(power_w, spec.power_cap_w),
+            energy_wh=energy_wh,
+        )
+    except TelemetryError as exc:
+        log.warning("%s: %s power not published: %s", spec.node, source.value, exc)
+        return None

@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))  # for the shared test launchers in tests/servers
 from eams.agent.channel import SinkChannel  # noqa: E402
 from eams.agent.config import InfluxV1SinkConfig, InfluxV2SinkConfig  # noqa: E402
 from eams.agent.metrics import AgentMetrics  # noqa: E402
-from eams.agent.schema import PowerSource, TelemetrySample  # noqa: E402
 from eams.agent.sinks import SINKS  # noqa: E402
 from eams.agent.spool import Spool  # noqa: E402
+from eams.telemetry import PowerSource, TelemetrySample, headroom_from_power  # noqa: E402
 from tests.agent.conftest import write_calibration  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.servers.influxdb import InfluxDB  # noqa: E402
@@ -138,7 +138,7 @@ def make_records(points: int, encode, prefix: str = "node") -> list[str]:
                 utilisation=(i % 100) / 100,
                 power_w=20.0 + i % 40,
                 source=PowerSource.METERED,
-                headroom=1 - (20.0 + i % 40) / 65.0,
+                headroom=headroom_from_power(20.0 + i % 40, 65.0),
                 energy_wh=1000.0 + i / 1000,
             )
         )

@@ -8,7 +8,8 @@ Each component has its own ``errors.py`` whose classes derive from :class:`EamsE
     ├── eams.agent.errors.AgentError
     ├── eams.scheduler.errors.SchedulerError
     ├── eams.demo.errors.DemoError
-    └── ProcStatError              /proc/stat missing or malformed (names the source and line)
+    ├── ProcStatError              /proc/stat missing or malformed (names the source and line)
+    └── TelemetryError             a telemetry sample breaks its contract (names the key)
 
 The CLI catches :class:`EamsError` at its edge and prints one line on stderr, no traceback,
 exit status 1. Anything else escaping is a bug.
@@ -21,3 +22,22 @@ class EamsError(Exception):
 
 class ProcStatError(EamsError):
     """``/proc/stat`` (local or fetched from a node) is missing or malformed; names the source."""
+
+
+class TelemetryError(EamsError, ValueError):
+    """A telemetry sample breaks the contract of :mod:`eams.telemetry`.
+
+    Attributes
+    ----------
+    key : str or None
+        The key at fault (``"power_cap_w"``), or ``None`` when the record as a whole is (not an
+        object; ``source`` without ``power_w`` or the reverse).
+    detail : str
+        What is wrong, phrased to follow the key (``"1.5 is outside [0, 1]"``), so each reader
+        can say where: ``samples[3].utilisation: 1.5 is outside [0, 1]``.
+    """
+
+    def __init__(self, message: str, *, key: str | None, detail: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.detail = detail

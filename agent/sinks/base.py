@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from eams.agent.errors import SinkError
-from eams.agent.schema import TelemetrySample
+from eams.telemetry import TelemetrySample
 
 #: Statuses that say the batch itself is bad: sending it again can never succeed.
 REJECTED_STATUSES = frozenset({400, 413, 422})

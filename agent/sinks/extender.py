@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import httpx
 
 from eams.agent.config import ExtenderSinkConfig
-from eams.agent.schema import TelemetrySample
 from eams.agent.sinks.http import post
+from eams.telemetry import TelemetrySample
 
 _JSON = {"content-type": "application/json"}
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import httpx
 
 from eams.agent.config import InfluxV1SinkConfig
-from eams.agent.schema import TIMESTAMP_PRECISION, TelemetrySample
 from eams.agent.sinks.http import post
+from eams.telemetry import TIMESTAMP_PRECISION, TelemetrySample
 
 
 class InfluxV1Sink:

@@ -20,8 +20,8 @@ from urllib3.exceptions import HTTPError
 
 from eams.agent.config import InfluxV2SinkConfig
 from eams.agent.errors import SinkError
-from eams.agent.schema import TelemetrySample
 from eams.agent.sinks.base import status_error
+from eams.telemetry import TelemetrySample
 
 
 class InfluxV2Sink:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from eams.agent.config import JsonlSinkConfig
 from eams.agent.errors import SinkError
-from eams.agent.schema import TelemetrySample
+from eams.telemetry import TelemetrySample
 
 
 class JsonlSink:

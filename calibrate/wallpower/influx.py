@@ -6,7 +6,8 @@ The query (InfluxQL, https://docs.influxdata.com/influxdb/v1/query_language/)::
 
 is sent with ``epoch=ns`` (integer nanosecond timestamps) and ``chunked=true`` (so the server's
 ``max-row-limit`` cannot silently truncate a long run). Each row becomes the same record dict that
-a JSONL line holds, so one parser (:meth:`TelemetrySample.from_json`) reads both stores.
+a JSONL line holds, so one parser (:meth:`eams.telemetry.TelemetrySample.from_json`) reads both
+stores.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Load a run: telemetry records (JSONL or InfluxDB) → :class:`TelemetrySample` → per-node arrays.
 
-Both stores go through one parser, :meth:`eams.agent.schema.TelemetrySample.from_json`. Only
+Both stores go through one parser, :meth:`eams.telemetry.TelemetrySample.from_json`, which
+holds every rule of the record (the extender ingests with the same one). Only
 samples whose ``source`` is ``metered`` count as wall power; a ``modelled`` sample's power is the
 agent's own estimate and is treated as *missing* metered power (its utilisation still counts).
 """
@@ -16,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from eams.agent.schema import PowerSource, TelemetrySample
 from eams.calibrate.wallpower.errors import RunDataError
 from eams.calibrate.wallpower.influx import read_influx
 from eams.calibrate.wallpower.spec import RunSpec
+from eams.errors import TelemetryError
+from eams.telemetry import PowerSource, TelemetrySample
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,27 +112,28 @@ def read_jsonl(spec: RunSpec) -> Iterator[tuple[str, dict[str, Any]]]:
             raise RunDataError(f"{path}: {exc.strerror or exc}") from exc
 
 
-def parse_samples(records: Iterable[tuple[str, dict[str, Any]]]) -> list[TelemetrySample]:
-    """Turn records (JSONL lines or InfluxDB rows) into samples, naming any bad one.
+def parse_store_records(records: Iterable[tuple[str, dict[str, Any]]]) -> list[TelemetrySample]:
+    """Turn a store's records (JSONL lines or InfluxDB rows) into samples, naming any bad one.
+
+    Parameters
+    ----------
+    records : iterable of (str, dict)
+        ``(where, record)`` pairs from :func:`read_jsonl` or
+        :func:`~eams.calibrate.wallpower.influx.read_influx`.
 
     Raises
     ------
     RunDataError
-        A record lacks a key or has a wrong type, its utilisation is outside [0, 1] or its
-        power negative: the message names where it came from.
+        A record breaks the telemetry contract (:mod:`eams.telemetry`: a missing key, a wrong
+        type, utilisation outside [0, 1], negative power...): the message starts with where it
+        came from (``file:line``, or the query and series).
     """
     samples = []
     for where, record in records:
         try:
-            sample = TelemetrySample.from_json(record)
-        except ValueError as exc:
+            samples.append(TelemetrySample.from_json(record))
+        except TelemetryError as exc:
             raise RunDataError(f"{where}: {exc}") from None
-        # the model is defined on [0, 1] and power is never negative: say where, not later
-        if sample.utilisation is not None and not 0 <= sample.utilisation <= 1:
-            raise RunDataError(f"{where}: utilisation {sample.utilisation:g} is outside [0, 1]")
-        if sample.power_w is not None and sample.power_w < 0:
-            raise RunDataError(f"{where}: power_w {sample.power_w:g} W is negative")
-        samples.append(sample)
     return samples
 
 
@@ -191,7 +194,7 @@ def load_run(spec: RunSpec, default_label: str) -> Run:
     """
     label = spec.label or default_label
     records = read_jsonl(spec) if spec.kind == "jsonl" else read_influx(spec)
-    samples = parse_samples(records)
+    samples = parse_store_records(records)
     lo = spec.start_ns if spec.start_ns is not None else -(2**63)
     hi = spec.end_ns if spec.end_ns is not None else 2**63
     inside = [s for s in samples if lo <= s.measured_at_ns <= hi]

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TypedDict
 from urllib.parse import parse_qs, urlsplit
 
-from eams.agent.schema import MEASUREMENT
 from eams.calibrate.wallpower.errors import RunSpecError
+from eams.telemetry import MEASUREMENT
 
 FORMS = (
     "jsonl:PATH[,PATH...][?start=T&end=T&work_core_s=W&label=NAME] or "

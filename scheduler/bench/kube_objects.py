@@ -3,27 +3,24 @@
 ``v1.Node`` (name, labels, taints, ``status.allocatable``) and ``v1.Pod`` (namespace = tenant,
 ``spec.schedulerName``, one container with cpu and memory requests, tolerations, nodeSelector,
 and the ``eams.io/work-core-s`` annotation carrying the pod's work in reference core-seconds),
-plus the agents' telemetry samples (:class:`eams.agent.schema.TelemetrySample`). Field names as
+plus the agents' telemetry samples (:class:`eams.telemetry.TelemetrySample`). Field names as
 upstream (lowerCamelCase inside the objects; reference ``extender-protocol.md`` §1.1).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
-from eams.agent.schema import PowerSource, TelemetrySample
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.policy import NodeState, PodRequest
 from eams.scheduler.bench.workload import Workload
+from eams.telemetry import PowerSource, TelemetrySample, headroom_from_power
 
 EPOCH_S = 1_767_225_600.0
 """Simulated t = 0 as epoch seconds (2026-01-01T00:00:00Z): a fixed origin keeps replays equal."""
 
 SCHEDULER_NAME = "eams-scheduler"
-# the keys of TelemetrySample.to_json(); read once, because dataclasses.asdict is slow at scale
-_SAMPLE_KEYS = tuple(f.name for f in dataclasses.fields(TelemetrySample))
 WORK_ANNOTATION = "eams.io/work-core-s"
 
 
@@ -82,15 +79,20 @@ def pod_object(workload: Workload, pod: PodRequest, node: str | None = None) -> 
 def telemetry(
     state: NodeState, nodes: list[int], measured_at_s: float | None = None
 ) -> list[dict[str, Any]]:
-    """What each node's agent would report now: power on the measured curve (0 W when an empty
-    node is off), utilisation, headroom 1 − P/P_cap, measured at ``measured_at_s`` (epoch s;
-    default the simulated instant, :data:`EPOCH_S` + ``state.now_s``)."""
+    """What each node's agent would report now, as :meth:`TelemetrySample.to_json` dicts.
+
+    Power on the measured curve (0 W when an empty node is off), ``modelled``; utilisation the
+    allocated share of the cores, held in [0, 1] against float residue of adding and removing
+    requests; headroom :func:`~eams.telemetry.headroom_from_power`; measured at
+    ``measured_at_s`` (epoch s; default the simulated instant, :data:`EPOCH_S` +
+    ``state.now_s``).
+    """
     c = state.cluster
     at_s = EPOCH_S + state.now_s if measured_at_s is None else measured_at_s
     at_ns = round(at_s * 1e9)
     out = []
     for n in nodes:
-        u = float(state.alloc_cpu[n] / c.cores[n])
+        u = min(1.0, max(0.0, float(state.alloc_cpu[n] / c.cores[n])))
         off = state.pods_on[n] == 0 and c.empty_node == "off"
         power = 0.0 if off else c.curves.power_w(n, u)
         cap = float(c.power_cap_w[n])
@@ -101,9 +103,7 @@ def telemetry(
             utilisation=u,
             power_w=power,
             source=PowerSource.MODELLED,
-            headroom=1.0 - power / cap,
+            headroom=headroom_from_power(power, cap),
         )
-        row = {key: getattr(sample, key) for key in _SAMPLE_KEYS}
-        row["source"] = sample.source.value
-        out.append(row)
+        out.append(sample.to_json())
     return out

@@ -57,7 +57,7 @@ from eams.scheduler.extender.schemas import (
 )
 from eams.scheduler.extender.service import Extender, parse_args
 from eams.scheduler.extender.settings import Settings
-from eams.scheduler.extender.telemetry import parse_samples
+from eams.scheduler.extender.telemetry import parse_telemetry_body
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +281,7 @@ def create_app(
     @app.post("/telemetry")
     async def telemetry(request: Request) -> Response:
         try:
-            samples = await _decode(parse_samples, await read_body(request, limit), clock())
+            samples = await _decode(parse_telemetry_body, await read_body(request, limit), clock())
         except (BadRequest, PayloadTooLarge) as exc:
             return _error(metrics, "/telemetry", exc)
         return _json({"accepted": await _in_chunks(extender.ingest, samples)}, 202)

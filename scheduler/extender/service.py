@@ -29,7 +29,6 @@ import numpy as np
 from pydantic import ValidationError
 from pydantic_core import from_json
 
-from eams.agent.schema import TelemetrySample
 from eams.calibrate.calfile import Calibration
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
@@ -49,6 +48,7 @@ from eams.scheduler.extender.schemas import (
 from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.table import NodeTable
 from eams.scheduler.extender.telemetry import TelemetryStore
+from eams.telemetry import TelemetrySample
 
 log = logging.getLogger(__name__)
 

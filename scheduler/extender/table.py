@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from eams.agent.schema import TelemetrySample
 from eams.calibrate.calfile import Calibration
+from eams.telemetry import TelemetrySample, headroom_from_power
 
 COLUMNS = (
     "alloc_cpu_milli",  # allocatable CPU, millicores
@@ -99,8 +99,8 @@ class NodeTable:
         """The node's newest telemetry sample; headroom from ``power_w`` when not given."""
         i = self.row(sample.node)
         headroom = sample.headroom
-        if headroom is None and sample.power_w is not None:
-            headroom = 1.0 - sample.power_w / sample.power_cap_w
+        if headroom is None:
+            headroom = headroom_from_power(sample.power_w, sample.power_cap_w)
         self.cols["headroom"][i] = np.nan if headroom is None else headroom
         self.cols["power_cap_w"][i] = sample.power_cap_w
         self.cols["measured_at_s"][i] = sample.measured_at_ns / 1e9

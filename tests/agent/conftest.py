@@ -23,9 +23,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from eams.agent.config import load_config
 from eams.agent.runner import Agent
-from eams.agent.schema import TelemetrySample
 from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
+from eams.telemetry import TelemetrySample
 from tests.servers.influxdb import INFLUXD, InfluxDB
 from tests.servers.victoriametrics import VICTORIA_METRICS, VictoriaMetrics
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eams.agent.schema import PowerSource, TelemetrySample
+from eams.telemetry import PowerSource, TelemetrySample
 from tests.agent.conftest import (
     jsonl_samples,
     metric,

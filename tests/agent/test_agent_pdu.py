@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from eams.agent.schema import PowerSource, TelemetrySample
 from eams.meter.simulator import LinearCurve, PduSimulator, VirtualOutlet
+from eams.telemetry import PowerSource, TelemetrySample
 from tests.agent.conftest import (
     jsonl_samples,
     metric,

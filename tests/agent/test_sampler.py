@@ -15,10 +15,10 @@ import pytest
 
 from eams.agent.metrics import AgentMetrics
 from eams.agent.sampler import NodeSpec, Sampler, TimedReading
-from eams.agent.schema import PowerSource
 from eams.calibrate.calfile import load_calibration
 from eams.meter.reading import OutletReading, Reading
 from eams.procstat import CpuTimes
+from eams.telemetry import PowerSource
 from tests.agent.conftest import P_IDLE_W, P_MAX_W, write_calibration
 
 S = 1_000_000_000  # ns per second
@@ -126,6 +126,26 @@ def test_metered_when_fresh_modelled_when_stale_or_below_floor(
     outlets[0] = OutletReading(1, power_w=0.0, below_floor=True)
     own, _ = sampler.sample()  # 0 W under the PDU's metering floor is not "idle"
     assert own.source is PowerSource.MODELLED
+
+
+def test_a_reading_the_telemetry_contract_refuses_is_no_reading(
+    model: Callable[[float], float], caplog: pytest.LogCaptureFixture
+) -> None:
+    # e.g. an Eastron meter reporting export as negative active power: never published
+    outlets = (OutletReading(1, power_w=-12.0), OutletReading(2, power_w=22.0, energy_wh=-1.0))
+    sampler = make(
+        [0.5],
+        model=model,
+        latest=lambda: TimedReading(reading(*outlets), 50 * S),
+        others=[NodeSpec("node-b", 80.0, 2)],
+    )
+    own, other = sampler.sample()
+    assert own.source is PowerSource.MODELLED  # falls back to the model, as without a reading
+    assert own.power_w == pytest.approx(P_IDLE_W + (P_MAX_W - P_IDLE_W) * 0.5, abs=0.2)
+    assert (other.power_w, other.source, other.headroom, other.energy_wh) == (None,) * 4
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("node-a: metered power not published: power_w -12 W" in w for w in warnings)
+    assert any("node-b: metered power not published: energy_wh -1 Wh" in w for w in warnings)
 
 
 def test_clock_stepped_back_never_reorders_or_duplicates() -> None:

@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from eams.agent.schema import TelemetrySample
 from eams.scheduler.bench.kube_objects import node_object, pod_object, telemetry
 from eams.scheduler.bench.manifest import Params
 from eams.scheduler.bench.policy import NodeState, PodRequest
@@ -11,6 +10,7 @@ from eams.scheduler.bench.simulator import _Sim, feasible_to_find
 from eams.scheduler.extender.requests import pod_request
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.policies import load
+from eams.telemetry import TelemetrySample
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
 
@@ -59,7 +59,7 @@ def test_node_object_carries_allocatable_labels_and_taints() -> None:
     assert node["spec"]["taints"] == [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
 
 
-def test_telemetry_rows_are_the_agent_schema() -> None:
+def test_telemetry_rows_are_the_telemetry_contract() -> None:
     cluster = tiny_cluster([4.0, 4.0])
     state = NodeState.empty(cluster)
     state.alloc_cpu[0], state.pods_on[0], state.now_s = 2.0, 1, 30.0

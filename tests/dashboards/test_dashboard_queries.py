@@ -1,6 +1,6 @@
 """Every Grafana query reads names the code really writes or exports.
 
-InfluxQL queries may name only the measurement, tags and fields of ``eams.agent.schema``;
+InfluxQL queries may name only the measurement, tags and fields of ``eams.telemetry``;
 PromQL queries only the metric families (and their labels) that the agent's and the extender's
 Prometheus registries export. A rename in the code breaks this test instead of a dashboard.
 """
@@ -17,7 +17,7 @@ import pytest
 import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
-from eams.agent import schema
+from eams import telemetry as schema
 from eams.agent.metrics import AgentMetrics
 from eams.scheduler.extender.metrics import ExtenderMetrics
 

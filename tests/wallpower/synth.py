@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from eams.agent.schema import PowerSource, TelemetrySample
 from eams.calibrate.calfile import Calibration, FitSummary
 from eams.calibrate.fit import fit_linear
 from eams.meter.simulator.curves import MeasuredCurve
+from eams.telemetry import PowerSource, TelemetrySample, headroom_from_power
 
 START_NS = int(datetime(2026, 11, 29, 10, tzinfo=UTC).timestamp()) * 10**9
 CAP_W = 200.0
@@ -105,7 +105,7 @@ def simulate(plan: RunPlan, out_dir: Path) -> dict[str, float]:
                 utilisation=u,
                 power_w=power,
                 source=PowerSource.METERED,
-                headroom=1 - power / CAP_W,
+                headroom=headroom_from_power(power, CAP_W),
                 energy_wh=counter,
             )
             lines.append(json.dumps(sample.to_json()))

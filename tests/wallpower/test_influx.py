@@ -12,7 +12,6 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from eams.agent.schema import TelemetrySample
 from eams.calibrate.wallpower import (
     InfluxUnreachable,
     RunDataError,
@@ -21,6 +20,7 @@ from eams.calibrate.wallpower import (
     load_run,
     parse_run_spec,
 )
+from eams.telemetry import TelemetrySample
 from tests.servers.influxdb import INFLUXD, InfluxDB
 from tests.wallpower.synth import START_NS
 
@@ -86,6 +86,35 @@ def test_influx_empty_window_and_unknown_database(influx: InfluxDB, two_runs) ->
         load_run(parse_run_spec(f"influx://{host}/run_w?start=0&end=60"), "A")
     with pytest.raises(RunDataError, match="database not found"):
         load_run(parse_run_spec(f"influx://{host}/nosuchdb?start=0&end=60"), "A")
+
+
+@pytest.mark.parametrize(
+    ("fields", "tags", "message"),
+    [
+        ("power_w=30.0,utilisation=1.5,power_cap_w=65.0", ",source=metered", "utilisation 1.5 is"),
+        ("power_w=-3.0,utilisation=0.5,power_cap_w=65.0", ",source=metered", "power_w -3 W is neg"),
+        ("power_w=30.0,utilisation=0.5,power_cap_w=65.0", "", "telemetry sample: power_w 30 W"),
+        ("utilisation=0.5,power_cap_w=0.0", "", "power_cap_w 0 W is not positive"),
+    ],
+)
+def test_influx_rows_go_through_the_telemetry_contract(
+    influx: InfluxDB, fields: str, tags: str, message: str
+) -> None:
+    # written by hand: the agent's writer cannot build such a point
+    database = f"bad_{abs(hash((fields, tags)))}"
+    influx.create_database(database)
+    at_ns = START_NS + 10**9
+    answer = httpx.post(
+        f"{influx.url}/write",
+        params={"db": database, "precision": "ns"},
+        content=f"eams_node,node=n1{tags} {fields} {at_ns}",
+        timeout=10,
+    )
+    assert answer.status_code == 204, answer.text
+    host = influx.url.removeprefix("http://")
+    spec = parse_run_spec(f"influx://{host}/{database}?start={START_NS / 1e9}&end={at_ns / 1e9}")
+    with pytest.raises(RunDataError, match=rf"\(series node=n1, time {at_ns}\): {message}"):
+        load_run(spec, "A")
 
 
 class _NotInflux(http.server.BaseHTTPRequestHandler):
