@@ -4,7 +4,9 @@ The agent (``python -m eams.agent run``) meters 3 outlets of the PDU simulator e
 (30 points/s) and writes them to a real influxd through :class:`DelayProxy`, which answers
 each request after 0.3 s; with ``batch_size: 2`` the sink takes about 7 points/s. SIGTERM comes
 at a random moment; the agent is started again with the proxy fast, and InfluxDB must then
-hold exactly the points the agent's JSONL file holds, each acknowledged once.
+hold exactly the points the agent's JSONL file holds, each acknowledged once and in order.
+Before the fix the backlog was held in memory and died with the process (a 60 s run: 1,374 of
+1,836 samples lost). Also: a stop while the agent starts exits 0, without a traceback.
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ def test_sigterm_with_a_slow_sink_spools_the_backlog(tmp_path: Path, influxdb: I
     doubled = {line: n for line, n in Counter(proxy.acknowledged_lines).items() if n > 1}
     assert not doubled, f"seed {seed}: acknowledged more than once: {doubled}"
     assert sorted(proxy.acknowledged_lines) == sorted(s.to_line_protocol() for s in measured)
+    delivered_ns = [int(line.rsplit(" ", 1)[1]) for line in proxy.acknowledged_lines]
+    assert delivered_ns == sorted(delivered_ns), f"seed {seed}: delivered out of order"
     assert {s.node for s in measured} == set(NODES)
 
 
