@@ -1,4 +1,5 @@
-"""One sink's delivery thread: live writes, spooling while the sink is down, ordered replay.
+"""One sink's delivery thread: live writes, spooling while the sink is down or behind, ordered
+replay.
 
 Order is kept by one rule: new records are never written while older ones wait in the spool.
 The thread first replays the spool (oldest first, ``batch_size`` at a time, each batch marked
@@ -8,6 +9,17 @@ behind it go to the spool and the thread waits (exponential backoff 1, 2, 4 … 
 seconds, or the server's ``Retry-After``); records arriving during the wait go straight to the
 spool, so they survive a restart. A non-retryable error (the server rejects the points) drops
 that batch, counted with reason ``rejected``: resending it could only block the queue.
+
+Memory holds at most one batch waiting beside the write in flight. When more have arrived (the
+sink is slower than production), they are appended to the spool (behind everything in it, so
+order holds) and delivered from there: a slow sink's backlog is on disk and counted in
+``eams_agent_spool_points``, not held in memory where it would die with the process. The
+records in memory are ``eams_agent_queue_points``.
+
+Stopping: a stop request carries a time after which no write starts. Until then the thread
+keeps delivering (the spool first, in order); then it spools whatever is still in memory and
+ends. A fast sink is thus drained at a stop, and a slow one's backlog is on disk, whatever its
+size: the stop takes the time to that deadline plus one write, not the time to write the backlog.
 """
 
 from __future__ import annotations
@@ -37,9 +49,10 @@ class SinkChannel:
     spool : Spool
         This sink's spool; closed by :meth:`stop`.
     metrics : AgentMetrics
-        Updated with spool depth, written points, write errors and drops.
+        Updated with queue and spool depth, written points, write errors and drops.
     batch_size : int
-        Records per write request.
+        Records per write request, and the most records held in memory beside the write in
+        flight.
     max_backoff_s : float
         Longest wait between retries (s).
     """
@@ -59,8 +72,11 @@ class SinkChannel:
         self._batch_size = batch_size
         self._max_backoff_s = max_backoff_s
         self._inbox: queue.SimpleQueue[list[str]] = queue.SimpleQueue()
+        self._held = 0  # records in memory: submitted, neither done with nor spooled
+        self._held_lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self._write_until = 0.0  # monotonic time after which no write starts, once stopping
         self._backoff_s = 0.0
         self._retry_at = 0.0
         self._thread = threading.Thread(target=self._run, name=f"sink-{sink.name}", daemon=True)
@@ -73,26 +89,44 @@ class SinkChannel:
 
     def submit(self, records: list[str]) -> None:
         """Queue records (oldest first) for delivery; returns at once."""
+        self._hold(len(records))
         self._inbox.put(records)
         self._wake.set()
 
-    def request_stop(self) -> None:
-        """Ask the delivery thread to flush and end; returns at once (see :meth:`stop`)."""
+    def request_stop(self, write_until: float) -> None:
+        """Ask the delivery thread to end; returns at once (see :meth:`stop`).
+
+        Parameters
+        ----------
+        write_until : float
+            Monotonic time (s, :func:`time.monotonic`) after which no write starts; until then
+            delivery goes on. The first request counts.
+        """
+        if self._stopping.is_set():
+            return
+        self._write_until = write_until
         self._stopping.set()
         self._wake.set()
 
     def stop(self, timeout_s: float) -> None:
-        """Flush and close: a last write of the queued records if the spool is empty and the
-        sink is up, else they are spooled for the next start; then close sink and spool.
+        """End delivery and close: writes go on until the stop request's deadline (half of
+        ``timeout_s`` from now when :meth:`request_stop` was not called), what is left is
+        spooled for the next start, then the sink and the spool are closed.
 
-        ``timeout_s`` must cover a write in flight plus the last one (2 × the sink's
-        timeout): records still held in memory when it runs out are lost with the process.
+        ``timeout_s`` must cover the time to that deadline plus one write. If a write hangs past
+        it, the records still in memory (the batch in flight and those that arrived during it)
+        are lost with the process; the error line gives their number.
         """
-        self.request_stop()
+        self.request_stop(time.monotonic() + timeout_s / 2)
         if self._thread.ident is not None:  # started
             self._thread.join(timeout_s)
         if self._thread.is_alive():
-            log.error("sink %s: delivery did not stop within %.0f s", self.sink.name, timeout_s)
+            log.error(
+                "sink %s: delivery did not stop within %.0f s; %d records held in memory are lost",
+                self.sink.name,
+                timeout_s,
+                self._held,
+            )
             return
         self.sink.close()
         self.spool.close()
@@ -102,36 +136,45 @@ class SinkChannel:
         while True:
             self._wake.clear()
             stopping = self._stopping.is_set()
-            while not self._inbox.empty():
-                buffer.extend(self._inbox.get())
             if time.monotonic() >= self._retry_at:
-                self._deliver(buffer, replay=not stopping)
+                self._deliver(buffer)
+            self._take(buffer)
             self._to_spool(buffer)  # whatever is left: the sink is down (or we are stopping)
             if stopping:
                 return
             wait_s = self._retry_at - time.monotonic()
             self._wake.wait(wait_s if wait_s > 0 else None)
 
-    def _deliver(self, buffer: list[str], *, replay: bool) -> None:
-        """Replay the spool, then write ``buffer`` (emptied as it is acknowledged)."""
-        while self.spool.depth_points:
-            if not replay or self._stopping.is_set():
-                return  # keep order: the buffer goes behind the spool
-            rows = self.spool.peek(self._batch_size)
-            if not rows:
-                self._update_depth()  # a corrupted file may have been replaced by an empty one
-                if self.spool.depth_points:
-                    return  # the spool file cannot be read now; retry later
-                break
-            if not self._send([record for _, record in rows]):
+    def _deliver(self, buffer: list[str]) -> None:
+        """Replay the spool, then write ``buffer`` (emptied as it is acknowledged), taking new
+        records between writes. Returns when there is nothing to write, a write failed, or the
+        stop request's deadline passed."""
+        while True:
+            self._take(buffer)
+            if len(buffer) > self._batch_size:
+                self._to_spool(buffer)  # the sink is behind: its backlog goes to disk
+            if self._stopping.is_set() and time.monotonic() >= self._write_until:
                 return
-            self.spool.ack(rows)
-            self._update_depth()
-        while buffer:
-            chunk = buffer[: self._batch_size]
-            if not self._send(chunk):
+            if self.spool.depth_points:  # keep order: the buffer waits behind the spool
+                if not self._replay_batch():
+                    return
+            elif not buffer or not self._send(buffer):
                 return
-            del buffer[: len(chunk)]
+            else:
+                self._release(len(buffer))
+                buffer.clear()
+
+    def _replay_batch(self) -> bool:
+        """Write the spool's oldest batch; True when it was done with (the spool shrank)."""
+        rows = self.spool.peek(self._batch_size)
+        if not rows:
+            self._update_depth()  # a corrupted file may have been replaced by an empty one
+            return not self.spool.depth_points  # else the file cannot be read now: later
+        if not self._send([record for _, record in rows]):
+            return False
+        self.spool.ack(rows)
+        self._update_depth()
+        return True
 
     def _send(self, records: list[str]) -> bool:
         """One write; True when the records are done with (acknowledged, or rejected)."""
@@ -161,14 +204,28 @@ class SinkChannel:
             return SinkError(f"{self.sink.name}: {exc!r}", retryable=True)
         return None
 
+    def _take(self, buffer: list[str]) -> None:
+        """Move the submitted records into ``buffer`` (still in memory, in order)."""
+        while not self._inbox.empty():
+            buffer.extend(self._inbox.get())
+
     def _to_spool(self, buffer: list[str]) -> None:
         if not buffer:
             return
         result = self.spool.append(buffer)
+        self._release(len(buffer))
         buffer.clear()
         for reason, count in result.dropped.items():
             self._metrics.dropped.labels(self.sink.name, reason).inc(count)
         self._update_depth()
+
+    def _hold(self, count: int) -> None:
+        with self._held_lock:
+            self._held += count
+            self._metrics.queue_points.labels(self.sink.name).set(self._held)
+
+    def _release(self, count: int) -> None:
+        self._hold(-count)
 
     def _update_depth(self) -> None:
         if lost := self.spool.take_lost():

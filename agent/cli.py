@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 from pathlib import Path
 
 import click
 
+from eams.agent import stop
 from eams.agent.config import load_config
 from eams.agent.runner import Agent
 from eams.meter.url import parse_meter_url
+
+log = logging.getLogger(__name__)
 
 _CONFIG = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -51,13 +53,32 @@ def run(config_file: Path, log_level: str) -> None:
     """Run the agent until SIGTERM or SIGINT, then flush and close every sink and exit 0.
 
     Samples every ``sample_period_s``, writes to every sink (spooling on failure) and serves
-    Prometheus metrics on ``metrics.host:metrics.port``/metrics.
+    Prometheus metrics on ``metrics.host:metrics.port``/metrics. A signal that arrives while
+    the agent starts is a stop too: exit 0, without starting when the configuration is still
+    being read (see :mod:`eams.agent.stop`).
     """
+    requested = stop.install()  # again for `eams agent run`; python -m eams.agent did it first
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if log_level != "DEBUG":  # httpx logs every request at INFO: one journal line per write
         logging.getLogger("httpx").setLevel(logging.WARNING)
     config = load_config(config_file)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    Agent(config).run(stop)
+    if requested.is_set():
+        log.info("stop requested while starting: not started")
+        return
+    runner = Agent(config)
+    # The agent runs in a thread and the main thread only joins it: Python runs signal
+    # handlers in the main thread, and the handler's Event.set() would deadlock if the main
+    # thread itself held that event's lock (inside Event.wait) when the signal came.
+    failure: list[BaseException] = []
+    thread = threading.Thread(target=_run_agent, args=(runner, requested, failure), name="agent")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+def _run_agent(runner: Agent, requested: threading.Event, failure: list[BaseException]) -> None:
+    try:
+        runner.run(requested)
+    except BaseException as exc:  # re-raised in the main thread (an EamsError is one line)
+        failure.append(exc)

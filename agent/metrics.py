@@ -13,6 +13,10 @@ https://prometheus.io/docs/practices/naming/); the list is also in ``agent/READM
     Now minus the measured time of the node's latest sample, computed at scrape time.
 ``eams_agent_samples_total{node,source}`` (counter)
     Samples published; ``source="none"`` when power was unknown.
+``eams_agent_queue_points{sink}`` (gauge)
+    Records held in memory for the sink (submitted, neither acknowledged nor spooled): at most
+    one batch beside the write in flight, plus what arrives during that write; a longer
+    backlog goes to the spool (:mod:`eams.agent.channel`).
 ``eams_agent_spool_points{sink}``, ``eams_agent_spool_bytes{sink}`` (gauges)
     Records (and their bytes) waiting in the sink's spool.
 ``eams_agent_sink_points_written_total{sink}`` (counter)
@@ -69,6 +73,9 @@ class AgentMetrics:
         self.samples = Counter(
             "eams_agent_samples", "Samples taken", ["node", "source"], registry=r
         )
+        self.queue_points = Gauge(
+            "eams_agent_queue_points", "Records held in memory for the sink", ["sink"], registry=r
+        )
         self.spool_points = Gauge(
             "eams_agent_spool_points", "Records in the sink's spool", ["sink"], registry=r
         )
@@ -99,8 +106,8 @@ class AgentMetrics:
 
     def add_sink(self, sink: str) -> None:
         """Create the sink's series at 0, so dashboards and alerts see them before any event."""
-        for counter in (self.written, self.write_errors):
-            counter.labels(sink)
+        for series in (self.queue_points, self.written, self.write_errors):
+            series.labels(sink)
         for reason in DROP_REASONS:
             self.dropped.labels(sink, reason)
 

@@ -185,12 +185,13 @@ class Agent:
         """Stop the poller, flush and close every sink and spool, stop the metrics server."""
         if self.poller is not None:
             self.poller.stop(STOP_TIMEOUT_S)
-        # All channels flush at once, each with time for a write in flight and a last one
-        # (2 × its timeout, ≤ 22 s with timeout_s ≤ 10): one after the other, several
+        # All channels flush at once. Each may start writes for timeout_s + 1 s (the backlog,
+        # spool first), then spools what is left; with the write then in flight it ends within
+        # 2 × timeout_s + 2 s (≤ 22 s with timeout_s ≤ 10). One after the other, several
         # hanging sinks would outlast systemd's TimeoutStopSec and be killed mid-flush.
-        for channel in self.channels:
-            channel.request_stop()
         started = time.monotonic()
+        for channel, sink in zip(self.channels, self.config.sinks, strict=True):
+            channel.request_stop(write_until=started + sink.timeout_s + 1)
         for channel, sink in zip(self.channels, self.config.sinks, strict=True):
             budget_s = 2 * sink.timeout_s + 2
             channel.stop(max(0.0, started + budget_s - time.monotonic()))

@@ -1,13 +1,69 @@
-"""``eams extender serve``: run the extender under uvicorn."""
+"""``eams extender serve``: run the extender under uvicorn, in one process.
+
+The extender is one process by design: the telemetry store, the clearing table (each node's
+cleared slots and prices) and the reservations that stop herding are in-process state that
+every request reads and writes. Several uvicorn workers would each hold their own copy, fed
+by whichever requests reached them: with two workers (issue 16), ``/filter`` let a node under
+its headroom floor pass on 8 and 13 of 20 calls in two trials (the worker that answered had
+never received the node's telemetry), ``/readyz`` flipped between 200 and 503 and ``/metrics``
+between two counters; one worker filtered the node on 20 of 20. So ``serve``
+refuses ``--workers`` above 1 and ``WEB_CONCURRENCY`` (which uvicorn reads when not told the
+number of workers) asking for more, and always tells uvicorn 1. The Deployment runs one
+replica for the same reason (``deploy/k3s/deployment.yaml``).
+"""
 
 from __future__ import annotations
 
 import gc
+import os
 from pathlib import Path
 
 import click
 
+from eams.scheduler.extender.errors import ExtenderConfigError
 from eams.scheduler.extender.settings import Settings
+
+#: The environment variable uvicorn takes its number of workers from (uvicorn.Config).
+WORKERS_ENV = "WEB_CONCURRENCY"
+
+_ONE_PROCESS = (
+    "the extender runs as one process by design: its telemetry, clearing table and "
+    "reservations are in-process state that several workers would split between them "
+    "(a /filter answered without the node's telemetry, /readyz and /metrics per worker)"
+)
+
+
+def check_one_process(workers: int, web_concurrency: str | None) -> None:
+    """Refuse any request for more than one server process.
+
+    Parameters
+    ----------
+    workers : int
+        The ``--workers`` option.
+    web_concurrency : str or None
+        The ``WEB_CONCURRENCY`` environment variable, when set.
+
+    Raises
+    ------
+    ExtenderConfigError
+        ``workers`` is not 1, or ``web_concurrency`` is set to anything but a number ≤ 1;
+        the message names the setting and says why the extender is one process.
+    """
+    if workers != 1:
+        raise ExtenderConfigError(f"--workers {workers}: {_ONE_PROCESS}; run it with 1")
+    value = (web_concurrency or "").strip()
+    try:
+        several = bool(value) and int(value) > 1
+    except ValueError:
+        raise ExtenderConfigError(
+            f"{WORKERS_ENV}={web_concurrency!r} is not a number of workers; {_ONE_PROCESS}: "
+            "unset it or set 1"
+        ) from None
+    if several:
+        raise ExtenderConfigError(
+            f"{WORKERS_ENV}={web_concurrency!r} asks uvicorn for several workers; "
+            f"{_ONE_PROCESS}: unset it or set 1"
+        )
 
 
 @click.command()
@@ -41,6 +97,13 @@ from eams.scheduler.extender.settings import Settings
     help="Watch nodes and pods on the API server (in-cluster account, else KUBECONFIG).",
 )
 @click.option("--log-level", default="info", show_default=True, help="uvicorn log level.")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=int,
+    help="Server processes: only 1 (the extender's state is in-process; see the README).",
+)
 def serve(
     host: str,
     port: int,
@@ -49,16 +112,19 @@ def serve(
     window_ms: float,
     watch: bool,
     log_level: str,
+    workers: int,
 ) -> None:
     """Serve /filter and /prioritize to kube-scheduler (extender v1), plus /telemetry,
-    /healthz, /readyz and /metrics.
+    /healthz, /readyz and /metrics, in one process.
 
     \f
     Raises
     ------
     ExtenderConfigError
-        A bad setting or calibration file (printed as one line by the ``eams`` command).
+        A bad setting or calibration file, or more than one worker asked for by ``--workers``
+        or ``WEB_CONCURRENCY`` (printed as one line by the ``eams`` command).
     """
+    check_one_process(workers, os.environ.get(WORKERS_ENV))
     import uvicorn
 
     from eams.scheduler.extender.app import create_app
@@ -72,8 +138,11 @@ def serve(
     # is frozen with it.
     gc.collect()
     gc.freeze()
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    # workers=1 given, so uvicorn does not read WEB_CONCURRENCY itself
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, workers=1)
 
 
 if __name__ == "__main__":  # ``python -m eams.scheduler.extender.cli``: no other component loads
-    serve()
+    from eams.cli import run_cli
+
+    run_cli(serve, "eams extender serve")

@@ -57,12 +57,17 @@ def test_random_failures_and_restarts(tmp_path: Path, seed: int, monkeypatch) ->
     rng = random.Random(seed)
     sink = ScriptedSink(rng)
     sent: list[str] = []
+    metrics = AgentMetrics()
 
     def open_channel(batch_size: int) -> SinkChannel:
         spool = Spool(
             tmp_path / "s.sqlite", max_points=1_000_000, max_bytes=None, policy="drop_oldest"
         )
-        return SinkChannel(sink, spool, AgentMetrics(), batch_size=batch_size, max_backoff_s=0.003)
+        return SinkChannel(sink, spool, metrics, batch_size=batch_size, max_backoff_s=0.003)
+
+    def held() -> float | None:
+        """Records the channel says it holds in memory (``eams_agent_queue_points``)."""
+        return metrics.registry.get_sample_value("eams_agent_queue_points", {"sink": sink.name})
 
     for _ in range(3):  # three agent runs on one spool
         delivery = open_channel(rng.randint(1, 7))
@@ -72,6 +77,7 @@ def test_random_failures_and_restarts(tmp_path: Path, seed: int, monkeypatch) ->
             sent += records
             delivery.submit(records)
         delivery.stop(10)
+        assert held() == 0  # every record was written, rejected or spooled: none left in memory
     sink.up = True
     delivery = open_channel(5)
     delivery.start()

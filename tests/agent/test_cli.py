@@ -40,6 +40,7 @@ METRIC_NAMES = {
     "eams_agent_node_utilisation_ratio",
     "eams_agent_sample_age_seconds",
     "eams_agent_samples_total",
+    "eams_agent_queue_points",
     "eams_agent_spool_points",
     "eams_agent_spool_bytes",
     "eams_agent_sink_write_errors_total",
