@@ -96,23 +96,6 @@ class PodRequest:
         )
 
 
-def marginal_energy_j(
-    pod: PodRequest, nodes: NDArray[np.int64], state: NodeState
-) -> NDArray[np.float64]:
-    """Study §5.1 marginal energy of running ``pod`` on each of ``nodes`` with the fitted linear
-    model: ΔE = (P_max − P_idle)·(c/C)·t + 1[empty]·P_idle·t, with t = duration / speed.
-
-    Returns
-    -------
-    (len(nodes),) float, joules
-    """
-    c = state.cluster
-    runtime_s = pod.duration_s / c.speed[nodes]
-    dynamic = (c.p_max_w[nodes] - c.p_idle_w[nodes]) * (pod.cpu / c.cores[nodes]) * runtime_s
-    wake = np.where(state.pods_on[nodes] == 0, c.p_idle_w[nodes] * runtime_s, 0.0)
-    return dynamic + wake
-
-
 class ScoringPolicy:
     """Base of per-pod scoring plug-ins (see the module docstring)."""
 
