@@ -26,11 +26,11 @@ from eams.scheduler import policies
 from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.manifest import Params, SyntheticSpec, TraceSpec
 from eams.scheduler.bench.metrics import summarise
-from eams.scheduler.bench.power import PowerCurves
 from eams.scheduler.bench.predicates import NodeMeta
 from eams.scheduler.bench.simulator import Replay, simulate
 from eams.scheduler.bench.traces import DEFAULT_PATHS, load_workload
 from eams.scheduler.bench.workload import Workload, rescale_to_rho, subset, synthetic
+from eams.scheduler.policies.base import PowerCurves
 
 TRACE = "alibaba-2017-batch"
 RHO = 0.8

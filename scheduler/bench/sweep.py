@@ -16,14 +16,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from eams.scheduler.bench.cluster import Cluster, build_cluster
+from eams.scheduler.bench.cluster import build_cluster
 from eams.scheduler.bench.manifest import Manifest
 from eams.scheduler.bench.metrics import latency_summary, summarise
 from eams.scheduler.bench.predicates import static_masks
 from eams.scheduler.bench.simulator import simulate
 from eams.scheduler.bench.traces import load_workload
-from eams.scheduler.bench.workload import Workload, rescale_factor, subset
+from eams.scheduler.bench.workload import rescale_factor, subset
 from eams.scheduler.policies import load
+from eams.scheduler.policies.base import Cluster, Workload
 
 SLOW = ("eams", "milp")
 

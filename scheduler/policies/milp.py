@@ -24,9 +24,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
 from eams.calibrate.energy import EnergyModel
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import BatchPolicy, NodeState, PodRequest
+from eams.scheduler.policies.base import BatchPolicy, Cluster, NodeState, Params, WorkloadPod
 
 NAME = "milp"
 
@@ -42,7 +40,7 @@ class EnergyMilp(BatchPolicy):
         self.stats = {"solves": 0, "fallbacks": 0, "time_limit_hits": 0}
 
     def assign(
-        self, pods: list[PodRequest], feasible: NDArray[np.bool_], state: NodeState
+        self, pods: list[WorkloadPod], feasible: NDArray[np.bool_], state: NodeState
     ) -> NDArray[np.int64]:
         """Assign the batch (see :meth:`BatchPolicy.assign`)."""
         cols_pod: list[int] = []
@@ -107,7 +105,7 @@ class EnergyMilp(BatchPolicy):
 
 
 def marginal_energy_j(
-    pod: PodRequest, nodes: NDArray[np.int64], state: NodeState
+    pod: WorkloadPod, nodes: NDArray[np.int64], state: NodeState
 ) -> NDArray[np.float64]:
     """ΔE of ``pod`` on each of ``nodes`` with the fitted lines (study §5.1,
     :meth:`eams.calibrate.energy.EnergyModel.marginal_energy_j`): the pod's ``duration_s`` is its

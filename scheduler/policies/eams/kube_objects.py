@@ -14,9 +14,7 @@ import math
 from typing import Any
 
 from eams.agent.schema import PowerSource, TelemetrySample
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.policy import NodeState, PodRequest
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base import Cluster, NodeState, Workload, WorkloadPod
 
 EPOCH_S = 1_767_225_600.0
 """Simulated t = 0 as epoch seconds (2026-01-01T00:00:00Z): a fixed origin keeps replays equal."""
@@ -49,7 +47,7 @@ def node_list(cluster: Cluster) -> dict[str, Any]:
     return {"metadata": {}, "items": [node_object(cluster, n) for n in range(cluster.size)]}
 
 
-def pod_object(workload: Workload, pod: PodRequest, node: str | None = None) -> dict[str, Any]:
+def pod_object(workload: Workload, pod: WorkloadPod, node: str | None = None) -> dict[str, Any]:
     """The ``v1.Pod`` of a pending pod (``spec.nodeName`` set once bound)."""
     constraints = workload.profiles[int(workload.profile[pod.index])]
     requests = {"cpu": f"{math.ceil(pod.cpu * 1000)}m"}
