@@ -113,11 +113,13 @@ def _worker(args: tuple[str, Cell]) -> tuple[Cell, dict, dict]:
     return cell, figures, latency
 
 
-def run_sweep(
+def run_rho_sweep(
     manifest: Manifest, on_done: Callable[[Cell, dict, dict], None] | None = None
 ) -> tuple[list[dict], list[dict]]:
-    """Run every cell (in ``manifest.workers`` processes when > 1); ``on_done(cell, figures,
-    latency)`` is called as each cell finishes (in finishing order).
+    """Run every cell of the manifest's ρ sweep (every scheduler × ρ × seed; in
+    ``manifest.workers`` processes when > 1); ``on_done(cell, figures, latency)`` is called as
+    each cell finishes (in finishing order). (Not :func:`eams.calibrate.sweep.run_sweep`, a
+    node's stress-ng load sweep.)
 
     Returns
     -------

@@ -9,7 +9,7 @@ import pytest
 from eams.scheduler.bench.manifest import load_manifest
 from eams.scheduler.bench.metrics import summarise
 from eams.scheduler.bench.simulator import simulate
-from eams.scheduler.bench.sweep import prepare, run_sweep
+from eams.scheduler.bench.sweep import prepare, run_rho_sweep
 from eams.scheduler.policies import load
 from eams.scheduler.policies._kube import least_allocated
 from eams.scheduler.policies.base import Params
@@ -104,7 +104,7 @@ def test_ci_manifest_end_to_end_with_the_in_process_extender() -> None:
     )
     cluster, _ = prepare(manifest, 0.85, 1)
     assert cluster.size == shipped.cluster.nodes
-    results, latency = run_sweep(manifest)
+    results, latency = run_rho_sweep(manifest)
     assert {r["scheduler"] for r in results} == set(shipped.schedulers)
     for row in results:
         assert row["violations"] == 0, row["violation_examples"]
