@@ -16,8 +16,8 @@ import json
 import numpy as np
 
 from eams.scheduler.auction import AuctionParams, bids, solve
-from eams.scheduler.auction.cli import run_benchmark
-from eams.scheduler.auction.instances import random_batch
+from eams.scheduler.bench.auction_batches import random_batch
+from eams.scheduler.bench.clearing_time import run_benchmark
 
 SIZES = [(100, 100, 4), (500, 1000, 8), (2000, 1000, 8)]
 # the extender's case (AR-2): filter masks, mixed pod sizes, no warm start; 500 × 1,000 × 8

@@ -34,12 +34,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eams.scheduler.bench.cluster import build_cluster  # noqa: E402
-from eams.scheduler.bench.extender_client import ExtenderClient  # noqa: E402
 from eams.scheduler.bench.manifest import ClusterSpec, SyntheticSpec  # noqa: E402
 from eams.scheduler.bench.simulator import simulate  # noqa: E402
 from eams.scheduler.bench.workload import rescale_to_rho, synthetic  # noqa: E402
 from eams.scheduler.policies._kube import least_allocated  # noqa: E402
 from eams.scheduler.policies.eams import ExtenderPolicy, write_calibrations  # noqa: E402
+from eams.scheduler.policies.eams.extender_client import ExtenderClient  # noqa: E402
 from tests.servers.uvicorn import ExtenderServer  # noqa: E402
 
 DEADLINE_S = 5.0

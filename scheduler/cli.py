@@ -2,8 +2,7 @@
 
 import click
 
-from eams.scheduler.auction.cli import auction
-from eams.scheduler.bench.cli import sweep
+from eams.scheduler.bench.cli import auction, sweep
 from eams.scheduler.extender.cli import serve
 
 

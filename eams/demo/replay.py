@@ -22,7 +22,7 @@ import numpy as np
 from eams.calibrate.wallpower.spec import RunSpec
 from eams.demo.testbed import Testbed
 from eams.demo.workload import PlannedRun
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base import Workload
 
 
 @dataclass(frozen=True, slots=True)

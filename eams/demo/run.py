@@ -38,7 +38,7 @@ from eams.demo.services import Agents, ExtenderServer
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.demo.workload import PlannedRun, demo_workload, harness_cluster, plan_runs
 from eams.meter.blocking import BlockingMeter
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base import Workload
 
 RUN_S = {True: 6.0, False: 50.0}
 """Real seconds the longer of the two runs lasts (quick, full)."""

@@ -23,14 +23,12 @@ from eams.calibrate.calfile import Calibration
 from eams.datasets import data_file
 from eams.demo.fleet import MEMORY_MIB, DemoNode, not_found
 from eams.scheduler import policies
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.manifest import Params, SyntheticSpec, TraceSpec
+from eams.scheduler.bench.manifest import SyntheticSpec, TraceSpec
 from eams.scheduler.bench.metrics import summarise
-from eams.scheduler.bench.power import PowerCurves
-from eams.scheduler.bench.predicates import NodeMeta
 from eams.scheduler.bench.simulator import Replay, simulate
 from eams.scheduler.bench.traces import DEFAULT_PATHS, load_workload
-from eams.scheduler.bench.workload import Workload, rescale_to_rho, subset, synthetic
+from eams.scheduler.bench.workload import rescale_to_rho, subset, synthetic
+from eams.scheduler.policies.base import Cluster, NodeMeta, Params, PowerCurves, Workload
 
 TRACE = "alibaba-2017-batch"
 RHO = 0.8

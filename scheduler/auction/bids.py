@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from eams.calibrate.energy import EnergyModel
 from eams.scheduler.auction.model import AuctionParams, Nodes, Pods
 from eams.scheduler.errors import AuctionInputError
 
 # kubernetes pkg/apis/scheduling/types.go: HighestUserDefinablePriority = 1e9; larger values
 # are reserved for system-node-critical / system-cluster-critical.
 HIGHEST_USER_PRIORITY = 1_000_000_000
+
+
+def energy_model(nodes: Nodes) -> EnergyModel:
+    """The nodes' columns as the study's §5.1 energy model (:mod:`eams.calibrate.energy`)."""
+    return EnergyModel(nodes.p_idle_w, nodes.p_max_w, nodes.cores, nodes.speed)
 
 
 def runtime_s(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.ndarray:
@@ -28,26 +34,26 @@ def runtime_s(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.ndarray:
     (J, N) float, seconds
     """
     pod_cores = pods.slots * params.cores_per_slot
-    return (pods.work_core_s / pod_cores)[:, None] / nodes.speed[None, :]
+    return energy_model(nodes).runtime_s((pods.work_core_s / pod_cores)[:, None])
 
 
 def marginal_energy_j(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.ndarray:
     """ΔE_jn, the energy node n spends running pod j (study §5.1), joules.
 
-    ``ΔE_jn = (P_max − P_idle)·(c_j / C_n)·t_jn + 1[n empty]·P_idle·t_jn``: the dynamic power
-    of the pod's share of the cores for its runtime, plus the idle power of waking an empty
-    node for that time. ``c_j / C_n`` is not clipped: a pod wider than the node is excluded by
-    the free-slot check, not here.
+    :meth:`eams.calibrate.energy.EnergyModel.marginal_energy_j` with ``c_j = slots_j ×
+    cores_per_slot`` and the pod's work per core ``w_j / c_j`` as its reference runtime: the
+    dynamic power of the pod's share of the cores for its runtime, plus the idle power of
+    waking an empty node for that time. ``c_j / C_n`` is not clipped: a pod wider than the
+    node is excluded by the free-slot check, not here.
 
     Returns
     -------
     delta_e : (J, N) float, joules, > 0
     """
-    t = runtime_s(pods, nodes, params)
-    share = (pods.slots * params.cores_per_slot)[:, None] / nodes.cores[None, :]
-    dynamic_w = (nodes.p_max_w - nodes.p_idle_w)[None, :] * share
-    wake_w = np.where(nodes.empty, nodes.p_idle_w, 0.0)[None, :]
-    return (dynamic_w + wake_w) * t
+    pod_cores = pods.slots * params.cores_per_slot
+    return energy_model(nodes).marginal_energy_j(
+        pod_cores[:, None], (pods.work_core_s / pod_cores)[:, None], nodes.empty
+    )
 
 
 def headroom_estimate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
@@ -103,19 +109,21 @@ def bid_values(
     gate_n = gate(nodes, params)
     if delta_e_j is not None:
         return (pods.priority * pods.work_core_s)[:, None] / delta_e_j * gate_n[None, :]
-    # w_j / ΔE_jn = s_n / ((P_max − P_idle)/C_n + 1[empty]·P_idle/c_j): the work cancels, and
-    # for one pod size the row is a fixed (N,) vector: one outer product per distinct size.
-    dynamic = (nodes.p_max_w - nodes.p_idle_w) / nodes.cores
-    wake = np.where(nodes.empty, nodes.p_idle_w, 0.0)
+    # w_j / ΔE_jn = w_j / (ΔP_jn · t_jn) with t_jn = w_j / (c_j · s_n): the work cancels, and
+    # for one pod size c the row is c · s_n / ΔP_n, an (N,) vector: one outer product per size.
+    # (This holds while ΔE is proportional to the runtime: a one-off wake energy, power states,
+    # needs the delta_e_j path.)
+    model = energy_model(nodes)
     sizes = np.unique(pods.slots)
     if sizes.size == 1:
         c = float(sizes[0]) * params.cores_per_slot
-        return np.multiply.outer(pods.priority, nodes.speed * gate_n / (dynamic + wake / c))
+        per_node = c * nodes.speed * gate_n / model.added_power_w(c, nodes.empty)
+        return np.multiply.outer(pods.priority, per_node)
     values = np.empty((len(pods), len(nodes)))
     for size in sizes:
         rows = pods.slots == size
         c = float(size) * params.cores_per_slot
-        per_node = nodes.speed * gate_n / (dynamic + wake / c)
+        per_node = c * nodes.speed * gate_n / model.added_power_w(c, nodes.empty)
         values[rows] = np.multiply.outer(pods.priority[rows], per_node)
     return values
 

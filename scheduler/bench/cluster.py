@@ -1,11 +1,13 @@
-"""The simulated cluster: N heterogeneous nodes with measured power curves from SPECpower.
+"""Building the simulated cluster (:class:`eams.scheduler.policies.base.Cluster`): N
+heterogeneous nodes with measured power curves from SPECpower.
 
 Each node is one of ``server_models`` real servers drawn (seeded) from the SPECpower_ssj2008
 extract, filtered to single-node results with ``min_cores``–``max_cores`` cores and hardware
 available in ``hw_year_from``–``hw_year_to``. From the result row the node takes
 
 * ``cores`` and memory (``memory_gb``);
-* its measured power curve (active idle, 10 % … 100 %), see :mod:`.power`;
+* its measured power curve (active idle, 10 % … 100 %), see
+  :mod:`eams.scheduler.policies.base.power`;
 * its speed: ssj_ops per core at 100 % load relative to the median of the drawn models, so one
   *reference core-second* of work takes ``1 / speed`` seconds on one of its cores.
 """
@@ -19,13 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import NDArray
 
 from eams.datasets import data_dir
 from eams.scheduler.bench.errors import ClusterError
 from eams.scheduler.bench.manifest import ClusterSpec
-from eams.scheduler.bench.power import PowerCurves
-from eams.scheduler.bench.predicates import NodeMeta, Taint
+from eams.scheduler.policies.base import Cluster, NodeMeta, PowerCurves, Taint
 
 SPECPOWER_CSV = "specpower/specpower_load_power_table_2023_extract.csv"
 _WATT_COLUMNS = [f"watts_{p}pct" for p in range(10, 101, 10)]
@@ -40,49 +40,6 @@ class ServerModel:
     memory_mib: float
     points_w: tuple[float, ...]  # active idle, 10 % … 100 %
     ops_per_core: float
-
-
-@dataclass
-class Cluster:
-    """Static description of the simulated nodes (arrays of length N).
-
-    Attributes
-    ----------
-    names : list of str
-    cores : (N,) float, cores
-    mem_mib : (N,) float, MiB
-    max_pods : (N,) int
-    speed : (N,) float, relative per-core speed (reference = 1)
-    curves : PowerCurves, measured
-    p_idle_w, p_max_w : (N,) float, watts — the straight line fitted to each measured curve
-    power_cap_w : (N,) float, watts
-    meta : list of NodeMeta (labels, taints)
-    server : list of str, the SPECpower system of each node
-    empty_node : ``"off"`` or ``"idle"``
-    """
-
-    names: list[str]
-    cores: NDArray[np.float64]
-    mem_mib: NDArray[np.float64]
-    max_pods: NDArray[np.int64]
-    speed: NDArray[np.float64]
-    curves: PowerCurves
-    p_idle_w: NDArray[np.float64]
-    p_max_w: NDArray[np.float64]
-    power_cap_w: NDArray[np.float64]
-    meta: list[NodeMeta]
-    server: list[str]
-    empty_node: str
-
-    @property
-    def size(self) -> int:
-        """Number of nodes N."""
-        return len(self.names)
-
-    @property
-    def total_cores(self) -> float:
-        """ΣC_n (cores), the denominator of ρ."""
-        return float(self.cores.sum())
 
 
 def _year(text: str) -> int | None:

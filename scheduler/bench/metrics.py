@@ -17,10 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.bench.cluster import Cluster
 from eams.scheduler.bench.simulator import Replay
 from eams.scheduler.bench.violations import check_placements
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base import Cluster, Workload
 
 
 def jain_index(x: NDArray[np.float64]) -> float | None:

@@ -15,59 +15,12 @@ boolean mask over nodes; the resource part is evaluated on the live free-capacit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
-
 import numpy as np
 from numpy.typing import NDArray
 
-Effect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
+from eams.scheduler.policies.base import NodeMeta, PodConstraints
+
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-@dataclass(frozen=True)
-class Taint:
-    """A node taint ``key=value:effect``."""
-
-    key: str
-    value: str = ""
-    effect: Effect = "NoSchedule"
-
-
-@dataclass(frozen=True)
-class Toleration:
-    """A pod toleration; ``operator`` is ``Equal`` or ``Exists``; empty effect matches all."""
-
-    key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        """Whether this toleration matches ``taint`` (kubernetes ``ToleratesTaint``)."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if not self.key and self.operator != "Exists":
-            return False
-        return self.operator == "Exists" or self.value == taint.value
-
-
-@dataclass(frozen=True)
-class PodConstraints:
-    """The static placement constraints of a class of pods."""
-
-    tolerations: tuple[Toleration, ...] = ()
-    node_selector: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class NodeMeta:
-    """The static placement attributes of one node."""
-
-    labels: dict[str, str] = field(default_factory=dict)
-    taints: tuple[Taint, ...] = ()
 
 
 def static_fit(constraints: PodConstraints, node: NodeMeta) -> bool:

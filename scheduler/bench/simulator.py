@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.policy import (
-    BatchPolicy,
-    NodeState,
-    PodRequest,
-    ScoringPolicy,
-)
 from eams.scheduler.bench.predicates import resource_fit, static_masks
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base import (
+    BatchPolicy,
+    Cluster,
+    NodeState,
+    ScoringPolicy,
+    Workload,
+    WorkloadPod,
+)
 
 _COMPLETE, _ARRIVE, _PASS = 0, 1, 2
 MIN_FEASIBLE_NODES = 100
@@ -210,7 +210,7 @@ class _Sim:
                 cand = self.prune(cand, i)
                 i += 1
                 continue
-            pod = PodRequest.of(self.w, j)
+            pod = WorkloadPod.of(self.w, j)
             nodes = policy.filter(pod, nodes, self.state)
             if nodes.size == 0:
                 self.out.extender_filtered += 1
@@ -242,7 +242,7 @@ class _Sim:
             feasible = np.stack([self.feasible(j) for j in chunk])
             if not feasible.any():
                 continue
-            pods = [PodRequest.of(self.w, j) for j in chunk]
+            pods = [WorkloadPod.of(self.w, j) for j in chunk]
             choice = policy.assign(pods, feasible, self.state)
             wall = (time.perf_counter() - tick) / len(chunk)
             for j, n in zip(chunk, choice, strict=True):
@@ -265,7 +265,7 @@ class _Sim:
                 node = int(self.out.node[pod])
                 self.set_node(node, pod, -1)
                 if isinstance(self.policy, ScoringPolicy):
-                    self.policy.completed(PodRequest.of(self.w, pod), node)
+                    self.policy.completed(WorkloadPod.of(self.w, pod), node)
             elif kind == _ARRIVE:
                 reason = self.never_fits(pod)
                 if reason is None:

@@ -16,14 +16,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from eams.scheduler.bench.cluster import Cluster, build_cluster
+from eams.scheduler.bench.cluster import build_cluster
 from eams.scheduler.bench.manifest import Manifest
 from eams.scheduler.bench.metrics import latency_summary, summarise
 from eams.scheduler.bench.predicates import static_masks
 from eams.scheduler.bench.simulator import simulate
 from eams.scheduler.bench.traces import load_workload
-from eams.scheduler.bench.workload import Workload, rescale_factor, subset
+from eams.scheduler.bench.workload import rescale_factor, subset
 from eams.scheduler.policies import load
+from eams.scheduler.policies.base import Cluster, Workload
 
 SLOW = ("eams", "milp")
 
@@ -112,11 +113,13 @@ def _worker(args: tuple[str, Cell]) -> tuple[Cell, dict, dict]:
     return cell, figures, latency
 
 
-def run_sweep(
+def run_rho_sweep(
     manifest: Manifest, on_done: Callable[[Cell, dict, dict], None] | None = None
 ) -> tuple[list[dict], list[dict]]:
-    """Run every cell (in ``manifest.workers`` processes when > 1); ``on_done(cell, figures,
-    latency)`` is called as each cell finishes (in finishing order).
+    """Run every cell of the manifest's ρ sweep (every scheduler × ρ × seed; in
+    ``manifest.workers`` processes when > 1); ``on_done(cell, figures, latency)`` is called as
+    each cell finishes (in finishing order). (Not :func:`eams.calibrate.sweep.run_sweep`, a
+    node's stress-ng load sweep.)
 
     Returns
     -------

@@ -28,7 +28,8 @@ import numpy as np
 from eams.datasets import data_dir
 from eams.scheduler.bench.errors import TraceError
 from eams.scheduler.bench.manifest import TraceSpec
-from eams.scheduler.bench.workload import Workload, from_arrays, synthetic
+from eams.scheduler.bench.workload import from_arrays, synthetic
+from eams.scheduler.policies.base import Workload
 
 DEFAULT_PATHS = {
     "alibaba-gpu-2023": "cluster_traces/alibaba_gpu_v2023_openb_pod_list_default.csv",

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base import Cluster, Workload
 
 _TOL = 1e-6
 

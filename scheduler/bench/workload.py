@@ -1,6 +1,7 @@
-"""Workloads: pods with arrival times, cpu and memory requests, durations and tenants.
+"""Building workloads (:class:`eams.scheduler.policies.base.Workload`): pods with arrival times,
+cpu and memory requests, durations and tenants.
 
-A :class:`Workload` comes from a trace (:mod:`.traces`) or from :func:`synthetic`, and is then
+A workload comes from a trace (:mod:`.traces`) or from :func:`synthetic`, and is then
 rescaled in time to an offered load ρ (study §5.4):
 
     ρ = λ · E[c·t] / ΣC_n,   λ = J / T
@@ -13,54 +14,14 @@ one factor, which keeps the trace's burst pattern and sets T = Σ c·t / (ρ ΣC
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from eams.scheduler.bench.errors import LoadError
 from eams.scheduler.bench.manifest import PodClass, SyntheticSpec
-from eams.scheduler.bench.predicates import PodConstraints, Toleration
-
-
-@dataclass(frozen=True)
-class Workload:
-    """J pods as arrays (sorted by arrival).
-
-    Attributes
-    ----------
-    names : list of str
-    arrival_s : (J,) float, seconds from the start of the replay
-    cpu : (J,) float, cores requested
-    mem_mib : (J,) float, MiB requested (0 when the trace gives none)
-    duration_s : (J,) float, run time on reference cores (speed 1), seconds
-    tenant : (J,) int, in [0, n_tenants)
-    profile : (J,) int, index into ``profiles``
-    profiles : list of PodConstraints (index 0 = no constraints)
-    quotas : (n_tenants,) float, quota shares summing to 1
-    capped : int, durations cut to ``max_duration_s``
-    """
-
-    names: list[str]
-    arrival_s: NDArray[np.float64]
-    cpu: NDArray[np.float64]
-    mem_mib: NDArray[np.float64]
-    duration_s: NDArray[np.float64]
-    tenant: NDArray[np.int64]
-    profile: NDArray[np.int64]
-    profiles: list[PodConstraints]
-    quotas: NDArray[np.float64]
-    capped: int = 0
-
-    @property
-    def size(self) -> int:
-        """Number of pods J."""
-        return len(self.names)
-
-    @property
-    def work_core_s(self) -> NDArray[np.float64]:
-        """Work of each pod, c·t in reference core-seconds, shape (J,)."""
-        return self.cpu * self.duration_s
+from eams.scheduler.policies.base import PodConstraints, Toleration, Workload
 
 
 def from_arrays(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eams.calibrate.energy import EnergyModel
 from eams.scheduler.auction import AuctionParams, Clearing, Nodes, Pods, bids, clear
 from eams.scheduler.extender.herding import HerdGuard
 from eams.scheduler.extender.requests import PodRequest, pod_request
@@ -328,12 +329,13 @@ class Market:
         """Turn a clearing into table rows; with ``reserve``, leave a herding reservation of
         each assigned pod's expected power on its node (shadow mode places nothing).
 
-        Expected power (study §5.1): ``(P_max − P_idle)·c_j/C_n``, plus ``P_idle`` when the
-        node was empty; ``c_j = slots × cores_per_slot``.
+        Expected power (study §5.1, :meth:`eams.calibrate.energy.EnergyModel.added_power_w`):
+        ``(P_max − P_idle)·c_j/C_n`` with ``c_j = slots × cores_per_slot`` clipped to ``C_n``,
+        plus ``P_idle`` when the node was empty.
         """
         rows = []
-        nodes = snapshot.node_arrays
         fell_back = bool(clearing.fell_back)
+        expected_w = self.expected_power_w(snapshot, clearing) if reserve else None
         columns = {name: i for i, name in enumerate(snapshot.names)}
         compact = scores.astype(np.int8)
         for j, pod in enumerate(snapshot.pods):
@@ -343,17 +345,28 @@ class Market:
                     Cleared(pod.key, None, None, now_s, fell_back, compact[j], columns, pod.uid)
                 )
                 continue
-            if reserve:
-                share = snapshot.pod_arrays.slots[j] * self.params.cores_per_slot / nodes.cores[n]
-                power_w = (nodes.p_max_w[n] - nodes.p_idle_w[n]) * min(1.0, share)
-                power_w += nodes.p_idle_w[n] if nodes.empty[n] else 0.0
-                self.herd.reserve(snapshot.names[n], pod.key, float(power_w), now_s)
+            if expected_w is not None:
+                self.herd.reserve(snapshot.names[n], pod.key, float(expected_w[j]), now_s)
             price = float(clearing.prices[n])
             node = snapshot.names[n]
             rows.append(
                 Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns, pod.uid)
             )
         return rows
+
+    def expected_power_w(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
+        """(J,) power each pod of the window adds to the node it cleared onto, W (the herding
+        reservation, see :meth:`apply`); NaN for a pod left unassigned."""
+        assignment = clearing.assignment.astype(np.int64)
+        assigned = assignment >= 0
+        nodes, at = snapshot.node_arrays, assignment[assigned]
+        expected_w = np.full(assignment.size, np.nan)
+        model = EnergyModel(nodes.p_idle_w[at], nodes.p_max_w[at], nodes.cores[at], nodes.speed[at])
+        pod_cores = snapshot.pod_arrays.slots[assigned] * self.params.cores_per_slot
+        expected_w[assigned] = model.added_power_w(
+            np.minimum(pod_cores, nodes.cores[at]), nodes.empty[at]
+        )
+        return expected_w
 
     def window_scores(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
         """(J, N) int scores of each pod of a window over its valued nodes (``scale_scores``)."""

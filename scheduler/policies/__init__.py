@@ -1,9 +1,11 @@
-"""Scheduler plug-ins for the benchmark harness, one module per scheduler.
+"""Scheduler plug-ins for the benchmark harness, one module (or folder) per scheduler.
 
-Each module exports ``NAME`` (the name manifests use) and ``make(cluster, params, seed)``
-returning a :class:`eams.scheduler.bench.policy.ScoringPolicy` or
-:class:`~eams.scheduler.bench.policy.BatchPolicy`; its docstring names where the policy comes
-from. Adding a file here adds a scheduler (the registry below discovers them).
+Each plug-in exports ``NAME`` (the name manifests use) and ``make(cluster, params, seed)``
+returning a :class:`~eams.scheduler.policies.base.ScoringPolicy` or
+:class:`~eams.scheduler.policies.base.BatchPolicy`; its docstring names where the policy comes
+from. Plug-ins import only :mod:`eams.scheduler.policies.base` (what they are written against)
+and each other, never the bench: the bench imports them. Adding a file here adds a scheduler
+(the registry below discovers them).
 """
 
 from __future__ import annotations

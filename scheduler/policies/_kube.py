@@ -12,14 +12,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.bench.policy import NodeState, PodRequest
+from eams.scheduler.policies.base import NodeState, WorkloadPod
 
 DEFAULT_CPU = 0.1
 DEFAULT_MEM_MIB = 200.0
 
 
 def requested_fraction(
-    pod: PodRequest, nodes: NDArray[np.int64], state: NodeState
+    pod: WorkloadPod, nodes: NDArray[np.int64], state: NodeState
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Requested cpu and memory fraction of each node after adding ``pod``, shapes (M,)."""
     c = state.cluster
@@ -31,7 +31,7 @@ def requested_fraction(
 
 
 def least_allocated(
-    pod: PodRequest, nodes: NDArray[np.int64], state: NodeState
+    pod: WorkloadPod, nodes: NDArray[np.int64], state: NodeState
 ) -> NDArray[np.float64]:
     """LeastAllocated score 0–100 per node (integer arithmetic as upstream)."""
     cpu, mem = requested_fraction(pod, nodes, state)
@@ -39,7 +39,7 @@ def least_allocated(
 
 
 def most_allocated(
-    pod: PodRequest, nodes: NDArray[np.int64], state: NodeState
+    pod: WorkloadPod, nodes: NDArray[np.int64], state: NodeState
 ) -> NDArray[np.float64]:
     """MostAllocated score 0–100 per node (integer arithmetic as upstream)."""
     cpu, mem = requested_fraction(pod, nodes, state)

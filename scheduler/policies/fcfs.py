@@ -9,9 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
+from eams.scheduler.policies.base import Cluster, NodeState, Params, ScoringPolicy, WorkloadPod
 
 NAME = "fcfs"
 
@@ -22,7 +20,7 @@ class FirstFeasible(ScoringPolicy):
     name = NAME
 
     def score(
-        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+        self, pod: WorkloadPod, candidates: NDArray[np.int64], state: NodeState
     ) -> NDArray[np.float64]:
         """Scores 0–100 per candidate (see :meth:`ScoringPolicy.score`)."""
         scores = np.zeros(len(candidates))

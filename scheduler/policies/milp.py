@@ -23,9 +23,8 @@ from numpy.typing import NDArray
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import BatchPolicy, NodeState, PodRequest, marginal_energy_j
+from eams.calibrate.energy import EnergyModel
+from eams.scheduler.policies.base import BatchPolicy, Cluster, NodeState, Params, WorkloadPod
 
 NAME = "milp"
 
@@ -41,7 +40,7 @@ class EnergyMilp(BatchPolicy):
         self.stats = {"solves": 0, "fallbacks": 0, "time_limit_hits": 0}
 
     def assign(
-        self, pods: list[PodRequest], feasible: NDArray[np.bool_], state: NodeState
+        self, pods: list[WorkloadPod], feasible: NDArray[np.bool_], state: NodeState
     ) -> NDArray[np.int64]:
         """Assign the batch (see :meth:`BatchPolicy.assign`)."""
         cols_pod: list[int] = []
@@ -103,6 +102,22 @@ class EnergyMilp(BatchPolicy):
         if res.x is None:
             return None
         return np.flatnonzero(res.x > 0.5)
+
+
+def marginal_energy_j(
+    pod: WorkloadPod, nodes: NDArray[np.int64], state: NodeState
+) -> NDArray[np.float64]:
+    """ΔE of ``pod`` on each of ``nodes`` with the fitted lines (study §5.1,
+    :meth:`eams.calibrate.energy.EnergyModel.marginal_energy_j`): the pod's ``duration_s`` is its
+    runtime at speed 1, a node without running pods is empty (pays its idle power).
+
+    Returns
+    -------
+    (len(nodes),) float, joules
+    """
+    c = state.cluster
+    model = EnergyModel(c.p_idle_w[nodes], c.p_max_w[nodes], c.cores[nodes], c.speed[nodes])
+    return model.marginal_energy_j(pod.cpu, pod.duration_s, state.pods_on[nodes] == 0)
 
 
 def _own_minimum(j: int, pod_of, node_of, delta_e) -> NDArray[np.int64]:

@@ -10,10 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
 from eams.scheduler.policies._kube import most_allocated
+from eams.scheduler.policies.base import Cluster, NodeState, Params, ScoringPolicy, WorkloadPod
 
 NAME = "most-allocated"
 
@@ -24,7 +22,7 @@ class MostAllocated(ScoringPolicy):
     name = NAME
 
     def score(
-        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+        self, pod: WorkloadPod, candidates: NDArray[np.int64], state: NodeState
     ) -> NDArray[np.float64]:
         """Scores 0–100 per candidate (see :meth:`ScoringPolicy.score`)."""
         return most_allocated(pod, candidates, state)

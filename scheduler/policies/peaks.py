@@ -6,7 +6,8 @@ P(u); a pod is scored by the jump in node power its cpu request would cause,
 ΔP = P(u + c/C) − P(u), and the node with the smallest jump scores highest. PEAKS fits
 P = K0 + K1·e^(K2·u); here every node's model is the straight line fitted to its measured
 curve — the same information the MILP and EAMS get. Like PEAKS it prices power, not energy:
-neither run time nor waking an empty node enters the score.
+neither run time nor waking an empty node enters the score (ΔP is the dynamic term of the
+study's §5.1 model, :meth:`eams.calibrate.energy.EnergyModel.dynamic_power_w`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
+from eams.calibrate.energy import EnergyModel
+from eams.scheduler.policies.base import Cluster, NodeState, Params, ScoringPolicy, WorkloadPod
 
 NAME = "peaks"
 
@@ -27,11 +27,14 @@ class PredictedPowerIncrease(ScoringPolicy):
     name = NAME
 
     def score(
-        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+        self, pod: WorkloadPod, candidates: NDArray[np.int64], state: NodeState
     ) -> NDArray[np.float64]:
         """Scores 0–100 per candidate (see :meth:`ScoringPolicy.score`)."""
         c = state.cluster
-        jump_w = (c.p_max_w[candidates] - c.p_idle_w[candidates]) * pod.cpu / c.cores[candidates]
+        model = EnergyModel(
+            c.p_idle_w[candidates], c.p_max_w[candidates], c.cores[candidates], c.speed[candidates]
+        )
+        jump_w = model.dynamic_power_w(pod.cpu)
         spread = jump_w.max() - jump_w.min()
         if spread <= 0:
             return np.full(len(candidates), 100.0)

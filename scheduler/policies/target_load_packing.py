@@ -17,9 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
+from eams.scheduler.policies.base import Cluster, NodeState, Params, ScoringPolicy, WorkloadPod
 
 NAME = "target-load-packing"
 
@@ -33,7 +31,7 @@ class TargetLoadPacking(ScoringPolicy):
         self.target_pct = target_pct
 
     def score(
-        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+        self, pod: WorkloadPod, candidates: NDArray[np.int64], state: NodeState
     ) -> NDArray[np.float64]:
         """Scores 0–100 per candidate (see :meth:`ScoringPolicy.score`)."""
         c = state.cluster

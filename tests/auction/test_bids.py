@@ -162,7 +162,7 @@ def test_bad_node_input_names_array_and_index(field: str, value: list, pattern: 
 
 def test_bid_values_match_the_study_formula() -> None:
     """The factored computation equals π·w/ΔE·σ(...) from the marginal energy."""
-    from eams.scheduler.auction.instances import random_batch
+    from eams.scheduler.bench.auction_batches import random_batch
 
     pods, n = random_batch(40, 30, 8, seed=7, max_pod_slots=4)
     direct = bids.bid_values(pods, n, PARAMS, bids.marginal_energy_j(pods, n, PARAMS))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from eams.scheduler.auction import AuctionParams, Nodes, Pods, clear, solve
-from eams.scheduler.auction.instances import random_batch
+from eams.scheduler.bench.auction_batches import random_batch
 from eams.scheduler.errors import AuctionInputError
 
 

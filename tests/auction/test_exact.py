@@ -6,7 +6,7 @@ import pytest
 
 from eams.scheduler.auction import AuctionParams, bids, dual_bound, solve
 from eams.scheduler.auction.exact import transport
-from eams.scheduler.auction.instances import random_batch
+from eams.scheduler.bench.auction_batches import random_batch
 from eams.scheduler.errors import AuctionInputError
 from tests.auction.checks import assert_eps_cs, assert_feasible
 from tests.auction.reference import lsa_optimum, milp_optimum

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from eams.scheduler.auction import AuctionParams, Method, bids, solve
 from eams.scheduler.auction.bundles import relax_round_repair
 from eams.scheduler.auction.inputs import allowed
-from eams.scheduler.auction.instances import random_batch
 from eams.scheduler.auction.methods import METHODS
+from eams.scheduler.bench.auction_batches import random_batch
 from eams.scheduler.errors import AuctionInputError
 from tests.auction.checks import assert_eps_cs, assert_feasible
 from tests.auction.reference import lsa_optimum, milp_optimum

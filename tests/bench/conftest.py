@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.power import PowerCurves
-from eams.scheduler.bench.predicates import NodeMeta, PodConstraints
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base import Cluster, NodeMeta, PodConstraints, PowerCurves, Workload
 
 
 def tiny_cluster(

@@ -6,14 +6,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eams.scheduler.bench.extender_client import ExtenderClient
-from eams.scheduler.bench.manifest import Params, load_manifest
+from eams.scheduler.bench.manifest import load_manifest
 from eams.scheduler.bench.metrics import summarise
 from eams.scheduler.bench.simulator import simulate
-from eams.scheduler.bench.sweep import prepare, run_sweep
+from eams.scheduler.bench.sweep import prepare, run_rho_sweep
 from eams.scheduler.policies import load
 from eams.scheduler.policies._kube import least_allocated
+from eams.scheduler.policies.base import Params
 from eams.scheduler.policies.eams import ExtenderPolicy
+from eams.scheduler.policies.eams.extender_client import ExtenderClient
 from tests.bench.conftest import tiny_cluster, tiny_workload
 from tests.conftest import free_port
 
@@ -76,11 +77,11 @@ def test_in_tree_score_is_least_allocated() -> None:
     cluster = tiny_cluster([8, 8])
     client = ExtenderClient(f"http://127.0.0.1:{free_port()}", timeout_s=0.5)
     policy = ExtenderPolicy(cluster, client, weight=5, telemetry_period_s=5.0)
-    from eams.scheduler.bench.policy import NodeState, PodRequest
+    from eams.scheduler.policies.base import NodeState, WorkloadPod
 
     state = NodeState.empty(cluster)
     state.alloc_cpu[0] = 4.0
-    pod = PodRequest(0, "p0", 1.0, 0.0, 10.0, 0)
+    pod = WorkloadPod(0, "p0", 1.0, 0.0, 10.0, 0)
     policy.start(_workload(1))
     nodes = np.arange(2)
     try:
@@ -103,7 +104,7 @@ def test_ci_manifest_end_to_end_with_the_in_process_extender() -> None:
     )
     cluster, _ = prepare(manifest, 0.85, 1)
     assert cluster.size == shipped.cluster.nodes
-    results, latency = run_sweep(manifest)
+    results, latency = run_rho_sweep(manifest)
     assert {r["scheduler"] for r in results} == set(shipped.schedulers)
     for row in results:
         assert row["violations"] == 0, row["violation_examples"]

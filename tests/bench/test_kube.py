@@ -2,14 +2,20 @@
 
 import numpy as np
 
-from eams.scheduler.bench.kube_objects import node_object, pod_object, telemetry
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import NodeState, PodRequest
-from eams.scheduler.bench.predicates import NodeMeta, PodConstraints, Taint, Toleration
 from eams.scheduler.bench.simulator import _Sim, feasible_to_find
 from eams.scheduler.extender.requests import pod_request
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.policies import load
+from eams.scheduler.policies.base import (
+    NodeMeta,
+    NodeState,
+    Params,
+    PodConstraints,
+    Taint,
+    Toleration,
+    WorkloadPod,
+)
+from eams.scheduler.policies.eams.kube_objects import node_object, pod_object, telemetry
 from eams.telemetry import TelemetrySample
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
@@ -41,7 +47,7 @@ def test_search_stops_early_and_resumes_where_it_stopped() -> None:
 def test_pod_object_is_sized_by_the_extender_as_the_emulator_sizes_it() -> None:
     profiles = [PodConstraints((Toleration("dedicated", "Exists"),), (("pool", "a"),))]
     workload = tiny_workload([0.0], [1.5], [100.0], mem_mib=[2048.0], profiles=profiles)
-    pod = PodRequest.of(workload, 0)
+    pod = WorkloadPod.of(workload, 0)
     obj = pod_object(workload, pod)
     parsed = pod_request(PodObject.model_validate(obj))
     assert parsed.cpu_milli == 1500 and parsed.memory_bytes == 2048 * 2**20

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import NodeState, PodRequest
 from eams.scheduler.bench.simulator import simulate
 from eams.scheduler.policies import available, load
+from eams.scheduler.policies.base import NodeState, Params, WorkloadPod
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
 
@@ -16,7 +15,7 @@ def _first_choice(name: str, cluster, alloc_cpu, pod_cpu=1.0, duration_s=100.0) 
     state.alloc_cpu[:] = alloc_cpu
     state.pods_on[:] = (np.asarray(alloc_cpu) > 0).astype(int)
     policy = load(name).make(cluster, Params(), 0)
-    pod = PodRequest(0, "p", pod_cpu, 0.0, duration_s, 0)
+    pod = WorkloadPod(0, "p", pod_cpu, 0.0, duration_s, 0)
     nodes = np.arange(cluster.size)
     if hasattr(policy, "score"):
         scores = np.floor(policy.score(pod, nodes, state))
@@ -74,7 +73,7 @@ def test_milp_batch_respects_capacity_jointly() -> None:
     state = NodeState.empty(cluster)
     state.alloc_cpu[1] = 1.0
     state.pods_on[1] = 1
-    pods = [PodRequest(j, f"p{j}", 2.0, 0.0, 100.0, 0) for j in range(3)]
+    pods = [WorkloadPod(j, f"p{j}", 2.0, 0.0, 100.0, 0) for j in range(3)]
     choice = (
         load("milp").make(cluster, Params(), 0).assign(pods, np.ones((3, 2), dtype=bool), state)
     )

@@ -2,16 +2,9 @@
 
 import numpy as np
 
-from eams.scheduler.bench.predicates import (
-    NodeMeta,
-    PodConstraints,
-    Taint,
-    Toleration,
-    resource_fit,
-    static_fit,
-    static_masks,
-)
+from eams.scheduler.bench.predicates import resource_fit, static_fit, static_masks
 from eams.scheduler.bench.violations import check_placements
+from eams.scheduler.policies.base import NodeMeta, PodConstraints, Taint, Toleration
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
 GPU = Taint("dedicated", "gpu", "NoSchedule")

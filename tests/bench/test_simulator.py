@@ -4,12 +4,10 @@ idle-vs-off parameter."""
 import numpy as np
 import pytest
 
-from eams.scheduler.bench.manifest import Params
 from eams.scheduler.bench.metrics import jain_index, summarise, tenant_shares
-from eams.scheduler.bench.power import PowerCurves
-from eams.scheduler.bench.predicates import NodeMeta, PodConstraints, Taint
 from eams.scheduler.bench.simulator import simulate
 from eams.scheduler.policies import load
+from eams.scheduler.policies.base import NodeMeta, Params, PodConstraints, PowerCurves, Taint
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
 # a measured, clearly non-linear curve (W at 0, 10 … 100 %)

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from eams.cli import cli
 from eams.scheduler.bench.errors import ManifestError
 from eams.scheduler.bench.manifest import load_manifest, parse_manifest
-from eams.scheduler.bench.sweep import run_sweep
+from eams.scheduler.bench.sweep import run_rho_sweep
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "scheduler" / "bench" / "manifests"
 
@@ -45,8 +45,8 @@ def test_shipped_manifests_validate() -> None:
 
 def test_same_manifest_gives_identical_numbers(shared_data) -> None:
     manifest = parse_manifest(SMALL)
-    first, _ = run_sweep(manifest)
-    second, _ = run_sweep(manifest)
+    first, _ = run_rho_sweep(manifest)
+    second, _ = run_rho_sweep(manifest)
     assert json.dumps(first, default=str) == json.dumps(second, default=str)
     assert len(first) == 4 * 2 * 2
     assert all(r["violations"] == 0 and r["placed"] == r["pods"] for r in first)

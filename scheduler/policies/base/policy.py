@@ -1,18 +1,20 @@
-"""What a scheduler plug-in (``eams.scheduler.policies.<name>``) gives the cycle emulator.
+"""What a scheduler plug-in (``eams.scheduler.policies.<name>``) gives the bench's cycle emulator
+(:mod:`eams.scheduler.bench.simulator`), and what it is given.
 
 Two kinds, matching the two ways the baselines decide:
 
 * :class:`ScoringPolicy` — kube-scheduler style, one pod per cycle. The emulator filters the
-  nodes (:mod:`.predicates`), asks :meth:`ScoringPolicy.score` for a score per feasible node
-  (0–100, the framework's ``MaxNodeScore``; floored to integers like the framework's int64
-  scores) and binds the best, breaking ties at random with the run's seeded generator, as
-  kube-scheduler's ``selectHost`` does. :meth:`ScoringPolicy.filter` lets a policy narrow the
-  feasible set further (the extender's ``/filter``).
+  nodes (:mod:`eams.scheduler.bench.predicates`), asks :meth:`ScoringPolicy.score` for a score
+  per feasible node (0–100, the framework's ``MaxNodeScore``; floored to integers like the
+  framework's int64 scores) and binds the best, breaking ties at random with the run's seeded
+  generator, as kube-scheduler's ``selectHost`` does. :meth:`ScoringPolicy.filter` lets a
+  policy narrow the feasible set further (the extender's ``/filter``).
 * :class:`BatchPolicy` — decides a batch of pending pods jointly (MILP); the emulator collects
   pods over ``batch_window_s`` and passes the batch's feasibility matrix.
 
-Every policy sees the same :class:`NodeState`; none may place a pod on an infeasible node (the
-emulator checks each decision again, and an independent checker replays every placement).
+Every policy sees the same :class:`NodeState` and each pending pod as a :class:`WorkloadPod`;
+none may place a pod on an infeasible node (the emulator checks each decision again, and an
+independent checker replays every placement).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base.cluster import Cluster
+from eams.scheduler.policies.base.workload import Workload
 
 
 @dataclass
@@ -73,8 +75,9 @@ class NodeState:
 
 
 @dataclass(frozen=True)
-class PodRequest:
-    """One pending pod as a policy sees it."""
+class WorkloadPod:
+    """Pod ``index`` of the replayed :class:`Workload` as a policy sees it: cpu (cores) and
+    memory (MiB) requests, ``duration_s`` at speed 1, tenant."""
 
     index: int
     name: str
@@ -84,7 +87,7 @@ class PodRequest:
     tenant: int
 
     @classmethod
-    def of(cls, workload: Workload, j: int) -> PodRequest:
+    def of(cls, workload: Workload, j: int) -> WorkloadPod:
         """Pod ``j`` of ``workload``."""
         return cls(
             j,
@@ -96,36 +99,19 @@ class PodRequest:
         )
 
 
-def marginal_energy_j(
-    pod: PodRequest, nodes: NDArray[np.int64], state: NodeState
-) -> NDArray[np.float64]:
-    """Study §5.1 marginal energy of running ``pod`` on each of ``nodes`` with the fitted linear
-    model: ΔE = (P_max − P_idle)·(c/C)·t + 1[empty]·P_idle·t, with t = duration / speed.
-
-    Returns
-    -------
-    (len(nodes),) float, joules
-    """
-    c = state.cluster
-    runtime_s = pod.duration_s / c.speed[nodes]
-    dynamic = (c.p_max_w[nodes] - c.p_idle_w[nodes]) * (pod.cpu / c.cores[nodes]) * runtime_s
-    wake = np.where(state.pods_on[nodes] == 0, c.p_idle_w[nodes] * runtime_s, 0.0)
-    return dynamic + wake
-
-
 class ScoringPolicy:
     """Base of per-pod scoring plug-ins (see the module docstring)."""
 
     name: str = ""
 
     def filter(
-        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+        self, pod: WorkloadPod, candidates: NDArray[np.int64], state: NodeState
     ) -> NDArray[np.int64]:
         """Narrow the feasible ``candidates`` (node indices); the default keeps all."""
         return candidates
 
     def score(
-        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+        self, pod: WorkloadPod, candidates: NDArray[np.int64], state: NodeState
     ) -> NDArray[np.float64]:
         """Score each candidate node, shape (len(candidates),), 0–100 (higher is better)."""
         raise NotImplementedError
@@ -139,10 +125,10 @@ class ScoringPolicy:
     def observe(self, state: NodeState) -> None:
         """Called before each scheduling pass (telemetry for policies that read it)."""
 
-    def bound(self, pod: PodRequest, node: int) -> None:
+    def bound(self, pod: WorkloadPod, node: int) -> None:
         """Called when the emulator binds ``pod`` to ``node``."""
 
-    def completed(self, pod: PodRequest, node: int) -> None:
+    def completed(self, pod: WorkloadPod, node: int) -> None:
         """Called when ``pod`` finishes on ``node``."""
 
     def close(self) -> None:
@@ -157,7 +143,7 @@ class BatchPolicy:
 
     def assign(
         self,
-        pods: list[PodRequest],
+        pods: list[WorkloadPod],
         feasible: NDArray[np.bool_],
         state: NodeState,
     ) -> NDArray[np.int64]:
@@ -165,7 +151,7 @@ class BatchPolicy:
 
         Parameters
         ----------
-        pods : list of PodRequest, length J
+        pods : list of WorkloadPod, length J
         feasible : (J, N) bool, the filter predicates on the current state
         state : NodeState
 

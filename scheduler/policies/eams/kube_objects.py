@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.policy import NodeState, PodRequest
-from eams.scheduler.bench.workload import Workload
+from eams.scheduler.policies.base import Cluster, NodeState, Workload, WorkloadPod
 from eams.telemetry import PowerSource, TelemetrySample, headroom_from_power
 
 EPOCH_S = 1_767_225_600.0
@@ -46,7 +44,7 @@ def node_list(cluster: Cluster) -> dict[str, Any]:
     return {"metadata": {}, "items": [node_object(cluster, n) for n in range(cluster.size)]}
 
 
-def pod_object(workload: Workload, pod: PodRequest, node: str | None = None) -> dict[str, Any]:
+def pod_object(workload: Workload, pod: WorkloadPod, node: str | None = None) -> dict[str, Any]:
     """The ``v1.Pod`` of a pending pod (``spec.nodeName`` set once bound)."""
     constraints = workload.profiles[int(workload.profile[pod.index])]
     requests = {"cpu": f"{math.ceil(pod.cpu * 1000)}m"}

@@ -1,17 +1,17 @@
-"""Seeded random batches for the benchmark and the tests (no I/O).
+"""Seeded random auction batches for ``eams bench auction`` and the engine's tests (no I/O).
 
 Nodes are drawn like a mixed fleet: 16–64 cores, P_idle 40–160 W, dynamic range 60–300 W,
 speed 0.7–1.6, headroom 0–0.8 with 5 % unknown, telemetry 0–30 s old with 5 % unknown, and
 30 % empty. Pods have 1–``max_pod_slots`` slots, 10 min–4 h of reference work per core and a
-π from :func:`.bids.priority_weight` over random PriorityClass values and quota shares.
+π from :func:`eams.scheduler.auction.bids.priority_weight` over random PriorityClass values
+and quota shares.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from eams.scheduler.auction.bids import priority_weight
-from eams.scheduler.auction.model import Nodes, Pods
+from eams.scheduler.auction import Nodes, Pods, priority_weight
 
 
 def random_batch(

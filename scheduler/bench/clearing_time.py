@@ -1,20 +1,18 @@
-"""``eams bench auction``: clearing time of the ε-auction against ``linear_sum_assignment``."""
+"""Clearing time of the ε-auction against ``linear_sum_assignment`` on one seeded batch, in the
+same run (``eams bench auction``, ``benchmarks/auction_bench.py``)."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
-import click
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from eams.scheduler.auction.auction import clear, solve
+from eams.scheduler.auction import AuctionParams, clear, solve
 from eams.scheduler.auction.bids import bid_values
-from eams.scheduler.auction.instances import random_batch
-from eams.scheduler.auction.model import AuctionParams
+from eams.scheduler.bench.auction_batches import random_batch
 
 T = TypeVar("T")
 
@@ -114,99 +112,3 @@ def run_benchmark(
         "gap_within_j_epsilon": bool(gap <= j_eps),
         "gap_bound": result.gap_bound,
     }
-
-
-@click.command("auction")
-@click.option("--pods", "n_pods", default=500, show_default=True, help="Pods in the batch (J).")
-@click.option("--nodes", "n_nodes", default=1000, show_default=True, help="Nodes (N).")
-@click.option("--slots", default=8, show_default=True, help="Free slots per node.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random batch.")
-@click.option("--repeats", default=50, show_default=True, help="Timed clearings (median, p99).")
-@click.option(
-    "--lsa-repeats", default=1, show_default=True, help="Timed linear_sum_assignment runs."
-)
-@click.option(
-    "--mask",
-    "mask_fraction",
-    default=0.0,
-    show_default=True,
-    help="Fraction of (pod, node) pairs a filter forbids.",
-)
-@click.option("--cold", is_flag=True, help="No warm start: ε-scaling from zero prices.")
-@click.option(
-    "--pod-slots",
-    "max_pod_slots",
-    default=1,
-    show_default=True,
-    help="Pods need 1..M slots (M > 1: mixed sizes; the reference is then the ε-auction).",
-)
-@click.option(
-    "--method",
-    type=click.Choice(["auto", "auction"]),
-    default="auto",
-    show_default=True,
-    help="AuctionParams.method: exact matching first (auto) or the ε-auction only.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def auction(
-    n_pods: int,
-    n_nodes: int,
-    slots: int,
-    seed: int,
-    repeats: int,
-    lsa_repeats: int,
-    mask_fraction: float,
-    cold: bool,
-    max_pod_slots: int,
-    method: str,
-    as_json: bool,
-) -> None:
-    """Clear a seeded batch with the engine and compare, in the same run, with scipy's
-    linear_sum_assignment on the same values expanded to one column per slot (single-slot
-    pods) or with the ε-auction (``--pod-slots`` > 1).
-
-    Prints the median and p99 clearing time (``clear``: bids + auction; ``solve``: auction on
-    the value matrix), rounds, the reference's time, the speed-up, and the value gap against
-    J·ε (the auction's guarantee). Study budget (§6.1): ≤ 30 ms for 500 × 1,000.
-    """
-    if (
-        min(n_pods, n_nodes, slots, repeats, lsa_repeats, max_pod_slots) < 1
-        or not 0 <= mask_fraction < 1
-    ):
-        raise click.BadParameter("sizes, repeats and --pod-slots must be ≥ 1, --mask in [0, 1)")
-    r = run_benchmark(
-        n_pods,
-        n_nodes,
-        slots,
-        seed,
-        repeats,
-        lsa_repeats,
-        mask_fraction,
-        cold,
-        max_pod_slots,
-        method,
-    )
-    if as_json:
-        click.echo(json.dumps(r))
-        return
-    start = "cold" if cold else "warm"
-    click.echo(f"batch: {n_pods} pods × {n_nodes} nodes × {slots} slots, seed {seed}")
-    click.echo(f"filter mask {mask_fraction}, {start} start, pods of 1–{max_pod_slots} slots")
-    for name, key in (("clear (bids + auction)", "clear"), ("solve (auction only)  ", "solve")):
-        median, p99, cpu = r[f"{key}_ms_median"], r[f"{key}_ms_p99"], r[f"{key}_cpu_ms_median"]
-        click.echo(f"{name}: median {median:.2f} ms, p99 {p99:.2f} ms (CPU median {cpu:.2f} ms)")
-    click.echo(
-        f"method {r['method']}, rounds {r['rounds']}, phases {r['phases']}, "
-        f"converged {r['converged']}, "
-        f"fell back {r['fell_back']}, assigned {r['assigned']}"
-    )
-    lsa, ratio, ratio_cpu = r["lsa_ms_median"], r["speedup_vs_lsa"], r["speedup_vs_lsa_cpu"]
-    click.echo(
-        f"{r['reference']}: median {lsa:.1f} ms (CPU {r['lsa_cpu_ms_median']:.1f} ms); "
-        f"speed-up ×{ratio:.1f} (CPU ×{ratio_cpu:.1f})"
-    )
-    click.echo(
-        f"value {r['value']:.6f} vs reference {r['lsa_value']:.6f}: gap {r['value_gap']:.3g}, "
-        f"J·ε {r['j_epsilon']:.3g}, within {r['gap_within_j_epsilon']}, "
-        f"certified gap bound {r['gap_bound']}"
-    )

@@ -32,14 +32,18 @@ from numpy.typing import NDArray
 
 from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
-from eams.scheduler.bench.cluster import Cluster
-from eams.scheduler.bench.extender_client import ExtenderClient
-from eams.scheduler.bench.kube_objects import EPOCH_S, node_list, pod_object, telemetry
-from eams.scheduler.bench.manifest import Params
-from eams.scheduler.bench.policy import NodeState, PodRequest, ScoringPolicy
-from eams.scheduler.bench.power import LEVELS
-from eams.scheduler.bench.workload import Workload
 from eams.scheduler.policies._kube import least_allocated
+from eams.scheduler.policies.base import (
+    LEVELS,
+    Cluster,
+    NodeState,
+    Params,
+    ScoringPolicy,
+    Workload,
+    WorkloadPod,
+)
+from eams.scheduler.policies.eams.extender_client import ExtenderClient
+from eams.scheduler.policies.eams.kube_objects import EPOCH_S, node_list, pod_object, telemetry
 
 NAME = "eams"
 FINISHED_NODE = "eams-bench-finished"
@@ -148,11 +152,11 @@ class ExtenderPolicy(ScoringPolicy):
             self.reported_at[nodes] = state.now_s
             self.reported_cpu[nodes] = state.alloc_cpu[nodes]
 
-    def _pod(self, pod: PodRequest, node: str | None = None) -> dict:
+    def _pod(self, pod: WorkloadPod, node: str | None = None) -> dict:
         return pod_object(self.workload, pod, node)
 
     def filter(
-        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+        self, pod: WorkloadPod, candidates: NDArray[np.int64], state: NodeState
     ) -> NDArray[np.int64]:
         """The candidates the extender's ``/filter`` lets through."""
         names = [self.cluster.names[n] for n in candidates]
@@ -160,7 +164,7 @@ class ExtenderPolicy(ScoringPolicy):
         return np.asarray([self.index[n] for n in passed], dtype=np.int64)
 
     def score(
-        self, pod: PodRequest, candidates: NDArray[np.int64], state: NodeState
+        self, pod: WorkloadPod, candidates: NDArray[np.int64], state: NodeState
     ) -> NDArray[np.float64]:
         """In-tree LeastAllocated + extender score × weight × 10 (kube-scheduler's sum)."""
         names = [self.cluster.names[n] for n in candidates]
@@ -170,11 +174,11 @@ class ExtenderPolicy(ScoringPolicy):
             MAX_NODE_SCORE_PER_EXTENDER_POINT
         )
 
-    def bound(self, pod: PodRequest, node: int) -> None:
+    def bound(self, pod: WorkloadPod, node: int) -> None:
         """Queue the bind for the next ``/pending`` post."""
         self.pod_updates.append(self._pod(pod, self.cluster.names[node]))
 
-    def completed(self, pod: PodRequest, node: int) -> None:
+    def completed(self, pod: WorkloadPod, node: int) -> None:
         """Queue the completion (see the module docstring)."""
         finished = self._pod(pod, FINISHED_NODE)
         finished["status"]["phase"] = "Succeeded"

@@ -1,0 +1,93 @@
+"""What running a pod costs a node: the study's §5.1 energy model, vectorised (the one home).
+
+For pod j (c_j cores, work w_j in reference seconds: its runtime at speed 1) on node n (C_n
+cores, speed s_n, the calibrated line P_idle_n … P_max_n)::
+
+    t_jn  = w_j / s_n                                                  runtime, s
+    ΔP_jn = (P_max_n − P_idle_n) · c_j / C_n  +  1[n empty] · P_idle_n   added power, W
+    ΔE_jn = (P_max_n − P_idle_n) · (c_j / C_n) · t_jn  +  1[n empty] · P_idle_n · t_jn   J
+
+The first term is the dynamic power of the pod's share of the cores; the second, the *wake
+term*, charges an empty node's idle power for the pod's runtime (the study assumes an empty
+node draws nothing until a pod wakes it). Source: study §5.1, DESIGN.md §5; the worked example
+(a 4-core pod with one reference hour of work, 32-core nodes: 140 W range at speed 1 →
+63,000 J; 220 W range at speed 1.5 → 66,000 J) is ``tests/auction/test_bids.py``.
+
+Users: the auction's bids (``eams.scheduler.auction.bids``), the extender's herding
+reservations (expected power, :meth:`EnergyModel.added_power_w`), the MILP baseline (ΔE) and the
+PEAKS-style baseline (power jump, :meth:`EnergyModel.dynamic_power_w`). Pure numpy, no I/O and
+no input checks: callers pass columns already checked (``auction.Nodes``, the bench's cluster).
+
+Power states (DESIGN.md §5b) change only the wake term, and it has one place here:
+:meth:`EnergyModel.wake_power_w` becomes the power a woken node adds over its sleep state
+(P_idle − P_suspend, or P_idle − P_off), and :meth:`EnergyModel.marginal_energy_j` adds the
+one-off wake energy (E_wake, spent over the wake time) beside ``wake_power_w · t``; the sleep
+parameters join the node columns of :class:`EnergyModel`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyModel:
+    """The §5.1 energy model of N nodes, one column per parameter.
+
+    Every method broadcasts: pass node columns of shape (N,) and pod values of shape (J, 1)
+    for a (J, N) result, or one pod as scalars for (N,), or matching (K,) arrays for K
+    (pod, node) pairs.
+
+    Parameters
+    ----------
+    p_idle_w : (N,) float, watts
+        Each node's line at u = 0 (the calibration's ``p_idle_w``).
+    p_max_w : (N,) float, watts
+        Each node's line at u = 1.
+    cores : (N,) float, > 0
+        Cores C_n the share c_j / C_n is taken of (allocatable CPU).
+    speed : (N,) float, > 0
+        Per-core speed s_n relative to the reference (1 = reference).
+    """
+
+    p_idle_w: NDArray[np.float64]
+    p_max_w: NDArray[np.float64]
+    cores: NDArray[np.float64]
+    speed: NDArray[np.float64]
+
+    def runtime_s(self, reference_s: ArrayLike) -> NDArray[np.float64]:
+        """t = w / s: the runtime of work that takes ``reference_s`` seconds at speed 1, s."""
+        return np.asarray(reference_s) / self.speed
+
+    def dynamic_power_w(self, pod_cores: ArrayLike) -> NDArray[np.float64]:
+        """(P_max − P_idle) · c / C: the power a pod of ``pod_cores`` cores adds to a node
+        that is already on, W. Not clipped: a pod wider than the node is excluded by the fit
+        check, not here (clip ``pod_cores`` to ``cores`` for a bound on the node's power)."""
+        return (self.p_max_w - self.p_idle_w) * (np.asarray(pod_cores) / self.cores)
+
+    def wake_power_w(self, empty: ArrayLike) -> NDArray[np.float64]:
+        """1[empty] · P_idle: the power an empty node adds once a pod wakes it, W (0 for a
+        node already running pods). ``empty`` : bool, broadcastable to the node columns."""
+        return np.where(empty, self.p_idle_w, 0.0)
+
+    def added_power_w(self, pod_cores: ArrayLike, empty: ArrayLike) -> NDArray[np.float64]:
+        """ΔP = dynamic + wake: how much more the node draws while the pod runs, W."""
+        return self.dynamic_power_w(pod_cores) + self.wake_power_w(empty)
+
+    def marginal_energy_j(
+        self, pod_cores: ArrayLike, reference_s: ArrayLike, empty: ArrayLike
+    ) -> NDArray[np.float64]:
+        """ΔE = (P_max − P_idle)·(c/C)·t + 1[empty]·P_idle·t, t = w / s: the energy the node
+        spends running the pod, J (> 0 for positive inputs).
+
+        Parameters
+        ----------
+        pod_cores : float or array, cores c_j
+        reference_s : float or array, seconds w_j (runtime at speed 1)
+        empty : bool or bool array, the node runs no pod before this one
+        """
+        runtime_s = self.runtime_s(reference_s)
+        return self.dynamic_power_w(pod_cores) * runtime_s + self.wake_power_w(empty) * runtime_s

@@ -1,0 +1,78 @@
+"""The simulated cluster as every scheduler plug-in sees it: N nodes as arrays, with their
+measured power curves, fitted lines and placement attributes (labels, taints).
+
+The bench builds one from SPECpower results (:func:`eams.scheduler.bench.cluster.build_cluster`);
+the taint rules follow kubernetes ``core/v1`` (``types.go``: ``Taint``, ``TaintEffect``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from eams.scheduler.policies.base.power import PowerCurves
+
+Effect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint ``key=value:effect``."""
+
+    key: str
+    value: str = ""
+    effect: Effect = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class NodeMeta:
+    """The static placement attributes of one node."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+
+
+@dataclass
+class Cluster:
+    """Static description of the simulated nodes (arrays of length N).
+
+    Attributes
+    ----------
+    names : list of str
+    cores : (N,) float, cores
+    mem_mib : (N,) float, MiB
+    max_pods : (N,) int
+    speed : (N,) float, relative per-core speed (reference = 1)
+    curves : PowerCurves, measured
+    p_idle_w, p_max_w : (N,) float, watts — the straight line fitted to each measured curve
+    power_cap_w : (N,) float, watts
+    meta : list of NodeMeta (labels, taints)
+    server : list of str, the SPECpower system of each node
+    empty_node : ``"off"`` or ``"idle"``
+    """
+
+    names: list[str]
+    cores: NDArray[np.float64]
+    mem_mib: NDArray[np.float64]
+    max_pods: NDArray[np.int64]
+    speed: NDArray[np.float64]
+    curves: PowerCurves
+    p_idle_w: NDArray[np.float64]
+    p_max_w: NDArray[np.float64]
+    power_cap_w: NDArray[np.float64]
+    meta: list[NodeMeta]
+    server: list[str]
+    empty_node: str
+
+    @property
+    def size(self) -> int:
+        """Number of nodes N."""
+        return len(self.names)
+
+    @property
+    def total_cores(self) -> float:
+        """ΣC_n (cores), the denominator of ρ."""
+        return float(self.cores.sum())
