@@ -1,6 +1,5 @@
 """The distribution installs every package folder under ``eams.*`` and wires every CLI group."""
 
-import ast
 import subprocess
 import sys
 import tomllib
@@ -47,28 +46,3 @@ def test_a_command_loads_only_its_own_component() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
-
-
-def _imported_modules(path: Path, package: str) -> set[str]:
-    """Every module ``path`` imports (top-level, lazy inside functions, relative resolved)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(p for p in (base, node.module or "") if p)
-            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}
-    return found
-
-
-def test_scheduler_plug_ins_import_nothing_from_the_bench() -> None:
-    """The bench imports the plug-ins (manifest names, sweep), never the other way round."""
-    folder = ROOT / "scheduler" / "policies"
-    for path in folder.rglob("*.py"):
-        parts = path.relative_to(ROOT / "scheduler").parent.parts  # a/b/c.py, a/b/__init__.py: a.b
-        package = ".".join(("eams.scheduler", *parts))
-        bench = {
-            m for m in _imported_modules(path, package) if m.startswith("eams.scheduler.bench")
-        }
-        assert bench == set(), f"{path.relative_to(ROOT)} imports {sorted(bench)}"
