@@ -24,6 +24,7 @@ from eams.calibrate.fitresult import FitResult, FitSummary, Fraction, StrictMode
 from eams.calibrate.model import LinearPowerModel, wake_power
 from eams.meter.errors import BadMeterUrl
 from eams.meter.url import parse_meter_url
+from eams.validation import describe_validation_error
 
 SCHEMA_VERSION: Final = 1
 BUSY_NODE_SPAN = 0.3
@@ -329,13 +330,6 @@ def calibration_from_sweep(
     )
 
 
-def _field_error(path: Path, exc: ValidationError) -> CalibrationFileError:
-    first = exc.errors()[0]
-    loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return CalibrationFileError(f"{path}: field '{loc}': {first['msg']}{more}")
-
-
 def load_calibration(path: str | Path, expect_node: str | None = None) -> Calibration:
     """Read and validate a calibration file.
 
@@ -373,7 +367,10 @@ def load_calibration(path: str | Path, expect_node: str | None = None) -> Calibr
     try:
         calibration = Calibration.model_validate(raw)
     except ValidationError as exc:
-        raise _field_error(path, exc) from exc
+        problems = describe_validation_error(
+            exc, template="field '{path}': {message}", dotted_index=True
+        )
+        raise CalibrationFileError(f"{path}: {problems}") from exc
     if expect_node is not None and calibration.node != expect_node:
         raise CalibrationFileError(
             f"{path}: field 'node': the file is for node {calibration.node!r}, not {expect_node!r}"

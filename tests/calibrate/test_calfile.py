@@ -121,6 +121,24 @@ def test_malformed_files_are_refused_naming_the_field(tmp_path: Path, edit, matc
         load_calibration(path)
 
 
+def test_every_malformed_field_is_named_in_one_message(tmp_path: Path) -> None:
+    path, data = _saved(tmp_path)
+    data["fit"].pop("p_max_w")
+    data["node"] = ""
+    data["sweep"]["levels"][1]["utilisation"] = 1.7
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationFileError) as caught:
+        load_calibration(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    for expected in (
+        "field 'node': String should have at least 1 character",
+        "field 'fit.p_max_w': Field required",
+        "field 'sweep.levels.1.utilisation': Input should be less than or equal to 1",
+    ):
+        assert expected in message
+
+
 def test_a_file_of_another_node_is_refused(tmp_path: Path) -> None:
     path, _ = _saved(tmp_path)
     with pytest.raises(CalibrationFileError, match=r"field 'node'.*'mini-1', not 'mini-2'"):
