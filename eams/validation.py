@@ -18,39 +18,6 @@ _VALUE_ERROR = "Value error, "
 """What pydantic puts before the message of a ``ValueError`` raised in a validator."""
 
 
-def error_path(
-    loc: Sequence[int | str],
-    *,
-    root: str = "",
-    top: str = "(top level)",
-    dotted_index: bool = False,
-    hide: Collection[str] = (),
-) -> str:
-    """A pydantic error location as a path: ``("sinks", 1, "url")`` → ``sinks[1].url``.
-
-    Parameters
-    ----------
-    loc : sequence of int or str
-        The ``loc`` of one error of :meth:`pydantic.ValidationError.errors`.
-    root : str
-        Path of the validated value itself, put in front (``items[3]``).
-    top : str
-        The name of an empty path (an error of the whole value).
-    dotted_index : bool
-        Write list indexes as ``levels.1`` instead of ``levels[1]``.
-    hide : collection of str
-        Location parts to leave out: the tags pydantic inserts for a discriminated union
-        (``sinks[1].influx_v2.url`` is written ``sinks[1].url``).
-    """
-    path = root
-    for part in loc:
-        if isinstance(part, int) and not dotted_index:
-            path += f"[{part}]"
-        elif part not in hide:
-            path += f".{part}" if path else str(part)
-    return path or top
-
-
 def describe_validation_error(
     exc: ValidationError,
     *,
@@ -68,8 +35,15 @@ def describe_validation_error(
     template : str
         How one error is written, with ``{path}`` and ``{message}`` (e.g.
         ``"field '{path}': {message}"``).
-    root, top, dotted_index, hide :
-        How paths are written; see :func:`error_path`.
+    root : str
+        Path of the validated value itself, put in front of every path (``items[3]``).
+    top : str
+        The name of an empty path (an error of the whole value).
+    dotted_index : bool
+        Write list indexes as ``levels.1`` instead of ``levels[1]``.
+    hide : collection of str
+        Location parts to leave out: the tags pydantic inserts for a discriminated union
+        (``sinks[1].influx_v2.url`` is written ``sinks[1].url``).
 
     Returns
     -------
@@ -78,10 +52,17 @@ def describe_validation_error(
         required"``). A validator's ``ValueError`` text is shown without pydantic's
         ``"Value error, "`` prefix.
     """
+
+    def path(loc: Sequence[int | str]) -> str:
+        text = root
+        for part in loc:
+            if isinstance(part, int) and not dotted_index:
+                text += f"[{part}]"
+            elif part not in hide:
+                text += f".{part}" if text else str(part)
+        return text or top
+
     return "; ".join(
-        template.format(
-            path=error_path(error["loc"], root=root, top=top, dotted_index=dotted_index, hide=hide),
-            message=error["msg"].removeprefix(_VALUE_ERROR),
-        )
+        template.format(path=path(error["loc"]), message=error["msg"].removeprefix(_VALUE_ERROR))
         for error in exc.errors()
     )
