@@ -46,6 +46,7 @@ from eams.agent.errors import ConfigError
 from eams.calibrate.errors import CalibrationFileError
 from eams.meter.errors import BadMeterUrl
 from eams.meter.url import parse_meter_url
+from eams.validation import describe_validation_error
 
 if TYPE_CHECKING:
     from eams.calibrate.calfile import Calibration
@@ -282,18 +283,6 @@ class AgentConfig(_Strict):
         }
 
 
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    path = ""
-    for i, part in enumerate(loc):
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part in SINK_TYPES and i > 0 and isinstance(loc[i - 1], int):
-            continue  # the discriminated-union tag pydantic inserts into the location
-        else:
-            path += f".{part}" if path else part
-    return path or "(top level)"
-
-
 def parse_config(data: object, base_dir: Path, source: str = "config") -> AgentConfig:
     """Validate parsed YAML and resolve relative paths against ``base_dir``.
 
@@ -309,10 +298,7 @@ def parse_config(data: object, base_dir: Path, source: str = "config") -> AgentC
     try:
         config = AgentConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{_field_path(e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors()
-        )
+        problems = describe_validation_error(exc, hide=SINK_TYPES)
         raise ConfigError(f"{source}: {problems}") from None
     resolved = {
         "spool": config.spool.model_copy(update={"dir": base_dir / config.spool.dir}),

@@ -3,29 +3,28 @@
 It holds the fitted line and its uncertainty, the measured active idle, the node's speed and
 its reference, the raw sweep it was fitted from (every meter sample with its timestamp), the
 meter URL with no secret in it, and the stress-ng and eams versions. The schema is the pydantic
-models below; ``schema_version`` is 1. A file of a newer schema is refused, never half-read.
+models below, whose ``fit`` is :class:`~eams.calibrate.fitresult.FitSummary`; ``schema_version``
+is 1. A file of a newer schema is refused, never half-read.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AwareDatetime, BaseModel, Field, ValidationError, field_validator
 
 from eams import __version__
 from eams.calibrate.errors import CalibrationFileError, FitError
+from eams.calibrate.fitresult import FitResult, FitSummary, Fraction, StrictModel, Watts
 from eams.calibrate.model import LinearPowerModel, wake_power
 from eams.meter.errors import BadMeterUrl
 from eams.meter.url import parse_meter_url
-
-if TYPE_CHECKING:  # the fit needs scipy; loading a calibration (the agent, the extender) does not
-    from eams.calibrate.fit import FitResult
+from eams.validation import describe_validation_error
 
 SCHEMA_VERSION: Final = 1
 BUSY_NODE_SPAN = 0.3
@@ -33,13 +32,6 @@ BUSY_NODE_SPAN = 0.3
 ACTIVE_IDLE_MAX_UTILISATION = 0.10
 """The idle level counts as active idle only if the node was this quiet (fraction): a node
 busy with other work at "idle" gives no active-idle power, and the line's intercept is used."""
-
-Watts = Annotated[float, Field(allow_inf_nan=False)]
-Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _redact(value: str) -> str:
@@ -49,7 +41,7 @@ def _redact(value: str) -> str:
         raise ValueError(str(exc)) from None
 
 
-class PowerSample(_Strict):
+class PowerSample(StrictModel):
     """One meter reading of the node's outlet: ``read_at`` (UTC) and ``power_w`` (``None``
     when the meter gave no value); ``below_floor`` when under the meter's metering floor."""
 
@@ -58,7 +50,7 @@ class PowerSample(_Strict):
     below_floor: bool = False
 
 
-class SweepLevel(_Strict):
+class SweepLevel(StrictModel):
     """One load level of a sweep.
 
     Attributes
@@ -101,7 +93,7 @@ class SweepLevel(_Strict):
         return sum(values) / len(values) if values else None
 
 
-class SweepRecord(_Strict):
+class SweepRecord(StrictModel):
     """The raw sweep: where and how it ran, and every level measured (in order).
 
     ``complete`` is False for a sweep that stopped early (``stop_reason`` says why); such a
@@ -120,63 +112,12 @@ class SweepRecord(_Strict):
     finished_at: AwareDatetime | None = None
     complete: bool = False
     stop_reason: str | None = None
-    levels: list[SweepLevel] = []
+    levels: list[SweepLevel] = Field(default_factory=list)
 
     _redact_meter = field_validator("meter")(_redact)
 
 
-class LevelError(_Strict):
-    """The fitted line against the data at one level (see :class:`eams.calibrate.fit.LevelFit`)."""
-
-    utilisation: Fraction
-    n_points: Annotated[int, Field(ge=1)]
-    measured_w: Watts
-    model_w: Watts
-    error_w: Watts
-    error_pct: Watts
-    weight: Fraction
-
-
-class FitSummary(_Strict):
-    """The fit stored in the file (see :class:`eams.calibrate.fit.FitResult`)."""
-
-    p_idle_w: Watts
-    p_max_w: Watts
-    p_idle_ci95_w: tuple[float, float] | None
-    p_max_ci95_w: tuple[float, float] | None
-    covariance_w2: tuple[tuple[float, float], tuple[float, float]]
-    r2: float
-    rmse_w: Annotated[float, Field(ge=0)]
-    n_points: Annotated[int, Field(ge=3)]
-    n_levels: Annotated[int, Field(ge=3)]
-    linear_ok: bool
-    linear_reason: str
-    curvature_p_value: float | None = None
-    method: str
-    levels: list[LevelError]
-
-    @classmethod
-    def from_result(cls, result: FitResult) -> FitSummary:
-        """Copy a :class:`~eams.calibrate.fit.FitResult` into the file's schema."""
-        return cls(
-            p_idle_w=result.p_idle_w,
-            p_max_w=result.p_max_w,
-            p_idle_ci95_w=result.p_idle_ci95_w,
-            p_max_ci95_w=result.p_max_ci95_w,
-            covariance_w2=result.covariance_w2,
-            r2=result.r2,
-            rmse_w=result.rmse_w,
-            n_points=result.n_points,
-            n_levels=result.n_levels,
-            linear_ok=result.linear_ok,
-            linear_reason=result.linear_reason,
-            curvature_p_value=result.curvature_p_value,
-            method=result.method,
-            levels=[LevelError(**asdict(lv)) for lv in result.levels],
-        )
-
-
-class SpeedReference(_Strict):
+class SpeedReference(StrictModel):
     """How ``speed`` was obtained: this node's stress-ng bogo-ops/s at 100 % load over the
     reference's. ``reference`` names it (``"self"``: the node is its own reference)."""
 
@@ -185,7 +126,7 @@ class SpeedReference(_Strict):
     reference_bogo_ops_per_s: Annotated[float, Field(gt=0)]
 
 
-class Calibration(_Strict):
+class Calibration(StrictModel):
     """One node's calibration (the ``calibration/NAME.json`` file).
 
     Attributes
@@ -280,7 +221,7 @@ class Calibration(_Strict):
         ModelError
             If the fitted line is impossible (P_idle < 0 or P_max < P_idle).
         """
-        return LinearPowerModel(self.fit.p_idle_w, self.fit.p_max_w)
+        return self.fit.model()
 
 
 def fit_sweep(record: SweepRecord) -> FitResult:
@@ -389,13 +330,6 @@ def calibration_from_sweep(
     )
 
 
-def _field_error(path: Path, exc: ValidationError) -> CalibrationFileError:
-    first = exc.errors()[0]
-    loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return CalibrationFileError(f"{path}: field '{loc}': {first['msg']}{more}")
-
-
 def load_calibration(path: str | Path, expect_node: str | None = None) -> Calibration:
     """Read and validate a calibration file.
 
@@ -433,7 +367,10 @@ def load_calibration(path: str | Path, expect_node: str | None = None) -> Calibr
     try:
         calibration = Calibration.model_validate(raw)
     except ValidationError as exc:
-        raise _field_error(path, exc) from exc
+        problems = describe_validation_error(
+            exc, template="field '{path}': {message}", dotted_index=True
+        )
+        raise CalibrationFileError(f"{path}: {problems}") from exc
     if expect_node is not None and calibration.node != expect_node:
         raise CalibrationFileError(
             f"{path}: field 'node': the file is for node {calibration.node!r}, not {expect_node!r}"

@@ -3,21 +3,20 @@
 Pure numpy/scipy, no I/O (STYLE.md §8). :func:`fit_linear` checks the points (naming the bad
 one), fits them with the vectorised robust core :func:`eams.calibrate.robust.fit_linear_batch`
 (whose docstring gives the method and its sources), and adds the per-level model error, the
-linearity verdict in words, and which idle power applies for waking an empty node.
+linearity verdict in words, and which idle power applies for waking an empty node. The result
+types are declared once, in :mod:`eams.calibrate.fitresult`, and shared with the calibration file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from eams.calibrate.errors import FitError
-from eams.calibrate.model import LinearPowerModel, wake_power
+from eams.calibrate.fitresult import FitResult, LevelFit
 from eams.calibrate.robust import (
     CURVATURE_ALPHA,
     CURVATURE_TOLERANCE_PCT,
@@ -37,129 +36,6 @@ __all__ = [
 
 MIN_LEVELS = 3
 Array = NDArray[np.float64]
-
-
-@dataclass(frozen=True, slots=True)
-class LevelFit:
-    """The model against the data at one distinct utilisation level.
-
-    Attributes
-    ----------
-    utilisation : float
-        The level (fraction).
-    n_points : int
-        Points at this level (replicates).
-    measured_w, model_w : float
-        Mean measured power and the line's power at this level (W).
-    error_w, error_pct : float
-        Model − measured (W, and % of measured).
-    weight : float
-        Mean robust weight of the level's points (0: rejected as an outlier).
-    """
-
-    utilisation: float
-    n_points: int
-    measured_w: float
-    model_w: float
-    error_w: float
-    error_pct: float
-    weight: float
-
-
-@dataclass(frozen=True, slots=True)
-class FitResult:
-    """One node's fitted line, its uncertainty and its diagnostics (see :func:`fit_linear`).
-
-    Attributes
-    ----------
-    p_idle_w, p_max_w : float
-        The line at u = 0 and u = 1 (W).
-    p_idle_ci95_w, p_max_ci95_w : (float, float) or None
-        Confidence intervals [lo, hi] (W) at ``confidence`` (95 % by default); ``None`` when
-        the uncertainty is unknown (fewer than 3 distinct levels kept after rejection).
-    covariance_w2 : ((float, float), (float, float))
-        Covariance of (P_idle, P_max) in W² (see :func:`confidence_band_w`).
-    r2, rmse_w : float
-        R² and RMSE (W) of the line over all points.
-    n_points, n_levels : int
-        Points and distinct utilisation levels.
-    linear_ok : bool
-        False when a straight line is the wrong model; ``linear_reason`` says why in words.
-    curvature_p_value, curvature_pct : float or None
-        The quadratic-term test (``None`` when there are too few levels to test).
-    residuals_w, weights : tuple of float
-        Per point, measured − fitted (W), and the robust weight (0 = rejected outlier).
-    levels : tuple of LevelFit
-        Model error per distinct level, in increasing utilisation.
-    p_active_idle_w : float or None
-        Mean measured power at u = 0 exactly, if any point was measured there (W).
-    method : str
-    confidence : float
-    """
-
-    p_idle_w: float
-    p_max_w: float
-    p_idle_ci95_w: tuple[float, float] | None
-    p_max_ci95_w: tuple[float, float] | None
-    covariance_w2: tuple[tuple[float, float], tuple[float, float]]
-    r2: float
-    rmse_w: float
-    n_points: int
-    n_levels: int
-    linear_ok: bool
-    linear_reason: str
-    curvature_p_value: float | None
-    curvature_pct: float | None
-    residuals_w: tuple[float, ...]
-    weights: tuple[float, ...]
-    levels: tuple[LevelFit, ...]
-    p_active_idle_w: float | None
-    method: str = METHOD
-    confidence: float = 0.95
-
-    def model(self) -> LinearPowerModel:
-        """The fitted line as a :class:`~eams.calibrate.model.LinearPowerModel`."""
-        return LinearPowerModel(self.p_idle_w, self.p_max_w)
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``eams calibrate fit --json`` object (issue 3).
-
-        Keys: ``p_idle_w``, ``p_max_w``, ``p_idle_ci95_w`` [lo, hi], ``p_max_ci95_w`` [lo, hi],
-        ``r2``, ``rmse_w``, ``n_points``, ``linear_ok``, ``method``, plus ``n_levels``,
-        ``linear_reason``, ``curvature_p_value``, ``p_active_idle_w``, ``wake_power_w``,
-        ``wake_power_note`` and ``levels`` (per level: utilisation, n_points, measured_w,
-        model_w, error_w, error_pct, weight). Missing values are ``null``.
-        """
-        wake_w, note = wake_power(self.p_active_idle_w, self.p_idle_w)
-        return {
-            "p_idle_w": self.p_idle_w,
-            "p_max_w": self.p_max_w,
-            "p_idle_ci95_w": None if self.p_idle_ci95_w is None else list(self.p_idle_ci95_w),
-            "p_max_ci95_w": None if self.p_max_ci95_w is None else list(self.p_max_ci95_w),
-            "r2": self.r2,
-            "rmse_w": self.rmse_w,
-            "n_points": self.n_points,
-            "linear_ok": self.linear_ok,
-            "method": self.method,
-            "n_levels": self.n_levels,
-            "linear_reason": self.linear_reason,
-            "curvature_p_value": self.curvature_p_value,
-            "p_active_idle_w": self.p_active_idle_w,
-            "wake_power_w": wake_w,
-            "wake_power_note": note,
-            "levels": [
-                {
-                    "utilisation": lv.utilisation,
-                    "n_points": lv.n_points,
-                    "measured_w": lv.measured_w,
-                    "model_w": lv.model_w,
-                    "error_w": lv.error_w,
-                    "error_pct": lv.error_pct,
-                    "weight": lv.weight,
-                }
-                for lv in self.levels
-            ],
-        }
 
 
 def confidence_band_w(
@@ -363,5 +239,6 @@ def fit_linear(
         weights=tuple(float(w) for w in weights),
         levels=tuple(levels),
         p_active_idle_w=float(idle.mean()) if idle.size else None,
+        method=METHOD,
         confidence=confidence,
     )

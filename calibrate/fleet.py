@@ -33,6 +33,7 @@ from eams.calibrate.errors import CalibrationError, SweepError
 from eams.calibrate.run import SpeedReferenceSpec, SshOptions, fit_and_save, sweep_node
 from eams.calibrate.sweep import ProgressCallback, SweepPlan
 from eams.errors import EamsError
+from eams.validation import describe_validation_error
 
 
 class NodeEntry(BaseModel):
@@ -76,9 +77,10 @@ class Inventory(BaseModel):
         try:
             inventory = cls.model_validate(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
-            raise SweepError(f"{path}: field '{loc}': {first['msg']}") from exc
+            problems = describe_validation_error(
+                exc, template="field '{path}': {message}", dotted_index=True
+            )
+            raise SweepError(f"{path}: {problems}") from exc
         for name, entry in inventory.nodes.items():
             if (entry.meter or inventory.meter) is None:
                 raise SweepError(f"{path}: field 'nodes.{name}.meter': no meter for this node")

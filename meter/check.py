@@ -17,8 +17,8 @@ DEFAULT_ACCURACY_PCT = 5.0
 
 
 @dataclass(frozen=True)
-class CheckResult:
-    """The comparison of one reading.
+class OutletSumCheck:
+    """One reading's sum of outlet power checked against the device total.
 
     Attributes
     ----------
@@ -65,7 +65,7 @@ class CheckResult:
         )
 
 
-def check_reading(reading: Reading) -> CheckResult:
+def check_reading(reading: Reading) -> OutletSumCheck:
     """Compare Σ outlet ``power_w`` with ``total_power_w`` (see the module docstring).
 
     Parameters
@@ -74,7 +74,7 @@ def check_reading(reading: Reading) -> CheckResult:
 
     Returns
     -------
-    CheckResult
+    OutletSumCheck
         ``ok`` False with a ``reason`` when the device lacks outlet power or a total, or
         some outlet's power failed to read (a partial sum is no evidence of a mismatch).
     """
@@ -92,13 +92,13 @@ def check_reading(reading: Reading) -> CheckResult:
     elif total is None:
         reason = "the device publishes no total/inlet power"
     if reason:
-        return CheckResult(reading.meter, None, total, None, None, pct, assumed, False, reason)
+        return OutletSumCheck(reading.meter, None, total, None, None, pct, assumed, False, reason)
     outlet_sum = sum(powers)
     floor = reading.floor_w or 0.0
     under = sum(1 for o in reading.outlets if o.below_floor)
     allowed = pct / 100.0 * (outlet_sum + total) + floor * under
     gap = outlet_sum - total
-    return CheckResult(
+    return OutletSumCheck(
         reading.meter,
         outlet_sum,
         total,

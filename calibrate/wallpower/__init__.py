@@ -6,7 +6,7 @@ energy (calibrated P(u) on the measured utilisation), and compare the metered sa
 modelled one: PASS within ±3 points (study §9, VT-5). See ``calibrate/wallpower/README.md``.
 """
 
-from eams.calibrate.wallpower.check import CheckResult, check_runs
+from eams.calibrate.wallpower.check import SavingCheck, check_runs
 from eams.calibrate.wallpower.errors import (
     InfluxUnreachable,
     RunDataError,
@@ -21,7 +21,6 @@ from eams.calibrate.wallpower.report import write_report
 from eams.calibrate.wallpower.spec import RunSpec, parse_run_spec
 
 __all__ = [
-    "CheckResult",
     "InfluxUnreachable",
     "NodeModel",
     "Run",
@@ -29,6 +28,7 @@ __all__ = [
     "RunMismatchError",
     "RunSpec",
     "RunSpecError",
+    "SavingCheck",
     "WallPowerError",
     "check_runs",
     "load_fleet",

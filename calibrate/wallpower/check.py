@@ -77,7 +77,7 @@ class RunResult:
 
     @property
     def metered_normalised(self) -> float:
-        """Metered energy over the normaliser (J/core-s, W or Wh; see ``CheckResult.unit``)."""
+        """Metered energy over the normaliser (J/core-s, W or Wh; see ``SavingCheck.unit``)."""
         return self.metered_wh / self.normaliser
 
     @property
@@ -87,8 +87,9 @@ class RunResult:
 
 
 @dataclass(frozen=True, slots=True)
-class CheckResult:
-    """The VT-5 verdict and everything a reader needs to see why.
+class SavingCheck:
+    """The VT-5 check of run B's saving over run A, metered against modelled: the verdict and
+    everything a reader needs to see why.
 
     Attributes
     ----------
@@ -265,7 +266,7 @@ def check_runs(
     *,
     accuracy_pct: float = 3.0,
     tolerance_pts: float = TOLERANCE_PTS,
-) -> CheckResult:
+) -> SavingCheck:
     """Compare the metered and the modelled saving of run ``b`` over run ``a`` (VT-5).
 
     Parameters
@@ -281,7 +282,7 @@ def check_runs(
 
     Returns
     -------
-    CheckResult
+    SavingCheck
 
     Raises
     ------
@@ -345,7 +346,7 @@ def check_runs(
             f"the uncertainty of the difference (±{2 * sd_diff_pts:.1f} points at 2σ) exceeds "
             f"the ±{tolerance_pts:g}-point tolerance: this measurement cannot resolve VT-5"
         )
-    return CheckResult(
+    return SavingCheck(
         a=res_a,
         b=res_b,
         normalised_by=how,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from eams.calibrate.wallpower.check import TOLERANCE_PTS, CheckResult, check_runs
+from eams.calibrate.wallpower.check import TOLERANCE_PTS, SavingCheck, check_runs
 from eams.calibrate.wallpower.fleet import load_fleet
 from eams.calibrate.wallpower.load import load_run
 from eams.calibrate.wallpower.report import write_report
@@ -17,12 +17,12 @@ from eams.calibrate.wallpower.spec import FORMS, parse_run_spec
 EXIT_FAIL = 3
 
 
-def summary_lines(result: CheckResult) -> list[str]:
+def summary_lines(result: SavingCheck) -> list[str]:
     """The check's outcome as a few plain lines (CLI and demo).
 
     Parameters
     ----------
-    result : CheckResult
+    result : SavingCheck
 
     Returns
     -------

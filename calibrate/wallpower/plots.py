@@ -11,7 +11,7 @@ import io
 import numpy as np
 from matplotlib.figure import Figure
 
-from eams.calibrate.wallpower.check import CheckResult
+from eams.calibrate.wallpower.check import SavingCheck
 
 METERED, MODELLED = "#1f5fa8", "#d9792b"
 _DPI = 100
@@ -23,7 +23,7 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def power_over_time(result: CheckResult) -> bytes:
+def power_over_time(result: SavingCheck) -> bytes:
     """Per-node metered vs modelled power over time: one row per node, one column per run.
 
     Gaps in the metered series are shaded grey. Returns PNG bytes.
@@ -62,7 +62,7 @@ def power_over_time(result: CheckResult) -> bytes:
     return _png(fig)
 
 
-def energy_per_node(result: CheckResult) -> bytes:
+def energy_per_node(result: SavingCheck) -> bytes:
     """Grouped bars: metered and modelled energy per node in each run, metered ±2σ. PNG bytes."""
     names = list(result.a.nodes)
     x = np.arange(len(names))
@@ -106,7 +106,7 @@ def energy_per_node(result: CheckResult) -> bytes:
     return _png(fig)
 
 
-def savings(result: CheckResult) -> bytes:
+def savings(result: SavingCheck) -> bytes:
     """The metered and the modelled saving with ±2σ error bars, and the VT-5 band. PNG bytes."""
     values = np.array([result.saving_metered, result.saving_modelled]) * 100
     sds = (

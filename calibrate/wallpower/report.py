@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eams.calibrate.wallpower import plots
-from eams.calibrate.wallpower.check import CheckResult, RunResult
+from eams.calibrate.wallpower.check import RunResult, SavingCheck
 from eams.calibrate.wallpower.energy import COUNTER_MIN_STEPS, GAP_FACTOR
 from eams.calibrate.wallpower.errors import WallPowerError
 
@@ -54,13 +54,13 @@ def _sd_pts(parts: dict[str, float]) -> float:
 
 
 def render_html(
-    result: CheckResult, title: str = "VT-5 wall-power check", note: str | None = None
+    result: SavingCheck, title: str = "VT-5 wall-power check", note: str | None = None
 ) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG).
 
     Parameters
     ----------
-    result : CheckResult
+    result : SavingCheck
     title : str
     note : str, optional
         A sentence shown under the runs table (e.g. how the caller's time relates to the
@@ -146,7 +146,7 @@ this node's modelled energy is replaced by its metered energy (in both runs).</p
 </ul></body></html>"""
 
 
-def summary_json(result: CheckResult) -> dict[str, Any]:
+def summary_json(result: SavingCheck) -> dict[str, Any]:
     """The JSON summary: verdict, savings, uncertainty components and per-node figures.
 
     Savings and their standard uncertainties are fractions, the difference is in points,
@@ -212,7 +212,7 @@ def summary_json(result: CheckResult) -> dict[str, Any]:
 
 
 def write_report(
-    result: CheckResult,
+    result: SavingCheck,
     out_dir: Path,
     title: str = "VT-5 wall-power check",
     note: str | None = None,
@@ -221,7 +221,7 @@ def write_report(
 
     Parameters
     ----------
-    result : CheckResult
+    result : SavingCheck
     out_dir : Path
         Created as needed.
     title, note : str

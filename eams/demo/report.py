@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_report
-from eams.calibrate.wallpower.check import CheckResult
+from eams.calibrate.wallpower.check import SavingCheck
 from eams.calibrate.wallpower.cli import summary_lines
 from eams.calibrate.wallpower.spec import RunSpec
 
@@ -23,7 +23,7 @@ def check_and_report(
     speedup: float,
     report_dir: Path,
     calibrations_dir: Path,
-) -> CheckResult:
+) -> SavingCheck:
     """Check run B against run A at the wall, write the report, print the summary.
 
     Parameters
@@ -39,7 +39,7 @@ def check_and_report(
 
     Returns
     -------
-    CheckResult
+    SavingCheck
     """
     run_a, run_b = (load_run(spec, default) for spec, default in zip(runs, "AB", strict=True))
     result = check_runs(run_a, run_b, load_fleet(calibrations_dir), accuracy_pct=ACCURACY_PCT)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from eams.scheduler.bench.errors import ManifestError
 from eams.scheduler.policies import available
 from eams.scheduler.policies.base import Params
+from eams.validation import describe_validation_error
 
 
 class _Strict(BaseModel):
@@ -145,8 +146,4 @@ def parse_manifest(data: object, source: str = "<manifest>") -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ManifestError(f"{source}: {problems}") from exc
+        raise ManifestError(f"{source}: {describe_validation_error(exc)}") from exc

@@ -53,11 +53,11 @@ from eams.scheduler.extender.schemas import (
     HostPriorityEncoder,
     NodeList,
     PodObject,
-    json_path,
 )
 from eams.scheduler.extender.service import Extender, parse_args
 from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.telemetry import parse_telemetry_body
+from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +171,7 @@ def _list_items(body: bytes) -> list[Any]:
     try:
         parsed = NodeList.model_validate_json(body)  # any v1 list: {"metadata", "items"}
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise BadRequest(f"{json_path(first['loc'])}: {first['msg']}") from None
+        raise BadRequest(describe_validation_error(exc, top="body")) from None
     if parsed.items is None:
         raise BadRequest("items: must be a list")
     return parsed.items
@@ -186,8 +185,7 @@ def _pod_list(body: bytes) -> list[PodObject]:
         try:
             pods.append(PodObject.model_validate(item))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            raise BadRequest(f"{json_path(first['loc'], f'items[{i}]')}: {first['msg']}") from None
+            raise BadRequest(describe_validation_error(exc, root=f"items[{i}]")) from None
     return pods
 
 

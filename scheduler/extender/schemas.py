@@ -24,15 +24,6 @@ QuantityValue = str | int | float
 ResourceList = dict[str, QuantityValue]
 
 
-def json_path(loc: tuple[int | str, ...], root: str = "") -> str:
-    """A pydantic error location as a JSON path: ``("Pod", "spec", "containers", 0)`` →
-    ``Pod.spec.containers[0]``; ``root`` is prefixed (``items[3]``)."""
-    path = root
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path or "body"
-
-
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore")
 

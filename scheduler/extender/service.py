@@ -43,12 +43,12 @@ from eams.scheduler.extender.schemas import (
     ExtenderFilterResult,
     NodeList,
     PodObject,
-    json_path,
 )
 from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.table import NodeTable
 from eams.scheduler.extender.telemetry import TelemetryStore
 from eams.telemetry import TelemetrySample
+from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,7 @@ def parse_args(body: bytes) -> ExtenderArgs:
     try:
         args = ExtenderArgs.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise BadRequest(f"{json_path(first['loc'])}: {first['msg']}") from None
+        raise BadRequest(describe_validation_error(exc, top="body")) from None
     if args.Pod is None:
         raise BadRequest("Pod: missing or null; kube-scheduler always sends the pod")
     if args.Nodes is None and args.NodeNames is None:

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from eams.scheduler.extender.errors import BadRequest
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import Extender
+from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,8 @@ def apply_pod_event(extender: Extender, kind: str, pod: dict[str, Any]) -> None:
     try:
         extender.observe_pod(PodObject.model_validate(pod), "pod", deleted=kind == "DELETED")
     except (ValidationError, BadRequest) as exc:
-        log.warning("pod %s skipped: %s", (pod.get("metadata") or {}).get("name"), exc)
+        why = describe_validation_error(exc) if isinstance(exc, ValidationError) else exc
+        log.warning("pod %s skipped: %s", (pod.get("metadata") or {}).get("name"), why)
 
 
 class ClusterWatch:

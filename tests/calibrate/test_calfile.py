@@ -121,6 +121,24 @@ def test_malformed_files_are_refused_naming_the_field(tmp_path: Path, edit, matc
         load_calibration(path)
 
 
+def test_every_malformed_field_is_named_in_one_message(tmp_path: Path) -> None:
+    path, data = _saved(tmp_path)
+    data["fit"].pop("p_max_w")
+    data["node"] = ""
+    data["sweep"]["levels"][1]["utilisation"] = 1.7
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationFileError) as caught:
+        load_calibration(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    for expected in (
+        "field 'node': String should have at least 1 character",
+        "field 'fit.p_max_w': Field required",
+        "field 'sweep.levels.1.utilisation': Input should be less than or equal to 1",
+    ):
+        assert expected in message
+
+
 def test_a_file_of_another_node_is_refused(tmp_path: Path) -> None:
     path, _ = _saved(tmp_path)
     with pytest.raises(CalibrationFileError, match=r"field 'node'.*'mini-1', not 'mini-2'"):
@@ -174,3 +192,45 @@ def test_loading_a_calibration_does_not_load_scipy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+SCHEMA1 = Path(__file__).parent / "schema1"
+"""Schema-1 files written by eams before the fit result had one declaration (a FitResult
+dataclass copied field by field into FitSummary): one from a sweep, one with unknown intervals."""
+
+
+@pytest.mark.parametrize("name", ["swept.json", "unknown_intervals.json"])
+def test_a_recorded_schema1_file_loads_and_saves_byte_for_byte(tmp_path: Path, name: str) -> None:
+    recorded = SCHEMA1 / name
+    saved = save_calibration(load_calibration(recorded), tmp_path / name)
+    assert saved.read_bytes() == recorded.read_bytes()
+
+
+def _layout(value: object) -> object:
+    """The keys (in order) and value types of a JSON document, at every depth."""
+    if isinstance(value, dict):
+        return [(key, _layout(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return [_layout(item) for item in value]
+    return type(value).__name__
+
+
+def test_a_new_file_has_the_recorded_schema1_layout(tmp_path: Path) -> None:
+    cal = calibration_from_sweep(
+        _record(_powers()), created_at=T0, reference="mini-0", reference_bogo_ops_per_s=900.0
+    )
+    new = json.loads(save_calibration(cal, tmp_path / "new.json").read_text())
+    assert _layout(new) == _layout(json.loads((SCHEMA1 / "swept.json").read_text()))
+    assert new["fit"]["p_idle_w"] == pytest.approx(9.0, abs=0.6)
+
+
+def test_the_file_keeps_the_fit_without_its_per_point_diagnostics() -> None:
+    from eams.calibrate.fit import fit_linear
+    from eams.calibrate.fitresult import FitResult, FitSummary
+
+    result = fit_linear([0.0, 0.5, 1.0, 1.0], [10.0, 20.5, 30.0, 30.2])
+    assert isinstance(result, FitSummary) and isinstance(result, FitResult)
+    stored = FitSummary.from_result(result)
+    assert type(stored) is FitSummary
+    assert stored.model_dump() == result.model_dump(include=set(FitSummary.model_fields))
+    assert len(result.residuals_w) == 4 and not hasattr(stored, "residuals_w")

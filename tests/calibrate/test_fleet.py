@@ -70,6 +70,18 @@ def test_bad_inventories_are_refused_naming_the_field(
         Inventory.load(path)
 
 
+def test_every_bad_field_of_an_inventory_is_named_in_one_message(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text("meter: snmp://h\nnodes: {a: {outlet: 0}, b: {outlet: 1, color: red}}\nx: 1\n")
+    with pytest.raises(SweepError) as caught:
+        Inventory.load(path)
+    assert str(caught.value) == (
+        f"{path}: field 'nodes.a.outlet': Input should be greater than or equal to 1; "
+        "field 'nodes.b.color': Extra inputs are not permitted; "
+        "field 'x': Extra inputs are not permitted"
+    )
+
+
 def test_inventory_paths_are_relative_to_its_folder(tmp_path: Path) -> None:
     path = tmp_path / "fleet.yaml"
     path.write_text("meter: snmp://h\nidentity: keys/id\nnodes: {a: {outlet: 1}}\n")

@@ -173,3 +173,35 @@ async def test_internal_failures_fail_open(make_client, monkeypatch) -> None:
     metrics = (await client.get("/metrics")).text
     assert 'eams_extender_errors_total{kind="internal",path="/filter"} 1.0' in metrics
     assert 'eams_extender_errors_total{kind="internal",path="/readyz"} 1.0' in metrics
+
+
+@pytest.mark.parametrize("path", ["/filter", "/prioritize"])
+async def test_every_bad_field_of_a_request_is_named(make_client, path: str) -> None:
+    client = await make_client(mode="active", window_ms=0)
+    body = {"Pod": {"spec": {"containers": 5, "priority": "high"}}, "NodeNames": [1, "b", 2]}
+    response = await post_json(client, path, body)
+    assert response.status_code == 400
+    error = response.json()["Error"]
+    for expected in (
+        "Pod.spec.containers: Input should be a valid list",
+        "Pod.spec.priority: Input should be a valid integer",
+        "NodeNames[0]: Input should be a valid string",
+        "NodeNames[2]: Input should be a valid string",
+    ):
+        assert expected in error
+
+
+async def test_every_bad_field_of_a_listed_pod_or_list_is_named(make_client) -> None:
+    client = await make_client(mode="active", window_ms=0)
+    good = pod_object("fine")
+    bad = {"metadata": {"name": 5}, "spec": {"containers": 5}}
+    response = await post_json(client, "/pending", {"items": [good, bad]})
+    assert response.status_code == 400
+    error = response.json()["Error"]
+    assert "items[1].metadata.name: Input should be a valid string" in error
+    assert "items[1].spec.containers: Input should be a valid list" in error
+    response = await post_json(client, "/nodes", {"metadata": 1, "items": 2})
+    assert response.status_code == 400
+    error = response.json()["Error"]
+    assert "metadata: Input should be an object" in error
+    assert "items: Input should be a valid array" in error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -37,3 +38,17 @@ async def test_node_and_pod_events(make_client, shared_data) -> None:
     assert not extender.batcher.waiting("default/pending")
     apply_node_event(extender, "DELETED", nodes[0])
     assert extender.nodes.capacity(name) is None
+
+
+async def test_a_malformed_pod_event_is_skipped_naming_every_bad_field(make_client, caplog) -> None:
+    client = await make_client(mode="active", window_ms=30)
+    extender = client.app.state.extender
+    metadata = {"name": "broken", "namespace": "default", "uid": 5}
+    pod = {"metadata": metadata, "spec": {"containers": 5}}
+    with caplog.at_level(logging.WARNING, logger="eams.scheduler.extender.watch"):
+        apply_pod_event(extender, "ADDED", pod)
+    assert not extender.batcher.waiting("default/broken")
+    assert (
+        "pod broken skipped: metadata.uid: Input should be a valid string; "
+        "spec.containers: Input should be a valid list"
+    ) in caplog.text

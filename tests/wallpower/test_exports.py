@@ -3,7 +3,6 @@
 import eams.calibrate.wallpower as wallpower
 
 PUBLIC = {
-    "CheckResult",
     "InfluxUnreachable",
     "NodeModel",
     "Run",
@@ -11,6 +10,7 @@ PUBLIC = {
     "RunMismatchError",
     "RunSpec",
     "RunSpecError",
+    "SavingCheck",
     "WallPowerError",
     "check_runs",
     "load_fleet",

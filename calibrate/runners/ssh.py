@@ -1,176 +1,24 @@
-"""Run commands on the node being calibrated: here (subprocess) or over SSH (paramiko).
+"""Run the sweep's commands on a remote node over SSH (paramiko), the load on a pty.
 
-A :class:`Runner` runs short commands (``getconf``, ``cat /proc/stat``, ``stress-ng
---version``) and starts one long one, a :class:`Job` (the stress-ng load), which it can always
-stop. Stopping is best-effort by design and never raises: a sweep stops its load on every exit
-path, and stress-ng's own ``--timeout`` ends it even if this process is killed outright.
-
-SSH: key authentication only (no password, no sudo), and the node's host key must already be
-in known_hosts; an unknown key is refused unless the operator explicitly accepts it (then it is
+Key authentication only (no password, no sudo), and the node's host key must already be in
+known_hosts; an unknown key is refused unless the operator explicitly accepts it (then it is
 saved, as OpenSSH's ``StrictHostKeyChecking=accept-new`` does); a changed key is always refused.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shlex
-import shutil
-import signal
-import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import paramiko
 
 from eams.calibrate.errors import SweepError
-
-STOP_GRACE_S = 5.0
-"""How long a stopped stress-ng may take to print its metrics and exit before SIGKILL."""
-
-
-class Job(Protocol):
-    """A started long-running command (the stress-ng load)."""
-
-    def running(self) -> bool:
-        """True while the command has not exited; SweepError if that cannot be known (lost
-        connection)."""
-        ...
-
-    def stop(self) -> str:
-        """Stop the command (SIGINT, then SIGKILL after :data:`STOP_GRACE_S`) and return its
-        combined output. Idempotent; never raises."""
-        ...
-
-
-class Runner(Protocol):
-    """Where commands run: ``target`` names it in messages (``local``, ``ssh://root@h:22``)."""
-
-    target: str
-
-    def run(self, argv: Sequence[str], timeout_s: float = 30.0) -> str:
-        """Run a command to completion and return its stdout.
-
-        Raises
-        ------
-        SweepError
-            Naming the target and command: not found, non-zero exit, timeout, lost connection.
-        """
-        ...
-
-    def has_program(self, program: str) -> bool:
-        """True when ``program`` is on the node's PATH."""
-        ...
-
-    def start(self, argv: Sequence[str]) -> Job:
-        """Start a long-running command; see :class:`Job`."""
-        ...
-
-    def close(self) -> None:
-        """Release the connection (idempotent)."""
-        ...
-
-
-class LocalJob:
-    """A command started in its own session, so a Ctrl-C at the terminal reaches only us and
-    we decide how it stops, and the whole process group (stress-ng's workers) can be signalled.
-    """
-
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None) -> None:
-        self._proc = subprocess.Popen(
-            list(argv),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=None if env is None else dict(env),
-            start_new_session=True,
-        )
-        self.pid = self._proc.pid
-        self._output: str | None = None
-
-    def running(self) -> bool:
-        """True while the command has not exited."""
-        return self._proc.poll() is None
-
-    def stop(self) -> str:
-        """SIGINT to the process group, SIGKILL after the grace time; returns the output."""
-        if self._output is not None:
-            return self._output
-        for sig in (signal.SIGINT, signal.SIGKILL):
-            if self._proc.poll() is not None:
-                break
-            try:
-                os.killpg(self.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self._proc.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)  # any worker left behind by a dead parent
-        self._proc.wait()
-        assert self._proc.stdout is not None
-        self._output = self._proc.stdout.read()
-        self._proc.stdout.close()
-        return self._output
-
-
-class LocalRunner:
-    """Runs on this machine.
-
-    Parameters
-    ----------
-    env : mapping, optional
-        Environment for the commands (default: ours); its ``PATH`` is where programs are found.
-    """
-
-    target = "local"
-
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        self._env = env
-
-    def run(self, argv: Sequence[str], timeout_s: float = 30.0) -> str:
-        """Run to completion; see :meth:`Runner.run`."""
-        command = shlex.join(argv)
-        try:
-            done = subprocess.run(
-                list(argv),
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                env=None if self._env is None else dict(self._env),
-                check=False,
-            )
-        except FileNotFoundError:
-            raise SweepError(f"{self.target}: {argv[0]} is not installed (PATH)") from None
-        except subprocess.TimeoutExpired:
-            raise SweepError(
-                f"{self.target}: {command!r} timed out after {timeout_s:g} s"
-            ) from None
-        if done.returncode != 0:
-            raise SweepError(
-                f"{self.target}: {command!r} failed (exit {done.returncode}): "
-                f"{done.stderr.strip()[:200]}"
-            )
-        return done.stdout
-
-    def has_program(self, program: str) -> bool:
-        """True when ``program`` is on this runner's PATH."""
-        path = (self._env if self._env is not None else os.environ).get("PATH", os.defpath)
-        return shutil.which(program, path=path) is not None
-
-    def start(self, argv: Sequence[str]) -> LocalJob:
-        """Start ``argv`` in its own session."""
-        return LocalJob(argv, self._env)
-
-    def close(self) -> None:
-        """Nothing to release."""
+from eams.calibrate.runners.base import STOP_GRACE_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +198,7 @@ class SshRunner:
         return channel
 
     def run(self, argv: Sequence[str], timeout_s: float = 30.0) -> str:
-        """Run to completion; see :meth:`Runner.run`."""
+        """Run to completion; see :meth:`.base.Runner.run`."""
         command = shlex.join(argv)
         channel = self._exec(command, timeout_s, pty=False)
         try:
