@@ -41,7 +41,7 @@ def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> 
                 grid, cal.p_idle_w, cal.p_max_w, cal.fit.covariance_w2, cal.fit.n_points
             )
             ax.fill_between(grid, low, high, color="C1", alpha=0.25, label="95 % band")
-        line = cal.p_idle_w + (cal.p_max_w - cal.p_idle_w) * grid
+        line = cal.model().power_w(grid)
         ax.plot(grid, line, color="C1", label="fitted line")
         if cal.p_active_idle_w is not None:
             ax.scatter(
