@@ -244,6 +244,18 @@ class SnmpClient:
             text = status.prettyPrint() if hasattr(status, "prettyPrint") else str(status)
             raise MeterProtocolError(f"{self._where}: {bad}: agent error {text}")
 
+    async def _send(self, label: str, command: Any, *args: Any) -> tuple[Any, Any, Any, Any]:
+        """One request (``get_cmd``, ``set_cmd``, ``bulk_cmd`` with its ``args``), counted and
+        bounded by the deadline; pysnmp/OS failures become MeterErrors naming ``label``."""
+        engine, target = await self._connect()
+        self.requests += 1
+        with self._translate(label):
+            async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
+                answer: tuple[Any, Any, Any, Any] = await command(
+                    engine, self._auth, target, self._context, *args, lookupMib=False
+                )
+        return answer
+
     async def get(self, oids: Sequence[str]) -> dict[str, Value]:
         """GET ``oids`` in one request.
 
@@ -256,19 +268,9 @@ class SnmpClient:
         ------
         MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
         """
-        engine, target = await self._connect()
         label = oids[0] if len(oids) == 1 else f"{oids[0]} (+{len(oids) - 1} more)"
-        self.requests += 1
-        with self._translate(label):
-            async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
-                indication, status, index, var_binds = await get_cmd(
-                    engine,
-                    self._auth,
-                    target,
-                    self._context,
-                    *(ObjectType(ObjectIdentity(o)) for o in oids),
-                    lookupMib=False,
-                )
+        request = (ObjectType(ObjectIdentity(o)) for o in oids)
+        indication, status, index, var_binds = await self._send(label, get_cmd, *request)
         self._check(label, indication, status, index, var_binds)
         return {str(name): _to_value(value) for name, value in var_binds}
 
@@ -284,18 +286,8 @@ class SnmpClient:
             names the status, host:port and OID.
         MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
         """
-        engine, target = await self._connect()
-        self.requests += 1
-        with self._translate(oid):
-            async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
-                indication, status, _, _ = await set_cmd(
-                    engine,
-                    self._auth,
-                    target,
-                    self._context,
-                    ObjectType(ObjectIdentity(oid), Integer32(value)),
-                    lookupMib=False,
-                )
+        request = ObjectType(ObjectIdentity(oid), Integer32(value))
+        indication, status, _, _ = await self._send(oid, set_cmd, request)
         if status:
             raise self._refused(oid, value, status.prettyPrint())
         self._check(oid, indication, status, 0, [])
@@ -331,26 +323,17 @@ class SnmpClient:
         ------
         MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
         """
-        engine, target = await self._connect()
         found: dict[str, list[tuple[str, Value]]] = {root: [] for root in roots}
         cursor = {root: root for root in roots}
         active = list(dict.fromkeys(roots))
         for _ in range(MAX_WALK_REQUESTS):
             if not active:
                 return found
-            self.requests += 1
-            with self._translate(active[0]):
-                async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
-                    indication, status, index, var_binds = await bulk_cmd(
-                        engine,
-                        self._auth,
-                        target,
-                        self._context,
-                        0,
-                        max(1, min(self.max_repetitions, MAX_VARBINDS // len(active))),
-                        *(ObjectType(ObjectIdentity(cursor[r])) for r in active),
-                        lookupMib=False,
-                    )
+            repetitions = max(1, min(self.max_repetitions, MAX_VARBINDS // len(active)))
+            request = (ObjectType(ObjectIdentity(cursor[r])) for r in active)
+            indication, status, index, var_binds = await self._send(
+                active[0], bulk_cmd, 0, repetitions, *request
+            )
             self._check(active[0], indication, status, index, var_binds)
             active = self._absorb(active, var_binds, found, cursor)
         raise MeterProtocolError(
