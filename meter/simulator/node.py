@@ -37,8 +37,13 @@ NODE_STATES = (
 )
 """Every state :attr:`OutletSlot.node` takes."""
 
-_TIMED = {"booting": "running", "waking": "running", "suspending": "suspended",
-          "shutting_down": "soft_off"}  # fmt: skip
+_TIMED = {
+    "booting": "running",
+    "waking": "running",
+    "suspending": "suspended",
+    "shutting_down": "soft_off",
+}
+"""Timed states and the state each ends in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,18 +118,15 @@ class OutletSlot:
     def power_w(self) -> float:
         """What the node draws now (W)."""
         curve, p = self.outlet.curve, self.params
-        boot_w = curve.power_w(0.5) if p.boot_power_w is None else p.boot_power_w
-        draw = {
-            "off": 0.0,
-            "booting": boot_w,
-            "running": curve.power_w(self.utilisation),
-            "suspending": curve.power_w(0.0),
-            "suspended": p.suspend_w,
-            "waking": boot_w if p.wake_power_w is None else p.wake_power_w,
-            "shutting_down": curve.power_w(0.0),
-            "soft_off": p.off_w,
-        }
-        return draw[self.node]
+        if self.node == "running":
+            return curve.power_w(self.utilisation)
+        if self.node in ("booting", "waking"):
+            boot_w = curve.power_w(0.5) if p.boot_power_w is None else p.boot_power_w
+            waking_w = p.wake_power_w if self.node == "waking" else None
+            return boot_w if waking_w is None else waking_w
+        if self.node in ("suspending", "shutting_down"):
+            return curve.power_w(0.0)
+        return {"off": 0.0, "suspended": p.suspend_w, "soft_off": p.off_w}[self.node]
 
     def _enter(self, node: str, now_s: float, duration_s: float | None = None) -> None:
         self.node = node
