@@ -3,8 +3,9 @@
 On the first read it GETs sysObjectID and sysDescr and picks the family (unless a driver was
 named), then every read is one parallel GETBULK walk of that family's columns, decoded by
 :mod:`eams.meter.snmp.profile`. Configuration columns (Raritan's decimal digits) are walked on
-the first read only, and so are the switch-state candidates the device does not answer (after
-the first read only the one in use is walked).
+the first read only, and so are the switch-state candidates the device does not answer; a
+state read from a sensor table (Raritan PDU2's onOff sensor, one row in 17 of its column) is
+fetched by GET of the rows it found on later reads, not walked again.
 
 A value that fails to decode (noSuchObject, a string where a number belongs, a vendor's
 "not available" code) becomes ``None`` and is listed in :attr:`SnmpMeter.last_problems`; the
@@ -20,7 +21,7 @@ from typing import Any, Protocol
 
 from eams.meter.errors import MeterProtocolError
 from eams.meter.reading import OutletReading, Reading
-from eams.meter.snmp.client import Value
+from eams.meter.snmp.client import MAX_VARBINDS, Value
 from eams.meter.snmp.profile import OUTLET_FIELDS, Decoded, Index, rows_of
 from eams.meter.snmp.registry import Family, detect, family
 from eams.meter.snmp.switchspec import read_states
@@ -142,6 +143,7 @@ class SnmpMeter:
         self.last_decoded: Decoded | None = None
         self._static: dict[str, list[tuple[str, Value]]] = {}
         self._skip: set[str] | None = None  # state columns not walked after the first read
+        self._state_gets: tuple[str, list[str]] | None = None  # (column, instances) to GET
 
     @property
     def last_problems(self) -> list[str]:
@@ -186,6 +188,12 @@ class SnmpMeter:
         skip = self._skip or set()
         roots = [r for r in fam.roots() if r not in self._static and r not in skip]
         walked = await self.client.walk(roots)
+        if self._state_gets is not None:
+            column, instances = self._state_gets
+            got: dict[str, Value] = {}
+            for start in range(0, len(instances), MAX_VARBINDS):
+                got.update(await self.client.get(instances[start : start + MAX_VARBINDS]))
+            walked[column] = [(oid, got.get(oid)) for oid in instances]
         read_at = datetime.now(UTC)
         if not self._static:  # decimal digits are configuration: keep the first non-empty walk
             self._static = {r: walked[r] for r in fam.static_roots() if walked.get(r)}
@@ -194,8 +202,12 @@ class SnmpMeter:
         self.last_decoded = decoded
         if self._skip is None:
             used = decoded.switch_candidate
-            chosen = {fam.switch[used].state.oid} if used is not None else set()
+            state = fam.switch[used].state if used is not None else None
+            chosen = {state.oid} if state is not None and state.suffix is None else set()
             self._skip = set(fam.roots()) - set(fam.roots(states=False)) - chosen
+            if state is not None and state.suffix is not None:
+                found = [oids[0] for (_, f), oids in decoded.sources.items() if f == "state"]
+                self._state_gets = (state.oid, found)
         if decoded.value_count() == 0:
             why = "; ".join(decoded.problems[:3]) or f"nothing under {', '.join(fam.roots()[:3])}"
             raise MeterProtocolError(f"{where}: {fam.name}: no value decodes ({why})")

@@ -149,7 +149,7 @@ def test_unknown_outlet_unsupported_family_and_metered_only_model(shared_data) -
         _switch(shared_data, "gude-epc_8031", 1, "toggle")
 
 
-def test_the_state_candidates_not_answered_are_walked_once(shared_data) -> None:
+def test_state_columns_are_walked_in_full_only_once(shared_data) -> None:
     fake = FakeSnmpClient.from_file(recordings_dir(shared_data) / "raritan-pdu_px4.snmprec")
     walked: list[list[str]] = []
     real_walk = fake.walk
@@ -163,8 +163,12 @@ def test_the_state_candidates_not_answered_are_walked_once(shared_data) -> None:
     first = asyncio.run(meter.read())
     second = asyncio.run(meter.read())
     switching = "1.3.6.1.4.1.13742.6.4.1.2.1.3"  # outletSwitchingState: absent from this walk
+    sensors = "1.3.6.1.4.1.13742.6.5.4.3.1.3"  # measurementsOutletSensorState, 17 types/outlet
     assert switching in walked[0] and switching not in walked[1]
+    assert sensors in walked[0] and sensors not in walked[1]  # its 36 onOff rows: one GET
     assert [o.state for o in first.outlets] == [o.state for o in second.outlets] == ["on"] * 36
+    fake.values[f"{sensors}.1.5.14"] = 8  # outlet 5 switched off: the GET sees it
+    assert asyncio.run(meter.read()).outlet(5).state == "off"
 
 
 def test_yaml_on_and_off_are_booleans_so_the_keys_are_named_otherwise() -> None:
