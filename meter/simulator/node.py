@@ -25,18 +25,6 @@ from eams.meter.simulator.load import LoadSource
 if TYPE_CHECKING:
     from eams.meter.simulator.outlets import VirtualOutlet
 
-NODE_STATES = (
-    "off",
-    "booting",
-    "running",
-    "suspending",
-    "suspended",
-    "waking",
-    "shutting_down",
-    "soft_off",
-)
-"""Every state :attr:`OutletSlot.node` takes."""
-
 _TIMED = {
     "booting": "running",
     "waking": "running",

@@ -53,7 +53,9 @@ class OutletState:
     state : {"on", "off"}
         The outlet's switch state.
     node : str
-        The node's power state, one of :data:`~eams.meter.simulator.node.NODE_STATES`.
+        The node's power state: ``off``, ``booting``, ``running``, ``suspending``,
+        ``suspended``, ``waking``, ``shutting_down`` or ``soft_off`` (see
+        :mod:`eams.meter.simulator.node`).
     """
 
     utilisation: float

@@ -29,8 +29,6 @@ from eams.meter.snmp.profile import Index, rows_of
 
 ACTIONS = ("on", "off", "reboot")
 """What an operator can ask of an outlet."""
-STATES = ("on", "off")
-"""What an outlet's state reads as (``None`` when the PDU does not say)."""
 
 
 def _ints(raw: Any, where: str) -> tuple[int, ...]:
