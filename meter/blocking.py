@@ -11,12 +11,15 @@ import asyncio
 import threading
 from collections.abc import Coroutine
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eams.meter.errors import MeterError, MeterTimeout
 from eams.meter.open import open_meter
 from eams.meter.reading import Reading
 from eams.meter.url import MeterUrl
+
+if TYPE_CHECKING:
+    from eams.meter.snmp.switch import SwitchResult
 
 T = TypeVar("T")
 
@@ -53,22 +56,34 @@ class BlockingMeter:
         """The underlying async meter (e.g. an ``SnmpMeter``; use it only from its loop)."""
         return self._meter
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _run(self, coro: Coroutine[Any, Any, T], guard_s: float = GUARD_S) -> T:
         if self._closed:
             coro.close()
             raise MeterError(f"{self._meter.url.redacted()}: meter is closed")
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
-            return future.result(timeout=GUARD_S)
+            return future.result(timeout=guard_s)
         except TimeoutError:
             future.cancel()
             raise MeterTimeout(
-                f"{self._meter.url.redacted()}: read did not finish in {GUARD_S:.0f} s"
+                f"{self._meter.url.redacted()}: call did not finish in {guard_s:.0f} s"
             ) from None
 
     def read(self) -> Reading:
         """Read every outlet once (see the meter's ``read``); raises MeterError subclasses."""
         return self._run(self._meter.read())
+
+    def switch(self, outlet: int, action: str, **kwargs: Any) -> SwitchResult:
+        """Switch an outlet and confirm it: :func:`eams.meter.snmp.switch.switch_outlet` with
+        the same keyword arguments and errors.
+
+        The outer guard is :data:`GUARD_S` plus two read-back waits (a reboot has two phases
+        on PDUs without a reboot command).
+        """
+        from eams.meter.snmp.switch import DEFAULT_WAIT_S, switch_outlet  # SNMP meters only
+
+        wait_s = float(kwargs.get("wait_s", DEFAULT_WAIT_S))
+        return self._run(switch_outlet(self._meter, outlet, action, **kwargs), GUARD_S + 2 * wait_s)
 
     def close(self) -> None:
         """Close the meter and stop the loop thread. Idempotent."""

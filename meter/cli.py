@@ -1,18 +1,22 @@
-"""``eams meter``: read, check and simulate metered PDUs."""
+"""``eams meter``: read, check, switch and simulate PDUs."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from eams.meter.check import check_reading
+from eams.meter.errors import NotConfirmed
 from eams.meter.open import open_meter
 from eams.meter.reading import Reading
+
+if TYPE_CHECKING:
+    from eams.meter.snmp.switch import SwitchResult
 
 _url = click.argument("url")
 _driver = click.option(
@@ -39,7 +43,7 @@ _retries = click.option(
 
 @click.group()
 def meter() -> None:
-    """Read per-outlet power from metered PDUs (SNMP) and serial meters."""
+    """Read per-outlet power from metered PDUs (SNMP) and serial meters; switch outlets."""
 
 
 async def _read_once(url: str, **kwargs: Any) -> tuple[Reading, list[str]]:
@@ -67,12 +71,14 @@ def _table(reading: Reading) -> Table:
         title=f"{reading.meter}  driver={reading.driver}  read_at={reading.read_at.isoformat()}",
         title_justify="left",
     )
-    for header in ("outlet", "name", "power W", "current A", "voltage V", "energy Wh", ""):
-        table.add_column(header, justify="left" if header in ("name", "") else "right")
+    headers = ("outlet", "name", "state", "power W", "current A", "voltage V", "energy Wh", "")
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("name", "state", "") else "right")
     for o in reading.outlets:
         table.add_row(
             str(o.outlet),
             o.name or "",
+            o.state or "—",
             _fmt(o.power_w, 1),
             _fmt(o.current_a, 3),
             _fmt(o.voltage_v, 1),
@@ -80,9 +86,8 @@ def _table(reading: Reading) -> Table:
             "below floor" if o.below_floor else "",
         )
     table.add_section()
-    table.add_row(
-        "total", "", _fmt(reading.total_power_w, 1), "", "", _fmt(reading.total_energy_wh, 0), ""
-    )
+    total_w, total_wh = _fmt(reading.total_power_w, 1), _fmt(reading.total_energy_wh, 0)
+    table.add_row("total", "", "", total_w, "", "", total_wh, "")
     accuracy = "—" if reading.accuracy_pct is None else f"±{reading.accuracy_pct:g} %"
     floor = "—" if reading.floor_w is None else f"{reading.floor_w:g} W"
     table.caption = f"accuracy {accuracy}, outlet floor {floor}; — = not published or failed"
@@ -130,6 +135,90 @@ def check_command(url: str, driver: str | None, timeout_s: float, retries: int) 
     click.echo(result.summary())
     if not result.ok:
         raise SystemExit(1)
+
+
+async def _switch_once(url: str, outlet: int, action: str, **kwargs: Any) -> SwitchResult:
+    from eams.meter.snmp.switch import switch_outlet  # pysnmp: only when switching
+
+    open_kwargs = {k: kwargs.pop(k) for k in ("driver", "timeout_s", "retries")}
+    m = open_meter(url, **open_kwargs)
+    try:
+        return await switch_outlet(m, outlet, action, **kwargs)
+    finally:
+        await m.close()
+
+
+@meter.command("switch")
+@_url
+@click.option(
+    "--outlet",
+    type=click.IntRange(min=1),
+    required=True,
+    help="1-based outlet number, as `eams meter read` shows it.",
+)
+@click.argument("action", type=click.Choice(["on", "off", "reboot"]))
+@click.option(
+    "--yes", is_flag=True, help="Confirm: this cuts or restores the power of what the outlet feeds."
+)
+@click.option("--dry-run", is_flag=True, help="Print what would be set, and set nothing.")
+@click.option(
+    "--wait-s",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds the state may take to read back as asked (each phase of a reboot).",
+)
+@_driver
+@_timeout
+@_retries
+def switch_command(
+    url: str,
+    outlet: int,
+    action: str,
+    yes: bool,
+    dry_run: bool,
+    wait_s: float,
+    driver: str | None,
+    timeout_s: float,
+    retries: int,
+) -> None:
+    """Switch outlet N of the PDU at URL on, off or reboot it, and read its state back.
+
+    URL must carry credentials that may write: snmp://WRITE_COMMUNITY@HOST[:PORT] or
+    snmpv3://USER@HOST[:PORT]?auth=SHA&priv=AES (keys in EAMS_SNMP_AUTH_KEY /
+    EAMS_SNMP_PRIV_KEY). The OIDs and values set are the family's (meter/snmp/profiles.yaml).
+    Without --yes nothing is sent; --dry-run reads the PDU and prints what would be set. The
+    switch succeeds only when the outlet's state reads back as asked within --wait-s (a reboot:
+    off, then on); otherwise it is an error.
+    """
+    if not (yes or dry_run):
+        raise NotConfirmed(
+            f"not switching outlet {outlet} {action}: it cuts or restores the power of whatever "
+            "the outlet feeds; add --yes to do it (--dry-run shows what would be set)"
+        )
+    result = asyncio.run(
+        _switch_once(
+            url,
+            outlet,
+            action,
+            wait_s=wait_s,
+            dry_run=dry_run,
+            driver=driver,
+            timeout_s=timeout_s,
+            retries=retries,
+        )
+    )
+    plan = result.plan
+    if not result.sent:
+        for line in plan.describe():
+            click.echo(line)
+        click.echo("dry run: nothing was set")
+        return
+    label = f' "{plan.name}"' if plan.name else ""
+    click.echo(
+        f"{plan.meter} ({plan.driver}) outlet {plan.outlet}{label}: {plan.action} done; state "
+        f"read back: {result.state} after {result.elapsed_s:.1f} s ({plan.state_oid})"
+    )
 
 
 from eams.meter.simulator.cli import simulate  # noqa: E402

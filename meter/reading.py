@@ -30,6 +30,9 @@ class OutletReading:
     below_floor : bool
         True when the reading is under the device's documented metering floor (for example
         APC outlets report 0 W below about 50 W / 0.3 A), so 0 W does not mean idle.
+    state : {"on", "off"} or None
+        The outlet's switch state on a switched PDU; ``None`` when the PDU does not say (a
+        metered-only model, or a state in transition).
     """
 
     outlet: int
@@ -39,6 +42,7 @@ class OutletReading:
     voltage_v: float | None = None
     energy_wh: float | None = None
     below_floor: bool = False
+    state: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +96,8 @@ class Reading:
         Keys: ``meter``, ``read_at`` (ISO-8601 UTC), ``driver``, ``total_power_w``,
         ``total_energy_wh``, ``accuracy_pct``, ``floor_w`` and ``outlets`` (each with
         ``outlet``, ``name``, ``power_w``, ``current_a``, ``voltage_v``, ``energy_wh``,
-        ``below_floor``). Missing values are ``null``.
+        ``below_floor``, ``state``: ``"on"``, ``"off"`` or ``null``). Missing values are
+        ``null``.
         """
         return {
             "meter": self.meter,

@@ -1,13 +1,16 @@
-"""The PDU simulator: virtual nodes behind an SNMP-metered PDU on loopback.
+"""The PDU simulator: virtual nodes behind an SNMP-metered, switched PDU on loopback.
 
-Each outlet feeds one virtual node whose power follows its load through a power curve. The demo
-and the tests of later components read it with the real meter drivers.
+Each outlet feeds one virtual node whose power follows its load through a power curve, and
+whose power states (off, booting, running, suspended, soft-off...) follow the outlet's switch,
+its OS and Wake-on-LAN. The demo and the tests of later components read it with the real meter
+drivers.
 """
 
 from eams.meter.simulator.agent import PduSimulator
 from eams.meter.simulator.curves import LinearCurve, MeasuredCurve, SpecPowerRow, load_specpower
 from eams.meter.simulator.errors import SimulatorError, SpecPowerError
 from eams.meter.simulator.load import HostCpuLoad
+from eams.meter.simulator.node import NodePower
 from eams.meter.simulator.outlets import OutletState, VirtualOutlet
 
 __all__ = [
@@ -15,6 +18,7 @@ __all__ = [
     "LinearCurve",
     "MeasuredCurve",
     "ModbusMeterSimulator",
+    "NodePower",
     "OutletState",
     "PduSimulator",
     "SimulatorError",

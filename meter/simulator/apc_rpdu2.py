@@ -17,10 +17,17 @@ rPDU2OutletMeteredStatusName             1.3.6.1.4.1.318.1.1.26.9.4.3.1.3.N     
 rPDU2OutletMeteredStatusCurrent          1.3.6.1.4.1.318.1.1.26.9.4.3.1.6.N           0.1 A
 rPDU2OutletMeteredStatusPower            1.3.6.1.4.1.318.1.1.26.9.4.3.1.7.N           W
 rPDU2OutletMeteredStatusEnergy           1.3.6.1.4.1.318.1.1.26.9.4.3.1.11.N          0.1 kWh
+rPDU2OutletSwitchedTableSize             1.3.6.1.4.1.318.1.1.26.9.1.0                 count
+rPDU2OutletSwitchedConfigRebootDuration  1.3.6.1.4.1.318.1.1.26.9.2.1.1.7.N           s
+rPDU2OutletSwitchedStatusState           1.3.6.1.4.1.318.1.1.26.9.2.3.1.5.N           off(1), on(2)
+rPDU2OutletSwitchedControlCommand        1.3.6.1.4.1.318.1.1.26.9.2.4.1.5.N           read-write
 ======================================  ==========================================  ============
 
-Energy counters are floored to their resolution (a counter never shows energy not yet used);
-power and current are rounded.
+rPDU2OutletSwitchedControlCommand is the one writable object: immediateOn(1), immediateOff(2),
+immediateReboot(3) (off, then on after the reboot duration); reading it gives immediateOn(1)
+or immediateOff(2) for the present state, as the MIB says. The delayed commands are not
+simulated (wrongValue). Energy counters are floored to their resolution (a counter never shows
+energy not yet used); power and current are rounded.
 """
 
 from __future__ import annotations
@@ -52,6 +59,12 @@ _APC_HW: OID = (1, 3, 6, 1, 4, 1, 318, 1, 1)
 RPDU2: OID = (*_APC_HW, 26)
 RPDU2_OUTLET_METERED_STATUS: OID = (*RPDU2, 9, 4, 3, 1)
 """rPDU2OutletMeteredStatusEntry; column c of outlet n is this + (c, n)."""
+RPDU2_OUTLET_SWITCHED: OID = (*RPDU2, 9, 2)
+"""rPDU2OutletSwitched: 1 ConfigTable, 3 StatusTable, 4 ControlTable."""
+CONTROL_COMMAND: OID = (*RPDU2_OUTLET_SWITCHED, 4, 1, 5)
+"""rPDU2OutletSwitchedControlCommand; outlet n is this + (n,)."""
+COMMANDS = {1: "on", 2: "off", 3: "reboot"}
+"""rPDU2OutletSwitchedControlCommand values simulated: immediateOn/Off/Reboot (1, 2, 3)."""
 
 OUTLET_RATING_W = 2300
 """rPDU2OutletMeteredPropertiesPowerRating: a 10 A C13 outlet at 230 V."""
@@ -70,6 +83,8 @@ class OutletInstant:
     current_a: float
     energy_wh: float
     peak_power_w: float
+    switched_on: bool = True
+    command_pending: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +96,7 @@ class PduInstant:
     voltage_v: float
     power_factor: float
     outlets: Sequence[OutletInstant]
+    reboot_off_s: float = 5.0
 
 
 def _load_state(power_w: float) -> int:
@@ -90,6 +106,11 @@ def _load_state(power_w: float) -> int:
     if power_w >= OUTLET_RATING_W:
         return 4
     return 3 if power_w >= NEAR_OVERLOAD_W else 2
+
+
+def command_outlet(oid: OID) -> int | None:
+    """The outlet whose rPDU2OutletSwitchedControlCommand ``oid`` is, or ``None``."""
+    return oid[-1] if len(oid) == len(CONTROL_COMMAND) + 1 and oid[:-1] == CONTROL_COMMAND else None
 
 
 def _tenths_kwh(energy_wh: float) -> int:
@@ -181,7 +202,18 @@ def apc_rpdu2_objects(pdu: PduInstant) -> dict[OID, object]:
     )
     _put_row(objects, (*RPDU2, 6, 3, 1), 1, phase_status)
     objects[(*RPDU2, 9, 3, 0)] = integer(n_outlets)  # rPDU2OutletMeteredTableSize
+    objects[(*RPDU2, 9, 1, 0)] = integer(n_outlets)  # rPDU2OutletSwitchedTableSize
     for n, outlet in enumerate(pdu.outlets, start=1):
+        # Config: Index, Module, Name, Number, PowerOnTime, PowerOffTime, RebootDuration, Link
+        reboot_s = round(pdu.reboot_off_s)
+        switched_config = (n, 1, outlet.name, n, 0, 0, reboot_s, "")
+        _put_row(objects, (*RPDU2_OUTLET_SWITCHED, 1, 1), n, switched_config)
+        on_off = 2 if outlet.switched_on else 1  # on(2), off(1)
+        pending = 1 if outlet.command_pending else 2  # commandPending(1), noCommandPending(2)
+        switched_status = (n, 1, outlet.name, n, on_off, pending, "")
+        _put_row(objects, (*RPDU2_OUTLET_SWITCHED, 3, 1), n, switched_status)
+        command = 1 if outlet.switched_on else 2  # a GET reads immediateOn(1) / immediateOff(2)
+        _put_row(objects, (*RPDU2_OUTLET_SWITCHED, 4, 1), n, (n, 1, outlet.name, n, command))
         config = (n, 1, outlet.name, n, 0, NEAR_OVERLOAD_W, OUTLET_RATING_W, "")
         _put_row(objects, (*RPDU2, 9, 4, 1, 1), n, config)
         _put_row(objects, (*RPDU2, 9, 4, 2, 1), n, (n, 1, outlet.name, n, 1, OUTLET_RATING_W, 1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import threading
@@ -14,6 +15,7 @@ from eams.meter.simulator.control import ControlServer
 from eams.meter.simulator.curves import LinearCurve, MeasuredCurve, load_specpower
 from eams.meter.simulator.errors import SimulatorError
 from eams.meter.simulator.load import HostCpuLoad
+from eams.meter.simulator.node import NodePower
 from eams.meter.simulator.outlets import PowerCurve, VirtualOutlet
 from eams.meter.url import AUTH_KEY_ENV, PRIV_KEY_ENV
 
@@ -32,6 +34,23 @@ def _parse_curve(text: str) -> LinearCurve:
             f"{text!r}: expected linear:P_IDLE_W:P_MAX_W with 0 <= idle <= max ({exc})",
             param_hint="--curve",
         ) from None
+
+
+def _parse_node_power(items: tuple[str, ...]) -> NodePower:
+    fields = {f.name for f in dataclasses.fields(NodePower)}
+    values: dict[str, float] = {}
+    for item in items:
+        key, _, text = item.partition("=")
+        try:
+            if key not in fields:
+                raise ValueError(f"unknown parameter {key!r}; known: {', '.join(sorted(fields))}")
+            values[key] = float(text)
+        except ValueError as exc:
+            raise click.BadParameter(f"{item!r}: {exc}", param_hint="--node-power") from None
+    try:
+        return NodePower(**values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--node-power") from None
 
 
 @click.command()
@@ -64,7 +83,36 @@ def _parse_curve(text: str) -> LinearCurve:
     default=0,
     help="UDP port of the SNMP agent (0 = a free port; the URL shows it).",
 )
-@click.option("--community", default="public", show_default=True, help="SNMP v2c community.")
+@click.option(
+    "--community", default="public", show_default=True, help="SNMP v2c community that reads."
+)
+@click.option(
+    "--write-community",
+    default="private",
+    show_default=True,
+    help="SNMP v2c community that also writes (switches outlets).",
+)
+@click.option(
+    "--reboot-off-s",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="How long an outlet reboot holds the power off (s).",
+)
+@click.option(
+    "--wol-port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    help="UDP port where the nodes listen for Wake-on-LAN magic packets (0 = a free port).",
+)
+@click.option(
+    "--node-power",
+    "node_power",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A hidden power-state parameter of every node (NodePower: boot_s, boot_power_w, "
+    "off_w, suspend_w, wake_s, wake_power_w, suspend_s, shutdown_s); repeatable.",
+)
 @click.option(
     "--control-port",
     type=click.IntRange(0, 65535),
@@ -107,6 +155,10 @@ def simulate(
     host: str,
     port: int,
     community: str,
+    write_community: str,
+    reboot_off_s: float,
+    wol_port: int,
+    node_power: tuple[str, ...],
     control_port: int,
     host_cpu_outlets: tuple[int, ...],
     modbus_device: str | None,
@@ -123,7 +175,13 @@ def simulate(
     \b
         curl -X PUT -d '{"utilisation": 0.8}' http://127.0.0.1:CONTROL_PORT/outlets/2/load
 
-    and read every outlet's ground truth (W, A, Wh) with ``GET /outlets``.
+    suspend or power off a node's OS with ``PUT /outlets/N/node`` and
+    ``{"action": "suspend"}`` / ``{"action": "soft_off"}``, and read every outlet's ground
+    truth (W, A, Wh, outlet and node state, MAC) with ``GET /outlets``. Outlets switch over
+    SNMP with the write community (``eams meter switch``); a switched-on node boots for
+    ``boot_s`` before it follows its load. Nodes wake on magic packets sent to the
+    Wake-on-LAN port. The last two lines printed are ``write: snmp://WRITE_COMMUNITY@...``
+    and ``wol: HOST:PORT``.
 
     With ``--modbus-device``, the same virtual nodes also feed an Eastron SDM120 (one
     ``--modbus-outlet``) or SDM630 (three) served on that serial device; read the other end of
@@ -158,7 +216,8 @@ def simulate(
                 f"outlet {outlet} > --outlets {n_outlets}",
                 param_hint="--host-cpu-outlet/--modbus-outlet",
             )
-    outlets = [VirtualOutlet(f"node{n}", c) for n, c in enumerate(curves, start=1)]
+    power = _parse_node_power(node_power)
+    outlets = [VirtualOutlet(f"node{n}", c, power) for n, c in enumerate(curves, start=1)]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -171,7 +230,17 @@ def simulate(
                 "8 characters"
             )
         v3 = {"v3_user": v3_user, "v3_auth_key": keys[0], "v3_priv_key": keys[1]}
-    with PduSimulator(outlets, host=host, port=port, community=community, **v3) as sim:
+    simulator = PduSimulator(
+        outlets,
+        host=host,
+        port=port,
+        community=community,
+        write_community=write_community,
+        reboot_off_s=reboot_off_s,
+        wol_port=wol_port,
+        **v3,
+    )
+    with simulator as sim:
         for outlet in host_cpu_outlets:
             sim.set_load_source(outlet, HostCpuLoad())
         with contextlib.ExitStack() as stack:
@@ -188,4 +257,6 @@ def simulate(
                     ModbusMeterSimulator(sim, modbus_outlets, modbus_device, model=model)
                 )
                 click.echo(f"modbus: {model} on {modbus_device}")
+            click.echo(f"write: {sim.write_url}")
+            click.echo(f"wol: {host}:{sim.wol_port}")
             stop.wait()

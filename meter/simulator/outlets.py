@@ -1,11 +1,12 @@
-"""Virtual outlets: the node behind each outlet (name, power curve) and its live state."""
+"""Virtual outlets: the node behind each outlet (name, power curve, power states, MAC) and
+the ground truth the simulator reports for it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from eams.meter.simulator.load import LoadSource
+from eams.meter.simulator.node import NodePower
 
 
 class PowerCurve(Protocol):
@@ -24,10 +25,17 @@ class VirtualOutlet:
         The outlet's label (served as rPDU2OutletMeteredStatusName).
     curve : PowerCurve
         The node's hidden power curve, e.g. :class:`LinearCurve` or :class:`MeasuredCurve`.
+    power : NodePower
+        Its hidden power-state parameters (boot and wake times, P_off, P_suspend...).
+    mac : str or None
+        The node's MAC for Wake-on-LAN; ``None``: ``02:ea:a5:00:HH:LL`` from the outlet
+        number (a locally administered address, IEEE 802 U/L bit set).
     """
 
     name: str
     curve: PowerCurve
+    power: NodePower = field(default_factory=NodePower)
+    mac: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,33 +45,22 @@ class OutletState:
     Attributes
     ----------
     utilisation : float
-        Load fraction in [0, 1].
+        The load set, in [0, 1] (the node draws by it only while running).
     power_w, current_a : float
         Active power (W) and RMS current (A) = power / (voltage × power factor).
     energy_wh : float
         Energy integrated since start (Wh).
+    state : {"on", "off"}
+        The outlet's switch state.
+    node : str
+        The node's power state: ``off``, ``booting``, ``running``, ``suspending``,
+        ``suspended``, ``waking``, ``shutting_down`` or ``soft_off`` (see
+        :mod:`eams.meter.simulator.node`).
     """
 
     utilisation: float
     power_w: float
     current_a: float
     energy_wh: float
-
-
-class OutletSlot:
-    """Mutable state of one outlet inside :class:`PduSimulator` (guarded by its lock)."""
-
-    __slots__ = ("energy_wh", "outlet", "peak_power_w", "power_w", "source", "utilisation")
-
-    def __init__(self, outlet: VirtualOutlet) -> None:
-        self.outlet = outlet
-        self.utilisation = 0.0
-        self.source: LoadSource | None = None
-        self.power_w = outlet.curve.power_w(0.0)
-        self.peak_power_w = self.power_w
-        self.energy_wh = 0.0
-
-    def set_utilisation(self, utilisation: float) -> None:
-        self.utilisation = min(1.0, max(0.0, float(utilisation)))
-        self.power_w = self.outlet.curve.power_w(self.utilisation)
-        self.peak_power_w = max(self.peak_power_w, self.power_w)
+    state: str
+    node: str

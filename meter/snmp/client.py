@@ -1,8 +1,10 @@
 """The SNMP transport: GET and GETBULK walks over pysnmp 7 (asyncio), with one error translator.
 
-This is the only module of EAMS that imports pysnmp. Everything above it sees plain Python
-values (:data:`Value`) and :mod:`eams.meter.errors` exceptions, so a driver can be tested with
-:class:`~eams.meter.snmp.fake.FakeSnmpClient` (an ``.snmprec`` file) instead.
+This is the only module of EAMS that imports pysnmp's client side. Everything above it sees
+plain Python values (:data:`Value`) and :mod:`eams.meter.errors` exceptions, so a driver can be
+tested with :class:`~eams.meter.snmp.fake.FakeSnmpClient` (an ``.snmprec`` file) instead. SET
+(switching outlets) writes one INTEGER per request; an error status in the answer becomes
+:class:`~eams.meter.errors.WriteRefused` naming the status (RFC 3416 §4.2.5).
 
 Every request is bounded by ``asyncio.timeout(timeout_s × (retries + 1) + slack)``: pysnmp's own
 retry loop should end first, the outer deadline is the guarantee that a black-holed agent cannot
@@ -27,9 +29,11 @@ from pysnmp.hlapi.v3arch.asyncio import (
     UsmUserData,
     bulk_cmd,
     get_cmd,
+    set_cmd,
 )
 from pysnmp.hlapi.v3arch.asyncio import auth as _auth
 from pysnmp.proto import errind
+from pysnmp.proto.rfc1902 import Integer32
 from pysnmp.proto.rfc1905 import EndOfMibView, NoSuchInstance, NoSuchObject
 
 from eams.meter.errors import (
@@ -38,6 +42,7 @@ from eams.meter.errors import (
     MeterProtocolError,
     MeterTimeout,
     MeterUnreachable,
+    WriteRefused,
 )
 from eams.meter.url import MeterUrl
 
@@ -80,6 +85,25 @@ _AUTH_ERRORS = (
     errind.UnsupportedSecurityLevel,
     errind.UnknownCommunityName,
 )
+
+
+#: SET error statuses (RFC 3416 §4.2.5) that mean "you may not write this", with what to do.
+_NO_WRITE_ACCESS = {
+    "noAccess": "has no write access to it",
+    "authorizationError": "is not authorized to write",
+    "notWritable": "may not write it (a read-only community or user, or a read-only object)",
+    "readOnly": "may not write it (a read-only community or user, or a read-only object)",
+}
+#: SET error statuses that reject the value or the object rather than the credentials.
+_BAD_WRITE = {
+    "wrongValue",
+    "wrongType",
+    "badValue",
+    "wrongLength",
+    "wrongEncoding",
+    "inconsistentValue",
+    "inconsistentName",
+}
 
 
 def deadline_s(timeout_s: float, retries: int) -> float:
@@ -220,6 +244,18 @@ class SnmpClient:
             text = status.prettyPrint() if hasattr(status, "prettyPrint") else str(status)
             raise MeterProtocolError(f"{self._where}: {bad}: agent error {text}")
 
+    async def _send(self, label: str, command: Any, *args: Any) -> tuple[Any, Any, Any, Any]:
+        """One request (``get_cmd``, ``set_cmd``, ``bulk_cmd`` with its ``args``), counted and
+        bounded by the deadline; pysnmp/OS failures become MeterErrors naming ``label``."""
+        engine, target = await self._connect()
+        self.requests += 1
+        with self._translate(label):
+            async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
+                answer: tuple[Any, Any, Any, Any] = await command(
+                    engine, self._auth, target, self._context, *args, lookupMib=False
+                )
+        return answer
+
     async def get(self, oids: Sequence[str]) -> dict[str, Value]:
         """GET ``oids`` in one request.
 
@@ -232,21 +268,45 @@ class SnmpClient:
         ------
         MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
         """
-        engine, target = await self._connect()
         label = oids[0] if len(oids) == 1 else f"{oids[0]} (+{len(oids) - 1} more)"
-        self.requests += 1
-        with self._translate(label):
-            async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
-                indication, status, index, var_binds = await get_cmd(
-                    engine,
-                    self._auth,
-                    target,
-                    self._context,
-                    *(ObjectType(ObjectIdentity(o)) for o in oids),
-                    lookupMib=False,
-                )
+        request = (ObjectType(ObjectIdentity(o)) for o in oids)
+        indication, status, index, var_binds = await self._send(label, get_cmd, *request)
         self._check(label, indication, status, index, var_binds)
         return {str(name): _to_value(value) for name, value in var_binds}
+
+    async def set(self, oid: str, value: int) -> None:
+        """SET ``oid`` to the INTEGER ``value`` in one request (RFC 3416 §4.2.5).
+
+        Raises
+        ------
+        WriteRefused
+            If the agent answers with an error status: ``noAccess``, ``notWritable``,
+            ``authorizationError`` (a read-only community or user), a rejected value
+            (``wrongValue``, ``inconsistentValue``...) or object (``noCreation``); the message
+            names the status, host:port and OID.
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        """
+        request = ObjectType(ObjectIdentity(oid), Integer32(value))
+        indication, status, _, _ = await self._send(oid, set_cmd, request)
+        if status:
+            raise self._refused(oid, value, status.prettyPrint())
+        self._check(oid, indication, status, 0, [])
+
+    def _refused(self, oid: str, value: int, status: str) -> WriteRefused:
+        where = f"{self._where}: SET {oid} = {value} refused ({status})"
+        who = "this community" if self.url.scheme == "snmp" else f"SNMPv3 user {self.url.user!r}"
+        if status in _NO_WRITE_ACCESS:
+            fix = (
+                "give the PDU's write community in the URL (snmp://WRITE_COMMUNITY@HOST)"
+                if self.url.scheme == "snmp"
+                else "use a v3 user with write access"
+            )
+            return WriteRefused(f"{where}: {who} {_NO_WRITE_ACCESS[status]}; {fix}")
+        if status in _BAD_WRITE:
+            return WriteRefused(f"{where}: the agent does not accept this value for the object")
+        if status == "noCreation":
+            return WriteRefused(f"{where}: the agent has no such object (this model cannot do it)")
+        return WriteRefused(f"{where}: agent error")
 
     async def walk(self, roots: Sequence[str]) -> dict[str, list[tuple[str, Value]]]:
         """Walk every subtree in ``roots`` together with GETBULK (RFC 3416 §4.2.3).
@@ -263,26 +323,17 @@ class SnmpClient:
         ------
         MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
         """
-        engine, target = await self._connect()
         found: dict[str, list[tuple[str, Value]]] = {root: [] for root in roots}
         cursor = {root: root for root in roots}
         active = list(dict.fromkeys(roots))
         for _ in range(MAX_WALK_REQUESTS):
             if not active:
                 return found
-            self.requests += 1
-            with self._translate(active[0]):
-                async with asyncio.timeout(deadline_s(self.timeout_s, self.retries)):
-                    indication, status, index, var_binds = await bulk_cmd(
-                        engine,
-                        self._auth,
-                        target,
-                        self._context,
-                        0,
-                        max(1, min(self.max_repetitions, MAX_VARBINDS // len(active))),
-                        *(ObjectType(ObjectIdentity(cursor[r])) for r in active),
-                        lookupMib=False,
-                    )
+            repetitions = max(1, min(self.max_repetitions, MAX_VARBINDS // len(active)))
+            request = (ObjectType(ObjectIdentity(cursor[r])) for r in active)
+            indication, status, index, var_binds = await self._send(
+                active[0], bulk_cmd, 0, repetitions, *request
+            )
             self._check(active[0], indication, status, index, var_binds)
             active = self._absorb(active, var_binds, found, cursor)
         raise MeterProtocolError(

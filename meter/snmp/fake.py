@@ -2,7 +2,9 @@
 
 For fast unit tests of the decoding: it answers :meth:`get` and :meth:`walk` like
 :class:`~eams.meter.snmp.client.SnmpClient` (same value types, same subtree rule), counting one
-request per call. The recorded-PDU tests still go through snmpsim and pysnmp.
+request per call, and :meth:`set` stores the value and nothing else (a recording has no device
+behind it, so a switch never takes effect). The recorded-PDU tests still go through snmpsim
+and pysnmp.
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ class FakeSnmpClient:
             root: [(oid, v) for oid, v in self.values.items() if oid_in_subtree(oid, root)]
             for root in roots
         }
+
+    async def set(self, oid: str, value: int) -> None:
+        """Store ``value`` at ``oid`` (no side effect on any other object)."""
+        self.requests += 1
+        self.values[oid] = value
 
     async def close(self) -> None:
         """Nothing to release."""

@@ -3,7 +3,9 @@
 On the first read it GETs sysObjectID and sysDescr and picks the family (unless a driver was
 named), then every read is one parallel GETBULK walk of that family's columns, decoded by
 :mod:`eams.meter.snmp.profile`. Configuration columns (Raritan's decimal digits) are walked on
-the first read only.
+the first read only, and so are the switch-state candidates the device does not answer; a
+state read from a sensor table (Raritan PDU2's onOff sensor, one row in 17 of its column) is
+fetched by GET of the rows it found on later reads, not walked again.
 
 A value that fails to decode (noSuchObject, a string where a number belongs, a vendor's
 "not available" code) becomes ``None`` and is listed in :attr:`SnmpMeter.last_problems`; the
@@ -19,9 +21,10 @@ from typing import Any, Protocol
 
 from eams.meter.errors import MeterProtocolError
 from eams.meter.reading import OutletReading, Reading
-from eams.meter.snmp.client import Value
-from eams.meter.snmp.profile import OUTLET_FIELDS, Decoded, rows_of
+from eams.meter.snmp.client import MAX_VARBINDS, Value
+from eams.meter.snmp.profile import OUTLET_FIELDS, Decoded, Index, rows_of
 from eams.meter.snmp.registry import Family, detect, family
+from eams.meter.snmp.switchspec import read_states
 from eams.meter.url import MeterUrl
 
 log = logging.getLogger(__name__)
@@ -39,22 +42,39 @@ class SnmpTransport(Protocol):
 
     async def walk(self, roots: list[str]) -> dict[str, list[tuple[str, Value]]]: ...
 
+    async def set(self, oid: str, value: int) -> None: ...
+
     async def close(self) -> None: ...
 
 
+def _names(fam: Family, walked: dict[str, list[tuple[str, Value]]]) -> dict[Index, Value]:
+    """Outlet labels from the first name column that has rows."""
+    for column in fam.outlet_names:
+        rows = rows_of(walked, column)
+        if rows:
+            return {i: v for i, (_, v) in rows.items()}
+    return {}
+
+
 def decode(fam: Family, walked: dict[str, list[tuple[str, Value]]]) -> Decoded:
-    """Turn one walk of ``fam.roots()`` into outlet rows, totals, sources and problems."""
+    """Turn one walk of ``fam.roots()`` into outlet rows, totals, sources and problems.
+
+    Outlets are the union of the metered rows and the switch-state rows, joined by index (the
+    vendors index both tables alike); a PDU that switches but does not meter has outlets with
+    a state and no power.
+    """
     out = Decoded()
     columns = {f: r.read(walked, out.problems) for f, r in fam.outlets.items()}
-    names = (
-        {i: v for i, (_, v) in rows_of(walked, fam.outlet_name).items()} if fam.outlet_name else {}
-    )
+    spec, states = read_states(fam.switch, walked, out.problems)
+    if spec is not None:
+        out.switch_candidate = fam.switch.index(spec)
+    names = _names(fam, walked)
     numbers = (
         {i: v for i, (_, v) in rows_of(walked, fam.outlet_number).items()}
         if fam.outlet_number
         else {}
     )
-    indexes = sorted({i for rows in columns.values() for i in rows})
+    indexes = sorted({i for rows in columns.values() for i in rows} | set(states))
     present = []  # (index, printed number or None)
     for index in indexes:
         number = numbers.get(index)
@@ -77,6 +97,11 @@ def decode(fam: Family, walked: dict[str, list[tuple[str, Value]]]) -> Decoded:
             row[f] = value
             if value is not None:
                 out.sources[(number, f)] = (oid,)
+        state, state_oid = states.get(index, (None, ""))
+        row["state"] = state
+        if state_oid:
+            out.sources[(number, "state")] = (state_oid,)
+            out.switch_rows[number] = index
         out.outlets.append(row)
     for f, reader in fam.total.items():
         rows = reader.read(walked, out.problems)
@@ -117,6 +142,8 @@ class SnmpMeter:
         self.family: Family | None = family(driver) if driver else None
         self.last_decoded: Decoded | None = None
         self._static: dict[str, list[tuple[str, Value]]] = {}
+        self._skip: set[str] | None = None  # state columns not walked after the first read
+        self._state_gets: tuple[str, list[str]] | None = None  # (column, instances) to GET
 
     @property
     def last_problems(self) -> list[str]:
@@ -153,21 +180,34 @@ class SnmpMeter:
         Raises
         ------
         MeterProtocolError
-            If the device answered but no value at all decodes, or it publishes no metering.
+            If the device answered but no value at all (not even an outlet state) decodes.
         UnknownDevice, MeterTimeout, MeterAuthError, MeterUnreachable
         """
         fam = await self.detect()
         where = f"{self.url.host}:{self.url.port}"
-        if fam.no_power_data:
-            raise MeterProtocolError(f"{where}: {fam.title}: {fam.no_power_data}")
-        roots = [r for r in fam.roots() if r not in self._static]
+        skip = self._skip or set()
+        roots = [r for r in fam.roots() if r not in self._static and r not in skip]
         walked = await self.client.walk(roots)
+        if self._state_gets is not None:
+            column, instances = self._state_gets
+            got: dict[str, Value] = {}
+            for start in range(0, len(instances), MAX_VARBINDS):
+                got.update(await self.client.get(instances[start : start + MAX_VARBINDS]))
+            walked[column] = [(oid, got.get(oid)) for oid in instances]
         read_at = datetime.now(UTC)
         if not self._static:  # decimal digits are configuration: keep the first non-empty walk
             self._static = {r: walked[r] for r in fam.static_roots() if walked.get(r)}
         walked = {**walked, **self._static}
         decoded = decode(fam, walked)
         self.last_decoded = decoded
+        if self._skip is None:
+            used = decoded.switch_candidate
+            state = fam.switch[used].state if used is not None else None
+            chosen = {state.oid} if state is not None and state.suffix is None else set()
+            self._skip = set(fam.roots()) - set(fam.roots(states=False)) - chosen
+            if state is not None and state.suffix is not None:
+                found = [oids[0] for (_, f), oids in decoded.sources.items() if f == "state"]
+                self._state_gets = (state.oid, found)
         if decoded.value_count() == 0:
             why = "; ".join(decoded.problems[:3]) or f"nothing under {', '.join(fam.roots()[:3])}"
             raise MeterProtocolError(f"{where}: {fam.name}: no value decodes ({why})")

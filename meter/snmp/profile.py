@@ -89,26 +89,34 @@ class Decoded:
     Attributes
     ----------
     outlets : list of dict
-        Per outlet (in outlet order): ``outlet``, ``name`` and the :data:`OUTLET_FIELDS`.
+        Per outlet (in outlet order): ``outlet``, ``name``, the :data:`OUTLET_FIELDS` and
+        ``state`` (``"on"``, ``"off"`` or ``None``).
     total : dict
         ``power_w`` and ``energy_wh`` of the device (``None`` where not offered).
     sources : dict
         ``(outlet number or None for the total, field)`` → the OIDs the value came from (a
-        sum lists all its terms); the recorded-PDU test matches them to its oracle.
+        sum lists all its terms; field ``"state"`` for the outlet state); the recorded-PDU test
+        matches them to its oracle.
     problems : list of str
         Every value that failed to decode, with its OID and why.
+    switch_candidate : int or None
+        Which of the family's ``switch`` candidates the device answered (its index).
+    switch_rows : dict of int to Index
+        Outlet number → the outlet's index in that candidate's tables (where it can switch).
     """
 
     outlets: list[dict[str, Any]] = field(default_factory=list)
     total: dict[str, float | None] = field(default_factory=dict)
     sources: dict[tuple[int | None, str], tuple[str, ...]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    switch_candidate: int | None = None
+    switch_rows: dict[int, Index] = field(default_factory=dict)
 
     def value_count(self) -> int:
-        """How many numeric values decoded (0 means the device gave us nothing usable)."""
+        """How many values decoded, outlet states included (0: nothing usable)."""
         numbers = [v for v in self.total.values() if v is not None]
         for row in self.outlets:
-            numbers += [row[f] for f in OUTLET_FIELDS if row.get(f) is not None]
+            numbers += [row[f] for f in (*OUTLET_FIELDS, "state") if row.get(f) is not None]
         return len(numbers)
 
 

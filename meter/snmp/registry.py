@@ -18,6 +18,7 @@ import yaml
 
 from eams.meter.errors import UnknownDevice
 from eams.meter.snmp.profile import OUTLET_FIELDS, TOTAL_FIELDS, ColumnReader, FieldSpec
+from eams.meter.snmp.switchspec import SwitchSpec
 
 _FAMILY_KEYS = {
     "title",
@@ -29,7 +30,8 @@ _FAMILY_KEYS = {
     "source",
     "outlets",
     "total",
-    "no_power_data",
+    "switch",
+    "no_switch",
 }
 _OUTLET_KEYS = {"name", "number", "numbering", *OUTLET_FIELDS}
 
@@ -54,16 +56,21 @@ class Family:
         Where those figures come from.
     outlets : dict of str to ColumnReader
         Per-outlet fields (``power_w``, ``current_a``, ``voltage_v``, ``energy_wh``).
-    outlet_name, outlet_number : str or None
-        Columns with the outlet label and its printed number.
+    outlet_names : tuple of str
+        Columns with the outlet label (candidates: the first with rows is used).
+    outlet_number : str or None
+        Column with the outlet's printed number.
     numbering : {"last", "ordinal"}
         Outlet number from the last index component, or 1, 2, ... in index order (for
         tables indexed by tower.infeed.outlet). "last" falls back to ordinal when numbers
         would repeat (daisy-chained units).
     total : dict of str to ColumnReader
         ``power_w``/``energy_wh`` of the device, summed over the column's rows.
-    no_power_data : str or None
-        Set for devices known to publish no metering at all: why (reading them fails).
+    switch : tuple of SwitchSpec
+        Outlet state and switching tables (candidates; see :mod:`~eams.meter.snmp.switchspec`);
+        empty for a family without switching.
+    no_switch : str or None
+        Why the family cannot switch (set exactly when ``switch`` is empty).
     """
 
     name: str
@@ -75,18 +82,22 @@ class Family:
     floor_a: float | None
     source: str
     outlets: dict[str, ColumnReader]
-    outlet_name: str | None
+    outlet_names: tuple[str, ...]
     outlet_number: str | None
     numbering: str
     total: dict[str, ColumnReader]
-    no_power_data: str | None
+    switch: tuple[SwitchSpec, ...]
+    no_switch: str | None
 
-    def roots(self) -> list[str]:
-        """Every column one read walks (deduplicated, in a stable order)."""
+    def roots(self, states: bool = True) -> list[str]:
+        """Every column a read walks (deduplicated, in a stable order); ``states=False``
+        leaves out the switch-state columns."""
         roots: list[str] = []
         for reader in (*self.outlets.values(), *self.total.values()):
             roots += reader.roots()
-        roots += [c for c in (self.outlet_name, self.outlet_number) if c]
+        roots += [*self.outlet_names, *([self.outlet_number] if self.outlet_number else [])]
+        if states:
+            roots += [spec.state.oid for spec in self.switch]
         return list(dict.fromkeys(roots))
 
     def static_roots(self) -> list[str]:
@@ -119,6 +130,12 @@ def _family(name: str, raw: dict[str, Any]) -> Family:
         value = raw.get(key)
         return None if value is None else float(value)
 
+    switch = SwitchSpec.parse(raw["switch"], f"{name}.switch") if raw.get("switch") else ()
+    if bool(switch) == bool(raw.get("no_switch")):
+        raise UnknownDevice(
+            f"profiles.yaml: {name}: give either 'switch' (its tables) or 'no_switch' (why none)"
+        )
+    names = outlets_raw.get("name") or []
     descr = raw.get("sys_descr")
     return Family(
         name=name,
@@ -134,7 +151,7 @@ def _family(name: str, raw: dict[str, Any]) -> Family:
             for f in OUTLET_FIELDS
             if f in outlets_raw
         },
-        outlet_name=_oid(outlets_raw["name"]) if outlets_raw.get("name") else None,
+        outlet_names=tuple(_oid(c) for c in (names if isinstance(names, list) else [names])),
         outlet_number=_oid(outlets_raw["number"]) if outlets_raw.get("number") else None,
         numbering=numbering,
         total={
@@ -142,7 +159,8 @@ def _family(name: str, raw: dict[str, Any]) -> Family:
             for f in TOTAL_FIELDS
             if f in total_raw
         },
-        no_power_data=raw.get("no_power_data"),
+        switch=switch,
+        no_switch=raw.get("no_switch"),
     )
 
 

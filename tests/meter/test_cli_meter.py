@@ -28,7 +28,16 @@ TOP_KEYS = {
     "floor_w",
     "outlets",
 }
-OUTLET_KEYS = {"outlet", "name", "power_w", "current_a", "voltage_v", "energy_wh", "below_floor"}
+OUTLET_KEYS = {
+    "outlet",
+    "name",
+    "power_w",
+    "current_a",
+    "voltage_v",
+    "energy_wh",
+    "below_floor",
+    "state",
+}
 
 
 def test_read_json_has_the_contract_shape(snmp_agent) -> None:
@@ -50,6 +59,7 @@ def test_read_json_has_the_contract_shape(snmp_agent) -> None:
     assert first["power_w"] == 80.0
     assert first["current_a"] == pytest.approx(0.79)
     assert first["voltage_v"] is None  # not in the recording: null, never 0
+    assert first["state"] == "on"  # outletControlStatus.0.1 = on(1) in the recording
     assert [o["outlet"] for o in doc["outlets"]] == list(range(1, 25))
 
 

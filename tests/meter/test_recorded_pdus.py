@@ -18,7 +18,6 @@ import pytest
 
 from eams.meter.blocking import BlockingMeter
 from eams.meter.check import check_reading
-from eams.meter.errors import MeterProtocolError
 from eams.meter.reading import Reading
 from eams.meter.snmp.client import oid_in_subtree
 from eams.meter.snmp.fake import FakeSnmpClient
@@ -50,10 +49,10 @@ EXPECTED_DRIVER = {
     "vertiv-pdu_mg02e4w1": "vertiv_v5",
 }
 
-#: The one recording with no power data at all: its sysObjectID (.534.6.6.6) is Eaton's
-#: outlet-switched-only ePDU, whose walk holds outlet switch states and nothing metered
-#: (LibreNMS discovers no sensor on it either). Reading it must fail cleanly, not give zeros.
-NO_POWER_DATA = {"eatonpdu_dbq"}
+#: The one recording with nothing metered that we read: Eaton's G1 switched ePDU (.534.6.6.6),
+#: whose walk holds outlet switch states (LibreNMS discovers no sensor on it either). Reading it
+#: gives every outlet's state and no power, current or energy: null, never zeros.
+METERS_NOTHING = {"eatonpdu_dbq"}
 
 #: Recordings that publish no *active* power, so only currents (and energy) can be checked:
 #: - sentry3_switched: a Switched CDU meters outlet/infeed current only (Sentry3-MIB).
@@ -152,12 +151,13 @@ def test_auto_detection_picks_the_family(shared_data: Path, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED_DRIVER))
 def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) -> None:
     with BlockingMeter(snmp_agent.url(name), timeout_s=3.0, retries=2) as meter:
-        if name in NO_POWER_DATA:
-            with pytest.raises(MeterProtocolError, match="publishes only outlet switching"):
-                meter.read()
-            return
         reading = meter.read()
         decoded = meter.meter.last_decoded
+    if name in METERS_NOTHING:
+        assert reading.total_power_w is None and reading.total_energy_wh is None
+        assert reading.outlets and all(o.state is not None for o in reading.outlets)
+        assert not [k for k in decoded.sources if k[1] != "state"], decoded.sources
+        return
     assert reading.driver == EXPECTED_DRIVER[name]
     assert decoded.problems == [], decoded.problems
     oracle = _oracle(shared_data, name)
@@ -165,6 +165,8 @@ def test_recording_matches_librenms(snmp_agent, shared_data: Path, name: str) ->
     matched: set[str] = set()
     unverified: set[tuple[bool, str]] = set()  # (per outlet?, field)
     for (outlet, field), oids in decoded.sources.items():
+        if field == "state":  # checked by test_recorded_states.py
+            continue
         ours = _value(reading, outlet, field)
         alias = ORACLE_OID_ALIAS.get(name, {})
         terms = [oracle.get(alias.get(oid, oid)) for oid in oids]
@@ -210,7 +212,6 @@ BOTH = {
     "apc-cpdu": 255.0 - 258.0,
     "cyberpower_pdu81005": 220.0 - 216.0,
     "eatonpdu_2": 1568.0 - 1584.0,
-    "gude-epc_8031": 0.0,
     "raritan-pdu_px2": 0.0,
     "raritan-pdu_px4": 584.0 - 590.0,
 }
@@ -222,8 +223,6 @@ def test_outlet_sum_agrees_with_the_total(shared_data: Path, name: str) -> None:
     a wrong scale (tenths, kW) would be off by 10× or more, far outside ±5 %."""
     fake = FakeSnmpClient.from_file(recordings_dir(shared_data) / f"{name}.snmprec")
     meter = SnmpMeter(parse_meter_url("snmp://public@192.0.2.1"), fake)  # in memory, no I/O
-    if name in NO_POWER_DATA:
-        return
     result = check_reading(asyncio.run(meter.read()))
     if name not in BOTH:
         assert result.gap_w is None, f"{name}: publishes both; add it to BOTH"
@@ -236,7 +235,7 @@ def _float_or_null(value: object) -> bool:
     return value is None or (isinstance(value, float) and not isinstance(value, bool))
 
 
-@pytest.mark.parametrize("name", sorted(set(EXPECTED_DRIVER) - NO_POWER_DATA))
+@pytest.mark.parametrize("name", sorted(EXPECTED_DRIVER))
 def test_json_contract_holds_for_every_recording(shared_data: Path, name: str) -> None:
     """The issue-2 ``--json`` object: its keys and types on every outlet of every device."""
     fake = FakeSnmpClient.from_file(recordings_dir(shared_data) / f"{name}.snmprec")
@@ -251,6 +250,7 @@ def test_json_contract_holds_for_every_recording(shared_data: Path, name: str) -
     assert numbers == list(range(1, len(numbers) + 1)), numbers
     for outlet in doc["outlets"]:
         assert {"outlet", "name", "power_w", "current_a", "voltage_v", "energy_wh"} <= set(outlet)
+        assert outlet["state"] in ("on", "off", None), outlet
         assert type(outlet["outlet"]) is int
         assert outlet["name"] is None or (isinstance(outlet["name"], str) and outlet["name"])
         for key in ("power_w", "current_a", "voltage_v", "energy_wh"):

@@ -212,7 +212,8 @@ def test_public_names_are_pinned():
     import eams.meter.simulator as simulator
 
     assert sorted(simulator.__all__) == [
-        "HostCpuLoad", "LinearCurve", "MeasuredCurve", "ModbusMeterSimulator", "OutletState",
+        "HostCpuLoad", "LinearCurve", "MeasuredCurve", "ModbusMeterSimulator", "NodePower",
+        "OutletState",
         "PduSimulator", "SimulatorError", "SpecPowerError", "SpecPowerRow", "VirtualOutlet",
         "load_specpower",
     ]  # fmt: skip

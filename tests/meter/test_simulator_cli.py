@@ -1,10 +1,12 @@
-"""``eams meter simulate`` as a user runs it: a real process, its URL, its control endpoint."""
+"""``eams meter simulate`` as a user runs it: a real process, its URLs, its control endpoint,
+switching an outlet with ``eams meter switch`` and waking a suspended node by Wake-on-LAN."""
 
 import asyncio
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +24,7 @@ from pysnmp.hlapi.v3arch.asyncio import (
 
 from eams.meter.simulator.apc_rpdu2 import RPDU2_OUTLET_METERED_STATUS
 from eams.meter.simulator.cli import simulate
+from eams.meter.wol import send_magic_packet
 
 EAMS = str(Path(sys.executable).with_name("eams"))
 POWER_OID = ".".join(map(str, (*RPDU2_OUTLET_METERED_STATUS, 7)))
@@ -137,3 +140,54 @@ def test_simulate_v3_without_keys_is_one_line(monkeypatch):
         "eams: error: --v3-user needs EAMS_SNMP_AUTH_KEY and EAMS_SNMP_PRIV_KEY set to keys "
         "of at least 8 characters"
     ]
+
+
+def _wait_node(control: str, outlet: int, node: str, timeout_s: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        row = httpx.get(control, timeout=5).json()[outlet - 1]
+        if row["node"] == node:
+            return row
+        assert time.monotonic() < deadline, row
+        time.sleep(0.05)
+
+
+def test_simulate_switches_suspends_and_wakes_its_nodes():
+    argv = [EAMS, "meter", "simulate", "--outlets", "2", "--curve", "linear:20:80"]
+    timing = ["boot_s=0.3", "wake_s=0.3", "suspend_s=0", "suspend_w=2.5"]
+    argv += ["--reboot-off-s", "0.5", *(f"--node-power={t}" for t in timing)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [process.stdout.readline().strip() for _ in range(4)]
+        assert lines[2].startswith("write: snmp://private@127.0.0.1:"), process.stderr.read()
+        control = lines[1].removeprefix("control: ")
+        host, _, port = lines[3].removeprefix("wol: ").partition(":")
+        write_url = lines[2].removeprefix("write: ")
+        switched = subprocess.run(
+            [EAMS, "meter", "switch", write_url, "--outlet", "2", "reboot", "--yes"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert switched.returncode == 0, switched.stderr
+        assert "reboot done; state read back: on" in switched.stdout
+        assert _wait_node(control, 2, "running")["power_w"] == 20.0  # booted again
+        answer = httpx.put(f"{control}/1/node", json={"action": "suspend"}, timeout=5)
+        assert answer.status_code == 200, answer.text
+        asleep = _wait_node(control, 1, "suspended")
+        assert asleep["power_w"] == 2.5
+        send_magic_packet(asleep["mac"], address=host, port=int(port))
+        assert _wait_node(control, 1, "running")["power_w"] == 20.0
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(10)
+        process.stdout.close()
+        process.stderr.close()
+
+
+def test_simulate_rejects_an_unknown_node_power_parameter():
+    result = CliRunner().invoke(simulate, ["--node-power", "boot_time=3"])
+    assert result.exit_code == 2
+    assert "unknown parameter 'boot_time'" in result.output
+    result = CliRunner().invoke(simulate, ["--node-power", "off_w=-1"])
+    assert result.exit_code == 2 and "must be finite and >= 0" in result.output

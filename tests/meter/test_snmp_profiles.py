@@ -32,7 +32,8 @@ def test_every_family_loads_and_names_a_source() -> None:
     for fam in fams.values():
         assert fam.sys_object_ids, fam.name
         assert fam.source, fam.name
-        assert fam.no_power_data or fam.outlets or fam.total, fam.name
+        assert fam.outlets or fam.total or fam.switch, fam.name
+        assert bool(fam.switch) != bool(fam.no_switch), fam.name  # switches, or says why not
 
 
 def test_longest_prefix_wins() -> None:
@@ -205,6 +206,8 @@ def test_meter_package_public_names() -> None:
     import eams.meter
 
     assert sorted(eams.meter.__all__) == [
+        "BadMacAddress",
+        "BadMagicPacket",
         "BadMeterUrl",
         "BlockingMeter",
         "MeterAuthError",
@@ -213,12 +216,20 @@ def test_meter_package_public_names() -> None:
         "MeterTimeout",
         "MeterUnreachable",
         "MeterUrl",
+        "NotConfirmed",
         "OutletReading",
+        "ReadBackDiffers",
         "Reading",
+        "SwitchError",
+        "SwitchUnsupported",
         "UnknownDevice",
+        "UnknownOutlet",
+        "WolError",
+        "WriteRefused",
         "open_meter",
         "parse_meter_url",
     ]
+    assert all(hasattr(eams.meter, name) for name in eams.meter.__all__)
 
 
 def test_daisy_chained_units_are_numbered_in_order() -> None:
@@ -234,7 +245,10 @@ def test_snmp_package_public_names() -> None:
     assert sorted(eams.meter.snmp.__all__) == [
         "Family",
         "SnmpMeter",
+        "SwitchPlan",
+        "SwitchResult",
         "detect",
         "families",
         "family",
+        "switch_outlet",
     ]
