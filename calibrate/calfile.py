@@ -101,6 +101,17 @@ class SweepLevel(_Strict):
         return sum(values) / len(values) if values else None
 
 
+class Contention(_Strict):
+    """Other work competing with a sweep's load (``eams.calibrate.contention``): the figures,
+    ``None`` where not measured, and one sentence per sign beyond its limit in ``findings``
+    (a file with findings was written with ``--allow-contention``: its speed is suspect)."""
+
+    idle_utilisation: Fraction | None = None
+    full_load_cpu_share: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    steal_max: Fraction | None = None
+    findings: list[str] = []
+
+
 class SweepRecord(_Strict):
     """The raw sweep: where and how it ran, and every level measured (in order).
 
@@ -121,6 +132,7 @@ class SweepRecord(_Strict):
     complete: bool = False
     stop_reason: str | None = None
     levels: list[SweepLevel] = []
+    contention: Contention | None = None
 
     _redact_meter = field_validator("meter")(_redact)
 
