@@ -32,8 +32,10 @@ from eams.calibrate.calfile import ACTIVE_IDLE_MAX_UTILISATION, Contention
 IDLE_BUSY_MAX = ACTIVE_IDLE_MAX_UTILISATION
 """Utilisation at the idle level above which other work is running (fraction)."""
 LOAD_SHARE_MIN = 0.90
-"""stress-ng's workers get about all the CPU they ask for on an otherwise idle node (0.97–1.0
-measured at 100 %); below this share something else ran on their CPUs."""
+"""A worker at 100 % is a pure CPU loop, so on an otherwise idle node its CPU time is its run
+time but for start-up (share ≈ 1); below this share something else ran on its CPUs. (On this
+shared 2-core machine: 0.84 at load average 2.8, 0.60 beside a one-core busy loop, 0.17 at
+load 7–9.)"""
 STEAL_MAX = 0.05
 """Share of CPU time stolen by the hypervisor above which the node's CPUs were not its own."""
 OVERRIDE = (
