@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,8 @@ def test_fleet_sweeps_each_node_and_summarises(
         # not stop it), and its fit was refused for that reason, its raw sweep kept
         failed = str(result.exception)
         assert failed.startswith("2 of 2 node(s) failed: ") and "loop" in failed, result.output
-        assert "other work kept the node busy" in " ".join(result.output.split())
+        cells = " ".join(re.sub("[│┃]", " ", result.output).split())  # rich wraps the cell
+        assert "other work kept the node busy" in cells, result.output
         assert (tmp_path / "cal" / "loop.partial.json").exists()
         return
     assert "1 of 2 node(s) failed: gone" in str(result.exception), result.output

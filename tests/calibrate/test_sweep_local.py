@@ -96,18 +96,20 @@ def test_meter_dropping_out_briefly_repeats_the_level(
     pdu: PduSimulator, meter: BlockingMeter
 ) -> None:
     runner = SpyRunner()
-    dropped = threading.Event()
+    dropped, back = threading.Event(), threading.Event()
 
     def progress(event: SweepProgress) -> None:
         if event.index == 1 and event.phase == "measuring" and not dropped.is_set():
             dropped.set()
-            pdu.stop()
-            threading.Timer(3.0, pdu.start).start()  # past one read's deadline (~2 s)
+            pdu.stop()  # that attempt's next read fails after its deadline (~2.5 s)
+        elif event.phase == "repeating" and dropped.is_set() and not back.is_set():
+            back.set()  # back before the repeat starts, however slow this box is
+            pdu.start()
 
     record = run_sweep(
         runner, meter, node="here", meter_url=pdu.url, outlet=1, plan=SHORT, progress=progress
     )
-    assert record.complete and dropped.is_set()
+    assert record.complete and dropped.is_set() and back.is_set()
     assert record.levels[1].attempts == 2  # others may repeat too when this box is busy
     assert len(runner.jobs) == sum(lv.attempts for lv in record.levels[1:])
     assert not any(group_alive(job.pid) for job in runner.jobs)
