@@ -82,6 +82,23 @@ def _plan_options(command):  # type: ignore[no-untyped-def]
     return command
 
 
+def _sweep_plan(
+    levels: tuple[int, ...],
+    settle_s: float,
+    measure_s: float,
+    sample_s: float,
+    allow_contention: bool,
+) -> SweepPlan:
+    """The plan from the flags of :func:`_plan_options`."""
+    return SweepPlan(
+        levels,
+        settle_s=settle_s,
+        measure_s=measure_s,
+        sample_s=sample_s,
+        allow_contention=allow_contention,
+    )
+
+
 @click.group()
 def calibrate() -> None:
     """Fit each node's power model P(u) = P_idle + (P_max − P_idle)·u from load sweeps."""
@@ -130,13 +147,7 @@ def sweep(
     stress-ng is stopped on every exit path (Ctrl-C, SSH drop, meter failure); measured levels
     of a sweep that stops early are kept in NAME.partial.json.
     """
-    plan = SweepPlan(
-        levels,
-        settle_s=settle_s,
-        measure_s=measure_s,
-        sample_s=sample_s,
-        allow_contention=allow_contention,
-    )
+    plan = _sweep_plan(levels, settle_s, measure_s, sample_s, allow_contention)
     speed_ref = SpeedReferenceSpec()
     if reference is not None:
         speed_ref = SpeedReferenceSpec.from_file(reference)
@@ -210,13 +221,7 @@ def fleet(
 
     Exit status 1 when any node failed (the summary says which and why).
     """
-    plan = SweepPlan(
-        levels,
-        settle_s=settle_s,
-        measure_s=measure_s,
-        sample_s=sample_s,
-        allow_contention=allow_contention,
-    )
+    plan = _sweep_plan(levels, settle_s, measure_s, sample_s, allow_contention)
     outcomes = run_fleet(
         Inventory.load(inventory),
         plan=plan,

@@ -51,7 +51,7 @@ def test_cli_sweep_recovers_the_hidden_line_within_its_intervals(
     assert sweep.floor_w == 50.0 and sweep.stress_ng_version[0].isdigit()
     for level in sweep.levels:
         assert level.utilisation is not None
-        assert 2 <= len(level.samples) <= 1.5 / 0.2 + 1  # fewer when reads are slow (busy box)
+        assert 1 <= len(level.samples) <= 1.5 / 0.2 + 1  # fewer when reads are slow (busy box)
         stamps = [s.read_at for s in level.samples]
         assert stamps == sorted(stamps) and stamps[0] >= level.started_at
         assert all(HIDDEN.p_idle_w - 1 <= s.power_w <= HIDDEN.p_max_w + 1 for s in level.samples)
