@@ -157,6 +157,7 @@ class _LevelRun:
         """Utilisation and steal over the interval (fractions), its samples, its length (s)."""
         plan = self.sweep.plan
         self.phase = "measuring"
+        self.report_progress(plan.measure_s)  # seen even when one read outlasts the interval
         start_times = self.sweep.cpu_times()
         start = time.monotonic()
         samples: list[PowerSample] = []
