@@ -93,6 +93,17 @@ class SweepLevel(StrictModel):
         return sum(values) / len(values) if values else None
 
 
+class Contention(StrictModel):
+    """Other work competing with a sweep's load (``eams.calibrate.contention``): the figures,
+    ``None`` where not measured, and one sentence per sign beyond its limit in ``findings``
+    (a file with findings was written with ``--allow-contention``: its speed is suspect)."""
+
+    idle_utilisation: Fraction | None = None
+    full_load_cpu_share: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    steal_max: Fraction | None = None
+    findings: list[str] = Field(default_factory=list)
+
+
 class SweepRecord(StrictModel):
     """The raw sweep: where and how it ran, and every level measured (in order).
 
@@ -113,6 +124,7 @@ class SweepRecord(StrictModel):
     complete: bool = False
     stop_reason: str | None = None
     levels: list[SweepLevel] = Field(default_factory=list)
+    contention: Contention | None = None
 
     _redact_meter = field_validator("meter")(_redact)
 

@@ -14,7 +14,12 @@ from eams.calibrate.errors import SweepError
 from eams.calibrate.fleet import Inventory, run_fleet
 from eams.calibrate.plot import plot_calibrations
 from eams.calibrate.progress import progress_bar
-from eams.calibrate.report import calibrations_table, fit_report, fleet_table
+from eams.calibrate.report import (
+    calibrations_table,
+    contention_notes,
+    fit_report,
+    fleet_table,
+)
 from eams.calibrate.run import SpeedReferenceSpec, SshOptions, fit_and_save, sweep_node
 from eams.calibrate.sweep import DEFAULT_LEVELS, SweepPlan
 
@@ -61,6 +66,12 @@ def _plan_options(command):  # type: ignore[no-untyped-def]
                 help="Meter read period (also the settle-detection window).",
             ),
             click.option(
+                "--allow-contention",
+                is_flag=True,
+                help="Keep a sweep that other work competed with (busy at idle, stress-ng short "
+                "of CPU at full load, steal); the file records it and `show` flags it.",
+            ),
+            click.option(
                 "--accept-unknown-host",
                 is_flag=True,
                 help="Accept and save an SSH host key not in known_hosts (never a changed one).",
@@ -69,6 +80,23 @@ def _plan_options(command):  # type: ignore[no-untyped-def]
     ):
         command = option(command)
     return command
+
+
+def _sweep_plan(
+    levels: tuple[int, ...],
+    settle_s: float,
+    measure_s: float,
+    sample_s: float,
+    allow_contention: bool,
+) -> SweepPlan:
+    """The plan from the flags of :func:`_plan_options`."""
+    return SweepPlan(
+        levels,
+        settle_s=settle_s,
+        measure_s=measure_s,
+        sample_s=sample_s,
+        allow_contention=allow_contention,
+    )
 
 
 @click.group()
@@ -110,6 +138,7 @@ def sweep(
     settle_s: float,
     measure_s: float,
     sample_s: float,
+    allow_contention: bool,
     accept_unknown_host: bool,
     out: Path,
 ) -> None:
@@ -118,7 +147,7 @@ def sweep(
     stress-ng is stopped on every exit path (Ctrl-C, SSH drop, meter failure); measured levels
     of a sweep that stops early are kept in NAME.partial.json.
     """
-    plan = SweepPlan(levels, settle_s=settle_s, measure_s=measure_s, sample_s=sample_s)
+    plan = _sweep_plan(levels, settle_s, measure_s, sample_s, allow_contention)
     speed_ref = SpeedReferenceSpec()
     if reference is not None:
         speed_ref = SpeedReferenceSpec.from_file(reference)
@@ -141,6 +170,8 @@ def sweep(
     console.print(calibrations_table([calibration]))
     console.print(calibration.fit.linear_reason)
     console.print(calibration.wake_power_note)
+    for line in contention_notes([calibration]):
+        console.print(line, style="bold red")
     console.print(f"written: {out}")
 
 
@@ -166,7 +197,10 @@ def fit(file: Path, as_json: bool, floor_w: float | None) -> None:
 def show(files: tuple[Path, ...], plot: Path | None) -> None:
     """Print a table of calibration FILES (P_idle, P_max with 95 % CIs, speed, R², linear_ok)."""
     calibrations = [load_calibration(path) for path in files]
-    Console().print(calibrations_table(calibrations))
+    console = Console()
+    console.print(calibrations_table(calibrations))
+    for line in contention_notes(calibrations):
+        console.print(line, style="bold red")
     if plot is not None:
         click.echo(f"plot: {plot_calibrations(calibrations, plot)}")
 
@@ -180,13 +214,14 @@ def fleet(
     settle_s: float,
     measure_s: float,
     sample_s: float,
+    allow_contention: bool,
     accept_unknown_host: bool,
 ) -> None:
     """Sweep every node of the inventory one after another, then print one summary.
 
     Exit status 1 when any node failed (the summary says which and why).
     """
-    plan = SweepPlan(levels, settle_s=settle_s, measure_s=measure_s, sample_s=sample_s)
+    plan = _sweep_plan(levels, settle_s, measure_s, sample_s, allow_contention)
     outcomes = run_fleet(
         Inventory.load(inventory),
         plan=plan,

@@ -22,6 +22,22 @@ def _opt(value: float | None, fmt: str) -> str:
     return "—" if value is None else format(value, fmt)
 
 
+def _speed(cal: Calibration) -> str:
+    contended = cal.sweep is not None and cal.sweep.contention and cal.sweep.contention.findings
+    return _opt(cal.speed, ".3f") + (" (contended)" if contended else "")
+
+
+def contention_notes(calibrations: Sequence[Calibration]) -> list[str]:
+    """One line per calibration swept under contention (``--allow-contention``), naming the
+    node and every finding with its figures; empty when none was."""
+    return [
+        f"{cal.node}: calibrated under contention, speed suspect: "
+        + "; ".join(cal.sweep.contention.findings)
+        for cal in calibrations
+        if cal.sweep is not None and cal.sweep.contention and cal.sweep.contention.findings
+    ]
+
+
 def fit_report(result: FitResult) -> Group:
     """The fit as text: line with 95 % intervals, R², RMSE, linearity, wake power, per level."""
     levels = Table("u", "n", "measured W", "model W", "error W", "error %", "weight", box=None)
@@ -70,7 +86,7 @@ def calibrations_table(calibrations: Sequence[Calibration]) -> Table:
             f"{cal.p_idle_w:.1f} {_ci(cal.p_idle_ci95_w)}",
             f"{cal.p_max_w:.1f} {_ci(cal.p_max_ci95_w)}",
             _opt(cal.p_active_idle_w, ".1f"),
-            _opt(cal.speed, ".3f"),
+            _speed(cal),
             f"{cal.r2:.4f}",
             f"{cal.rmse_w:.2f}",
             "yes" if cal.linear_ok else "NO",
@@ -92,7 +108,7 @@ def fleet_table(outcomes: Sequence[NodeOutcome]) -> Table:
             "ok",
             f"{cal.p_idle_w:.1f}",
             f"{cal.p_max_w:.1f}",
-            _opt(cal.speed, ".3f"),
+            _speed(cal),
             "yes" if cal.linear_ok else "NO",
             str(outcome.path),
         )

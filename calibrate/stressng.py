@@ -4,12 +4,16 @@
 CPU busy L % of the time. Stopped with SIGINT (or SIGHUP, or at ``--timeout``) it prints the
 metrics table, whose ``cpu`` row gives bogo ops, real/usr/sys seconds, and bogo ops/s over real
 time and over usr+sys time; the speed of a node (study §5.1, s_n) uses the real-time rate.
+usr and sys are summed over the workers, so ``(usr + sys) / (N · real · L / 100)`` is the share
+of the CPU time the workers asked for that they got: 1 on an otherwise idle node, less when
+other work took the rest (:func:`load_cpu_share`).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from eams.calibrate.errors import SweepError
 from eams.calibrate.runners import Runner
@@ -75,8 +79,52 @@ def load_command(cpus: int, load_pct: int, longest_s: float) -> list[str]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """The ``cpu`` row of ``--metrics-brief``: totals over all workers.
+
+    Attributes
+    ----------
+    bogo_ops : int
+    real_s, usr_s, sys_s : float
+        Wall time of the run, and CPU time in user and kernel mode summed over the workers (s).
+    bogo_ops_per_s : float
+        Over real time.
+    """
+
+    bogo_ops: int
+    real_s: float
+    usr_s: float
+    sys_s: float
+    bogo_ops_per_s: float
+
+
+def metrics(output: str) -> Metrics | None:
+    """The ``cpu`` metrics row of stress-ng's output, or ``None`` when there is none (killed
+    before it could print one)."""
+    match = _METRICS_ROW.search(output)
+    if match is None:
+        return None
+    ops, real, usr, sys_, rate = match.groups()[:5]
+    return Metrics(int(ops), float(real), float(usr), float(sys_), float(rate))
+
+
 def bogo_ops_per_s(output: str) -> float | None:
     """stress-ng's total ``cpu`` bogo ops/s over real time from its metrics output, or ``None``
     when the output has no metrics row (killed before it could print one)."""
-    match = _METRICS_ROW.search(output)
-    return float(match.group(5)) if match else None
+    found = metrics(output)
+    return None if found is None else found.bogo_ops_per_s
+
+
+def load_cpu_share(output: str, workers: int, load_pct: int) -> float | None:
+    """The share of the CPU time ``workers`` workers at ``load_pct`` % asked for that they got.
+
+    ``(usr + sys) / (workers · real · load_pct / 100)`` from the metrics row (see the module
+    doc): about 1 on an otherwise idle node. ``None`` without a metrics row, a load of 0 or no
+    real time.
+    """
+    found = metrics(output)
+    asked_s = None if found is None else workers * found.real_s * load_pct / 100
+    if found is None or not asked_s:
+        return None
+    return (found.usr_s + found.sys_s) / asked_s

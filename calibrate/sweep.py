@@ -15,6 +15,10 @@ without that, it is measured anyway and marked ``settled: false``.
 A meter that fails during a level (any :class:`~eams.meter.errors.MeterError`) makes the level
 run again, up to ``level_attempts`` times; then the sweep stops cleanly with a
 :class:`~eams.calibrate.errors.SweepError` whose ``partial`` holds the levels already measured.
+
+Contention (other work beside the load: busy at idle, stress-ng short of CPU at full load,
+steal; :mod:`eams.calibrate.contention`) stops the sweep the same way right after the level
+that shows it, unless ``allow_contention``; the record keeps the figures either way.
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ from typing import Protocol
 
 from eams.calibrate import stressng
 from eams.calibrate.calfile import PowerSample, SweepLevel, SweepRecord
+from eams.calibrate.contention import ContentionWatch, refusal
 from eams.calibrate.errors import SweepError
 from eams.calibrate.runners import Job, Runner
 from eams.errors import ProcStatError
 from eams.meter.errors import MeterError
 from eams.meter.reading import Reading
-from eams.procstat import CpuTimes, utilisation_between
+from eams.procstat import CpuTimes, steal_between, utilisation_between
 
 DEFAULT_LEVELS = (0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 
@@ -50,6 +55,8 @@ class BlockingReader(Protocol):
 class SweepPlan:
     """How to sweep. Times in seconds; defaults sized for real mini-PCs and PDUs.
 
+    ``allow_contention`` keeps a sweep that other work competed with (recorded, not refused).
+
     Raises
     ------
     SweepError
@@ -65,6 +72,7 @@ class SweepPlan:
     settle_power_tol_pct: float = 2.0
     settle_power_tol_w: float = 1.0
     level_attempts: int = 2
+    allow_contention: bool = False
 
     def __post_init__(self) -> None:
         bad = [pct for pct in self.levels_pct if not 0 <= pct <= 100]
@@ -145,9 +153,11 @@ class _LevelRun:
                 return elapsed, False
             self.report_progress(plan.measure_s + max(0.0, plan.settle_s - elapsed))
 
-    def measure(self) -> tuple[float | None, list[PowerSample], float]:
+    def measure(self) -> tuple[float | None, float | None, list[PowerSample], float]:
+        """Utilisation and steal over the interval (fractions), its samples, its length (s)."""
         plan = self.sweep.plan
         self.phase = "measuring"
+        self.report_progress(plan.measure_s)  # seen even when one read outlasts the interval
         start_times = self.sweep.cpu_times()
         start = time.monotonic()
         samples: list[PowerSample] = []
@@ -159,9 +169,10 @@ class _LevelRun:
             if elapsed >= plan.measure_s - 1e-6:
                 break
             self.report_progress(plan.measure_s - elapsed)
-        utilisation = utilisation_between(start_times, self.sweep.cpu_times())
+        end_times = self.sweep.cpu_times()
+        utilisation = utilisation_between(start_times, end_times)
         self.last_utilisation = utilisation
-        return utilisation, samples, elapsed
+        return utilisation, steal_between(start_times, end_times), samples, elapsed
 
 
 def _steady(windows: deque[tuple[float | None, float | None]], plan: SweepPlan) -> bool:
@@ -193,6 +204,7 @@ class _Sweep:
         self.floor_w: float | None = None
         self.meter_name: str | None = None
         self.settle_seen_s: list[float] = []
+        self.contention = ContentionWatch()
 
     def cpu_times(self) -> CpuTimes:
         text = self.runner.run(["cat", "/proc/stat"], timeout_s=10.0)
@@ -247,12 +259,15 @@ class _Sweep:
                 run.report_progress(plan.settle_s + plan.measure_s)
                 settle_s, settled = run.settle()
                 self.settle_seen_s.append(settle_s)
-                utilisation, samples, measure_s = run.measure()
+                utilisation, steal, samples, measure_s = run.measure()
             except MeterError as exc:
                 last_error = exc
                 continue
             finally:
                 output = job.stop() if job is not None else ""
+            bogo_ops_per_s = stressng.bogo_ops_per_s(output) if job is not None else None
+            share = stressng.load_cpu_share(output, cpus, pct) if job is not None else None
+            self.contention.add(pct, utilisation, steal, share, bogo_ops_per_s)
             return SweepLevel(
                 commanded_pct=pct,
                 utilisation=utilisation,
@@ -261,7 +276,7 @@ class _Sweep:
                 settled=settled,
                 measure_s=measure_s,
                 samples=samples,
-                bogo_ops_per_s=stressng.bogo_ops_per_s(output) if job is not None else None,
+                bogo_ops_per_s=bogo_ops_per_s,
                 attempts=attempt,
             )
         raise SweepError(
@@ -308,8 +323,9 @@ def run_sweep(
     ------
     SweepError
         stress-ng missing on the node, the meter failing a level on every attempt, the SSH
-        connection lost, stress-ng exiting early, or Ctrl-C. The load is stopped first;
-        ``SweepError.partial`` holds the levels measured so far (``complete`` False).
+        connection lost, stress-ng exiting early, Ctrl-C, or contention (unless
+        ``plan.allow_contention``). The load is stopped first; ``SweepError.partial`` holds
+        the levels measured so far (``complete`` False).
     """
     plan = plan or SweepPlan()
     sweep = _Sweep(runner, meter, outlet, plan, progress)
@@ -332,12 +348,16 @@ def run_sweep(
             complete=complete,
             stop_reason=reason,
             levels=list(levels),
+            contention=sweep.contention.summary(),
         )
 
     pct = plan.levels_pct[0]
     try:
         for index, pct in enumerate(plan.levels_pct):
             levels.append(sweep.level(index, pct, cpus))
+            findings = sweep.contention.findings()
+            if findings and not plan.allow_contention:
+                raise SweepError(refusal(findings))
     except (SweepError, MeterError, KeyboardInterrupt) as exc:
         reason = "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else str(exc)
         raise SweepError(

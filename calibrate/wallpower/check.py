@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eams.calibrate.wallpower.counter import CounterEvent
 from eams.calibrate.wallpower.energy import Gap
 from eams.calibrate.wallpower.errors import RunMismatchError
 from eams.calibrate.wallpower.load import Run
@@ -45,7 +46,11 @@ TOLERANCE_PTS = 3.0
 SAME_LENGTH_TOL = 0.01
 MODEL_ERROR_WARN_PCT = 5.0
 _SQRT3 = math.sqrt(3.0)
-_BRIDGE = {"power": "metered power", "restart": "counter restarted at 0"}
+_BRIDGE = {
+    "power": "metered power",
+    "restart": "counter restarted at 0",
+    "mean": "the counter's mean power",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,15 +221,44 @@ def _node_findings(n: NodeEnergy) -> list[str]:
         "covered by the sample after it (its /proc/stat mean spans the gap), never "
         "zero-filled; charged to the sampling uncertainty",
     )
-    for e in n.counter_events:
-        out.append(
-            f"energy counter went back at {e.at_s:.1f} s from {e.before_wh:g} to "
-            f"{e.after_wh:g} Wh (wrap or reset); stitched, {e.bridged_wh:.4g} Wh credited "
-            f"across it ({_BRIDGE[e.how]})"
-        )
+    out += [_counter_finding(e, used=n.method == "counter") for e in n.counter_events]
     if n.counter_note:
         out.append(n.counter_note)
     return out
+
+
+def _power(w: float) -> str:
+    for unit, scale in (("GW", 1e9), ("MW", 1e6), ("kW", 1e3)):
+        if abs(w) >= scale:
+            return f"{w / scale:.3g} {unit}"
+    return f"{w:.3g} W"
+
+
+def _counter_finding(e: CounterEvent, *, used: bool) -> str:
+    """One sentence on a counter event (``counter`` module doc)."""
+    at = f"energy counter {'went back' if e.kind == 'wrap' else e.kind} at {e.at_s:.1f} s"
+    implied = "" if e.implied_w is None else f"the step would mean {_power(e.implied_w)}"
+    if implied and e.ceiling_w is not None:
+        implied += f" where the outlet draws at most {_power(e.ceiling_w)}"
+    if e.kind == "glitch":
+        what = (
+            f"{at}: {e.readings} reading(s) off its course ({e.before_wh:g} → {e.after_wh:g} Wh, "
+            f"then back to {e.before_wh + e.bridged_wh:g}; "
+            f"{implied or 'a counter does not go back and return'}): "
+            "ignored, not counted"
+        )
+    elif e.kind == "wrap":
+        what = f"{at} from {e.before_wh:g} to {e.after_wh:g} Wh (wrap or reset)"
+    else:
+        what = (
+            f"{at} from {e.before_wh:g} to {e.after_wh:g} Wh ({implied}) and carried on from "
+            "there: the leap is not counted"
+        )
+    if not used:
+        return f"{what}; the counter was not used"
+    if e.kind == "glitch":
+        return f"{what}; the counter's increment across it counts"
+    return f"{what}; stitched, {e.bridged_wh:.4g} Wh credited across it ({_BRIDGE[e.how]})"
 
 
 def _places(places: list[tuple[str, str]]) -> str:
@@ -266,6 +300,7 @@ def check_runs(
     *,
     accuracy_pct: float = 3.0,
     tolerance_pts: float = TOLERANCE_PTS,
+    outlet_rating_w: float | None = None,
 ) -> SavingCheck:
     """Compare the metered and the modelled saving of run ``b`` over run ``a`` (VT-5).
 
@@ -279,6 +314,9 @@ def check_runs(
         The meter's stated accuracy (±%), > 0; APC rPDU2 states ±3 % (hence the default).
     tolerance_pts : float
         VT-5 tolerance in percentage points.
+    outlet_rating_w : float, optional
+        The PDU outlets' power rating (W): no counter increment implying more is trusted
+        (besides twice the most each node was metered or calibrated at).
 
     Returns
     -------
@@ -294,8 +332,8 @@ def check_runs(
     _check_fleet(a, b, models)
     how, unit, n_a, n_b, notes = _normalisers(a, b)
     ratio = n_a / n_b
-    res_a = _run_result(a, run_energy(a, models, accuracy_pct), n_a)
-    res_b = _run_result(b, run_energy(b, models, accuracy_pct), n_b)
+    res_a = _run_result(a, run_energy(a, models, accuracy_pct, outlet_rating_w), n_a)
+    res_b = _run_result(b, run_energy(b, models, accuracy_pct, outlet_rating_w), n_b)
     names = list(res_a.nodes)
     pairs = [(res_a.nodes[n], res_b.nodes[n]) for n in names]
     ea_met, eb_met = res_a.metered_wh, res_b.metered_wh

@@ -94,6 +94,14 @@ def wallpower() -> None:
     callback=_finite,
     help="VT-5 tolerance on metered − modelled saving (percentage points).",
 )
+@click.option(
+    "--outlet-rating-w",
+    default=None,
+    type=click.FloatRange(min=0, min_open=True),
+    callback=lambda ctx, param, value: value if value is None else _finite(ctx, param, value),
+    help="The PDU outlets' power rating, W (APC rPDU2 10 A C13 at 230 V: 2300): no energy "
+    "counter step implying more is trusted. Default: twice the most each node drew.",
+)
 def check(
     run_a: str,
     run_b: str,
@@ -101,6 +109,7 @@ def check(
     out_dir: Path,
     accuracy_pct: float,
     tolerance_pts: float,
+    outlet_rating_w: float | None,
 ) -> None:
     """Compare the metered and the modelled saving of run B over run A.
 
@@ -110,7 +119,13 @@ def check(
     specs = parse_run_spec(run_a), parse_run_spec(run_b)
     fleet = load_fleet(calibration_dir)
     runs = load_run(specs[0], "A"), load_run(specs[1], "B")
-    result = check_runs(*runs, fleet, accuracy_pct=accuracy_pct, tolerance_pts=tolerance_pts)
+    result = check_runs(
+        *runs,
+        fleet,
+        accuracy_pct=accuracy_pct,
+        tolerance_pts=tolerance_pts,
+        outlet_rating_w=outlet_rating_w,
+    )
     html_path, json_path = write_report(result, out_dir)
     for line in summary_lines(result):
         click.echo(line)

@@ -1,13 +1,8 @@
-"""Energy of one node over a run's window: cumulative counter, or power integrated over time.
+"""Integrals of sampled quantities over a run's window: metered power, utilisation, gaps.
 
-Pure numpy; times are seconds from the run's start, the window is ``[0, span_s]``.
+Pure numpy; times are seconds from the run's start, the window is ``[0, span_s]``. (The outlet's
+cumulative energy counter, preferred where the PDU offers one, is in ``counter.py``.)
 
-- **Counter** (preferred where the PDU offers one): E = Σ positive increments of ``energy_wh``.
-  A decrease is a counter wrap or reset: it is reported, and the interval across it is bridged
-  by the trapezoid of the metered power at its two ends (or, without power there, by the new
-  counter value, i.e. a restart from 0). A counter that advances fewer than
-  :data:`COUNTER_MIN_STEPS` steps of its resolution is too coarse: power integration is used and
-  the reason is reported.
 - **Power**: the trapezoid rule between samples; before the first and after the last sample the
   nearest value is held to the window's edge.
 - **Utilisation** (and modelled power, linear in it) is an *average* over the interval ending at
@@ -32,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 
 GAP_FACTOR = 2.5
-COUNTER_MIN_STEPS = 100
 _SQRT12 = math.sqrt(12.0)
 
 
@@ -47,29 +41,6 @@ class Gap:
     def length_s(self) -> float:
         """Length (s)."""
         return self.end_s - self.start_s
-
-
-@dataclass(frozen=True, slots=True)
-class CounterEvent:
-    """The energy counter went backwards (a wrap or a reset) between two readings.
-
-    Attributes
-    ----------
-    at_s : float
-        Time of the first reading after the drop (s from the run's start).
-    before_wh, after_wh : float
-        Counter values around the drop.
-    bridged_wh : float
-        Energy credited across the interval.
-    how : {"power", "restart"}
-        ``power``: trapezoid of metered power; ``restart``: the counter assumed restarted at 0.
-    """
-
-    at_s: float
-    before_wh: float
-    after_wh: float
-    bridged_wh: float
-    how: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,96 +144,4 @@ def integrate(
         weights_s=weights,
         values=values,
         gaps=find_gaps(tau, span_s, threshold_s),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class CounterIntegral:
-    """Energy from the cumulative counter over the window.
-
-    Attributes
-    ----------
-    energy_wh : float
-    sampling_sd_wh : float
-        Quantisation of the counter (each reading truncated to ``resolution_wh``: r/√6 per
-        difference), the bridges across drops, and the window's edges.
-    resolution_wh : float
-        The counter's resolution as seen: the smallest positive increment or difference
-        between distinct increments (an upper bound of the true resolution).
-    events : tuple of CounterEvent
-    gaps : tuple of Gap
-        Gaps between counter readings (the counter keeps counting through them).
-    """
-
-    energy_wh: float
-    sampling_sd_wh: float
-    resolution_wh: float
-    events: tuple[CounterEvent, ...]
-    gaps: tuple[Gap, ...]
-
-
-def counter_energy(
-    t_s: np.ndarray, energy_wh: np.ndarray, power_w: np.ndarray, span_s: float
-) -> CounterIntegral | str:
-    """Energy from the counter, or the reason it cannot be used.
-
-    Parameters
-    ----------
-    t_s : ndarray, shape (K,)
-        Sorted sample times (s from the window's start).
-    energy_wh : ndarray, shape (K,)
-        Counter readings (Wh); NaN where absent.
-    power_w : ndarray, shape (K,)
-        Metered power (W) at the same times, NaN where absent (bridges drops).
-    span_s : float
-        Window length (s).
-
-    Returns
-    -------
-    CounterIntegral or str
-        The str says why the counter was not used (absent, did not advance, too coarse).
-    """
-    valid = np.isfinite(energy_wh)
-    if valid.sum() < 2:
-        return "no energy counter"
-    tau, counter, power = t_s[valid], energy_wh[valid], power_w[valid]
-    period_s = sample_period_s(tau)
-    steps = np.diff(counter)
-    tolerance = 1e-9 * max(1.0, float(np.abs(counter).max()))
-    drops = np.flatnonzero(steps < -tolerance)
-    increments = np.clip(steps, 0.0, None)
-    increments[drops] = 0.0
-    positive = increments[increments > tolerance]
-    if positive.size == 0:
-        return "the energy counter did not advance (too coarse for this run): power integrated"
-    # readings are multiples of the resolution, so are increments and their differences
-    spread = np.abs(np.diff(np.unique(np.round(positive / tolerance) * tolerance)))
-    resolution = float(min(positive.min(), spread[spread > tolerance].min(initial=np.inf)))
-    if increments.sum() < COUNTER_MIN_STEPS * resolution:
-        return (
-            f"the energy counter advanced only {increments.sum() / resolution:.0f} steps of "
-            f"{resolution:g} Wh (< {COUNTER_MIN_STEPS}): too coarse, power integrated instead"
-        )
-    events, bridge_var = [], 0.0
-    for i in drops:
-        dt = float(tau[i + 1] - tau[i])
-        if np.isfinite(power[i]) and np.isfinite(power[i + 1]):
-            bridged, how = float(power[i] + power[i + 1]) / 2 * dt / 3600, "power"
-            bridge_var += (abs(float(power[i + 1] - power[i])) * dt / _SQRT12 / 3600) ** 2
-        else:
-            bridged, how = float(counter[i + 1]), "restart"
-        events.append(
-            CounterEvent(float(tau[i + 1]), float(counter[i]), float(counter[i + 1]), bridged, how)
-        )
-    inside_wh = float(increments.sum()) + sum(e.bridged_wh for e in events)
-    mean_power_w = inside_wh * 3600 / float(tau[-1] - tau[0])
-    edges_s = float(tau[0]) + (span_s - float(tau[-1]))
-    quantisation_var = (1 + len(drops)) * resolution**2 / 6
-    edge_var = (mean_power_w * edges_s / _SQRT12 / 3600) ** 2
-    return CounterIntegral(
-        energy_wh=inside_wh + mean_power_w * edges_s / 3600,
-        sampling_sd_wh=math.sqrt(quantisation_var + bridge_var + edge_var),
-        resolution_wh=resolution,
-        events=tuple(events),
-        gaps=find_gaps(tau, span_s, GAP_FACTOR * (period_s or span_s)),
     )

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from eams.calibrate.model import LinearPowerModel
-from eams.calibrate.wallpower.energy import (
+from eams.calibrate.wallpower.counter import (
     CounterEvent,
     CounterIntegral,
-    Gap,
+    counter_ceiling_w,
     counter_energy,
-    integrate,
 )
+from eams.calibrate.wallpower.energy import Gap, integrate
 from eams.calibrate.wallpower.errors import RunDataError
 from eams.calibrate.wallpower.load import NodeSeries, Run
 
@@ -75,6 +75,7 @@ class NodeEnergy:
         Gaps in the metered series (power, or counter readings when the counter is used).
     utilisation_gaps : tuple of Gap
     counter_events : tuple of CounterEvent
+        Glitches, wraps and jumps of the counter, also when it was not used.
     counter_note : str or None
     modelled_samples : int
         Samples with the agent's modelled power (not wall power; reported, not used).
@@ -111,7 +112,12 @@ class NodeEnergy:
 
 
 def node_energy(
-    series: NodeSeries, model: NodeModel, span_s: float, accuracy_pct: float, run: str
+    series: NodeSeries,
+    model: NodeModel,
+    span_s: float,
+    accuracy_pct: float,
+    run: str,
+    outlet_rating_w: float | None = None,
 ) -> NodeEnergy:
     """Metered and modelled energy of one node over ``[0, span_s]`` (see ``energy`` module doc).
 
@@ -125,6 +131,9 @@ def node_energy(
         The meter's stated per-reading accuracy (±%).
     run : str
         Run label, for messages.
+    outlet_rating_w : float, optional
+        The outlet's power rating (W), bounding the counter's increments with the metered and
+        calibrated power (``counter.counter_ceiling_w``).
 
     Raises
     ------
@@ -133,10 +142,16 @@ def node_energy(
     """
     where = f"run {run}, node {series.node}"
     power = integrate(series.t_s, series.power_w, span_s)
-    counter = counter_energy(series.t_s, series.energy_wh, series.power_w, span_s)
+    ceiling_w = counter_ceiling_w(
+        series.power_w, p_max_w=model.model.p_max_w, rating_w=outlet_rating_w
+    )
+    counter = counter_energy(
+        series.t_s, series.energy_wh, series.power_w, span_s, ceiling_w=ceiling_w
+    )
     if power is None and not isinstance(counter, CounterIntegral):
         raise RunDataError(
-            f"{where}: fewer than two metered power samples and {counter} in the window"
+            f"{where}: fewer than two metered power samples and "
+            f"{counter.reason or 'no energy counter'} in the window"
         )
     util = integrate(series.t_s, series.utilisation, span_s, averaged=True)
     if util is None:
@@ -156,8 +171,7 @@ def node_energy(
         reading_sd_wh = (
             float(np.linalg.norm(power.weights_s * power.values)) * reading_sd_frac / 3600
         )
-        gaps, events = power.gaps, ()
-        note = None if counter == "no energy counter" else counter
+        gaps, events, note = power.gaps, counter.events, counter.reason
     valid = np.isfinite(series.energy_wh if method == "counter" else series.power_w)
     quantity = "energy counter readings" if method == "counter" else "metered power"
     _check_edges(gaps, series.t_s[valid], span_s, quantity, where)
@@ -220,7 +234,10 @@ def _rmse_w(t_s: np.ndarray, metered_w: np.ndarray, modelled_w: np.ndarray) -> f
 
 
 def run_energy(
-    run: Run, models: dict[str, NodeModel], accuracy_pct: float
+    run: Run,
+    models: dict[str, NodeModel],
+    accuracy_pct: float,
+    outlet_rating_w: float | None = None,
 ) -> dict[str, NodeEnergy]:
     """:func:`node_energy` of every node of ``run`` (in node-name order).
 
@@ -232,6 +249,8 @@ def run_energy(
         A node without a model (the caller checks the fleet first).
     """
     return {
-        name: node_energy(series, models[name], run.duration_s, accuracy_pct, run.label)
+        name: node_energy(
+            series, models[name], run.duration_s, accuracy_pct, run.label, outlet_rating_w
+        )
         for name, series in run.nodes.items()
     }

@@ -11,7 +11,8 @@ from typing import Any
 
 from eams.calibrate.wallpower import plots
 from eams.calibrate.wallpower.check import RunResult, SavingCheck
-from eams.calibrate.wallpower.energy import COUNTER_MIN_STEPS, GAP_FACTOR
+from eams.calibrate.wallpower.counter import COUNTER_MIN_STEPS
+from eams.calibrate.wallpower.energy import GAP_FACTOR
 from eams.calibrate.wallpower.errors import WallPowerError
 
 HTML_NAME = "wallpower_report.html"
@@ -83,12 +84,12 @@ def render_html(
         for name, value in parts.items()
     )
     warnings = "".join(f"<div class=warn>{escape(w)}</div>" for w in r.warnings) or (
-        "<p>None: no gaps, no counter drops, no modelled samples.</p>"
+        "<p>None: no gaps, no counter glitches or drops, no modelled samples.</p>"
     )
     node_header = (
         "<tr><th class=l>node</th><th class=l>method</th><th>metered Wh ±1σ</th>"
         "<th>modelled Wh</th><th>model error %</th><th>power RMSE W</th><th>gaps</th>"
-        "<th>counter drops</th></tr>"
+        "<th>counter events</th></tr>"
     )
     # one value per node over both runs, so one table, not a column repeated in each run's
     share_rows = "".join(
@@ -129,8 +130,10 @@ this node's modelled energy is replaced by its metered energy (in both runs).</p
 <h2>Power over time</h2>{_img(plots.power_over_time(r), "power per node over time")}
 <h2>How this was computed</h2><ul class=small>
 <li>Metered energy: the PDU outlet's cumulative counter where it advanced at least
- {COUNTER_MIN_STEPS} steps (a drop is a wrap or reset: stitched with the metered power across
- it), else the trapezoid of the metered power samples. Power the agents modelled is never
+ {COUNTER_MIN_STEPS} steps, trusting only increments the outlet could have drawn (a reading
+ off the counter's course and back is a glitch: ignored; a drop is a wrap or reset and a leap
+ beyond the outlet's ceiling a jump: both stitched with the metered power across them), else
+ the trapezoid of the metered power samples. Power the agents modelled is never
  counted as wall power.</li>
 <li>A gap is an interval longer than {GAP_FACTOR:g} × the median interval between a quantity's
  samples; it is bridged linearly (never with zeros; at a window edge the nearest value is
@@ -176,11 +179,15 @@ def summary_json(result: SavingCheck) -> dict[str, Any]:
                     "gaps_s": [[g.start_s, g.end_s] for g in n.gaps],
                     "counter_events": [
                         {
+                            "kind": e.kind,
                             "at_s": e.at_s,
                             "before_wh": e.before_wh,
                             "after_wh": e.after_wh,
                             "bridged_wh": e.bridged_wh,
                             "how": e.how,
+                            "readings": e.readings,
+                            "implied_w": e.implied_w,
+                            "ceiling_w": e.ceiling_w,
                         }
                         for e in n.counter_events
                     ],

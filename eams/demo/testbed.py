@@ -150,7 +150,8 @@ class _VirtualJob:
             ops = round(rate * real_s)
             # the metrics row of ``stress-ng --metrics-brief`` (stress-ng 0.15 format)
             self._stopped = (
-                f"stress-ng: metrc: [1] cpu {ops} {real_s:.2f} {real_s * self._load:.2f} "
+                f"stress-ng: metrc: [1] cpu {ops} {real_s:.2f} "
+                f"{real_s * self._load * self._cpus:.2f} "
                 f"0.00 {rate:.2f} {rate:.2f}\n"
             )
         return self._stopped

@@ -1,5 +1,12 @@
 """Real sweeps on this machine: real stress-ng, real /proc/stat, power from the PDU simulator
-over SNMP following this machine's measured utilisation through a hidden line."""
+over SNMP following this machine's measured utilisation through a hidden line.
+
+This machine is shared: other work may keep it busy, even saturated. The sweeps here pass
+``--allow-contention`` (refusing a contended sweep has its own tests,
+``test_sweep_contention.py``) and the line's recovery is checked by
+:func:`~tests.calibrate.conftest.recovered_or_refused`: recovered where the utilisation spanned
+enough, refused with the span where it did not.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +16,23 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eams.calibrate.calfile import load_calibration
 from eams.calibrate.errors import SweepError
 from eams.calibrate.sweep import SweepPlan, SweepProgress, run_sweep
 from eams.cli import cli
 from eams.meter.blocking import BlockingMeter
 from eams.meter.simulator import PduSimulator
-from tests.calibrate.conftest import HIDDEN, SpyRunner, bin_without, group_alive
+from tests.calibrate.conftest import (
+    HIDDEN,
+    SpyRunner,
+    bin_without,
+    group_alive,
+    recovered_or_refused,
+)
 
 pytestmark = pytest.mark.integration
 
-SHORT = SweepPlan((0, 50, 100), settle_s=2.0, measure_s=1.0, sample_s=0.25)
+SHORT = SweepPlan((0, 50, 100), settle_s=2.0, measure_s=1.0, sample_s=0.25, allow_contention=True)
+"""For what the load does (stops, repeats, keeps levels), not what it measures."""
 
 
 @pytest.mark.usefixtures("stress_ng")
@@ -29,33 +42,30 @@ def test_cli_sweep_recovers_the_hidden_line_within_its_intervals(
     out = tmp_path / "calibration" / "here.json"
     args = ["calibrate", "sweep", "--node", "here", "--meter", pdu.url, "--outlet", "1"]
     args += ["--levels", "0,25,50,75,100", "--settle-s", "3", "--measure-s", "1.5"]
-    args += ["--sample-s", "0.2", "--out", str(out)]
+    args += ["--sample-s", "0.2", "--allow-contention", "--out", str(out)]
     result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
-
-    cal = load_calibration(out, expect_node="here")
-    lo, hi = cal.p_idle_ci95_w
-    assert lo <= HIDDEN.p_idle_w <= hi, (cal.p_idle_w, lo, hi)
-    lo, hi = cal.p_max_ci95_w
-    assert lo <= HIDDEN.p_max_w <= hi, (cal.p_max_w, lo, hi)
-    assert cal.meter.startswith("snmp://***@127.0.0.1:") and cal.outlet == 1
-
-    sweep = cal.sweep
-    assert sweep is not None and sweep.complete and sweep.target == "local"
+    assert result.exit_code in (0, 1), f"{result.output}\n{result.exception!r}"
+    sweep, cal = recovered_or_refused(result.exception, out, "here")
+    assert sweep.complete and sweep.target == "local"
     assert [lv.commanded_pct for lv in sweep.levels] == [0, 25, 50, 75, 100]
     assert sweep.floor_w == 50.0 and sweep.stress_ng_version[0].isdigit()
     for level in sweep.levels:
         assert level.utilisation is not None
-        assert len(level.samples) >= 6
+        assert 1 <= len(level.samples) <= 1.5 / 0.2 + 1  # fewer when reads are slow (busy box)
         stamps = [s.read_at for s in level.samples]
         assert stamps == sorted(stamps) and stamps[0] >= level.started_at
         assert all(HIDDEN.p_idle_w - 1 <= s.power_w <= HIDDEN.p_max_w + 1 for s in level.samples)
         assert (level.bogo_ops_per_s is None) == (level.commanded_pct == 0)
+    if cal is None:
+        return  # refused: other work saturated this machine (checked above)
+    assert cal.meter.startswith("snmp://***@127.0.0.1:") and cal.outlet == 1
     assert cal.speed == 1.0 and cal.speed_reference.reference == "self"
 
     png = tmp_path / "here.png"
-    shown = CliRunner().invoke(cli, ["calibrate", "show", str(out), "--plot", str(png)])
+    show = ["calibrate", "show", str(out), "--plot", str(png)]
+    shown = CliRunner().invoke(cli, show, env={"COLUMNS": "200"})
     assert shown.exit_code == 0 and "here" in shown.output
+    assert ("(contended)" in shown.output) == bool(sweep.contention and sweep.contention.findings)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -86,18 +96,20 @@ def test_meter_dropping_out_briefly_repeats_the_level(
     pdu: PduSimulator, meter: BlockingMeter
 ) -> None:
     runner = SpyRunner()
-    dropped = threading.Event()
+    dropped, back = threading.Event(), threading.Event()
 
     def progress(event: SweepProgress) -> None:
         if event.index == 1 and event.phase == "measuring" and not dropped.is_set():
             dropped.set()
-            pdu.stop()
-            threading.Timer(3.0, pdu.start).start()  # past one read's deadline (~2 s)
+            pdu.stop()  # that attempt's next read fails after its deadline (~2.5 s)
+        elif event.phase == "repeating" and dropped.is_set() and not back.is_set():
+            back.set()  # back before the repeat starts, however slow this box is
+            pdu.start()
 
     record = run_sweep(
         runner, meter, node="here", meter_url=pdu.url, outlet=1, plan=SHORT, progress=progress
     )
-    assert record.complete and dropped.is_set()
+    assert record.complete and dropped.is_set() and back.is_set()
     assert record.levels[1].attempts == 2  # others may repeat too when this box is busy
     assert len(runner.jobs) == sum(lv.attempts for lv in record.levels[1:])
     assert not any(group_alive(job.pid) for job in runner.jobs)

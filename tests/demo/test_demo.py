@@ -58,6 +58,14 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
     assert ingested > 0  # the agents pushed telemetry to the running extender
 
 
+def _sigint_as_a_terminal_gives_it() -> None:
+    # A job a non-interactive shell starts in the background inherits SIGINT ignored, and an
+    # ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt
+    # handler). A process group of its own would not help: it changes who a terminal's ^C
+    # reaches, not the disposition. So the demo starts as from a terminal: SIGINT default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_the_replay_stops_everything(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "200"}
     proc = subprocess.Popen(
@@ -67,6 +75,7 @@ def test_ctrl_c_during_the_replay_stops_everything(tmp_path: Path) -> None:
         text=True,
         env=env,
         cwd=tmp_path,
+        preexec_fn=_sigint_as_a_terminal_gives_it,  # between fork and exec: one disposition
     )
     try:
         seen = []

@@ -60,6 +60,8 @@ class RunPlan:
     counter_resolution_wh: float = 0.001
     gaps: dict[str, Sequence[tuple[float, float]]] = field(default_factory=dict)
     counter_drop_at_s: dict[str, float] = field(default_factory=dict)
+    counter_glitch_at_s: dict[str, float] = field(default_factory=dict)
+    """Node → the one tick at which its counter reads 0 and then resumes (a transient 0)."""
     counter_offset_wh: float = 1000.0
     start_ns: int = START_NS
     seed: int = 1
@@ -98,6 +100,8 @@ def simulate(plan: RunPlan, out_dir: Path) -> dict[str, float]:
                 counter = float(np.floor(energy / plan.counter_resolution_wh)) * (
                     plan.counter_resolution_wh
                 )
+                if plan.counter_glitch_at_s.get(name) == t:
+                    counter = 0.0
             sample = TelemetrySample(
                 node=name,
                 measured_at_ns=plan.start_ns + round(t * 1e9),

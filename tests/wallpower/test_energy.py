@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
-from eams.calibrate.wallpower.energy import CounterIntegral, counter_energy, integrate
+from eams.calibrate.wallpower.counter import CounterIntegral, counter_energy
+from eams.calibrate.wallpower.energy import integrate
 from eams.calibrate.wallpower.nodes import node_energy
 from tests.wallpower.synth import RunPlan, packed, simulate, spread
 
@@ -109,7 +110,7 @@ def test_counter_reset_without_power_around_it_counts_from_zero() -> None:
     energy = np.floor(exact_wh / 0.001) * 0.001  # a 1 Wh/1000 counter, as read
     power = np.full_like(t, 100.0)
     power[50:52] = np.nan
-    result = counter_energy(t, energy, power, 100.0)
+    result = counter_energy(t, energy, power, 100.0, ceiling_w=200.0)
     assert isinstance(result, CounterIntegral)
     (event,) = result.events
     assert event.how == "restart" and event.at_s == 51.0
