@@ -16,7 +16,15 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, ValidationError, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from eams import __version__
 from eams.calibrate.errors import CalibrationFileError, FitError
@@ -127,6 +135,14 @@ class SweepRecord(StrictModel):
     contention: Contention | None = None
 
     _redact_meter = field_validator("meter")(_redact)
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_contention(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A sweep without contention figures is written exactly as schema 1 wrote it.
+        data: dict[str, Any] = handler(self)
+        if data.get("contention") is None:
+            data.pop("contention", None)
+        return data
 
 
 class SpeedReference(StrictModel):
