@@ -125,6 +125,14 @@ def bin_without(tmp_path: Path, missing: str, keep: tuple[str, ...]) -> str:
     return str(folder)
 
 
+# The simulated outlet imitates an APC rPDU2, metered to ±3 % of the reading (Schneider FAQ
+# FA156074). The sweep's utilisation is an average over each measurement interval while the
+# simulator follows this machine's load read by read; under other work the two differ, which
+# the fit's intervals (built for a meter's noise around a true line) cannot know. So the
+# hidden value must lie within the 95 % interval widened by the meter's stated accuracy.
+ACCURACY = 0.03
+
+
 def recovered_or_refused(
     exception: BaseException | None, out: Path, node: str
 ) -> tuple[SweepRecord, Calibration | None]:
@@ -132,10 +140,11 @@ def recovered_or_refused(
 
     The simulated outlet follows this machine's utilisation, so the right verdict depends on
     the other work running: where the measured utilisation spanned enough, the calibration
-    must recover the hidden line within its 95 % intervals, and it must be flagged when the
-    machine was busy at the idle level; where other work kept the machine saturated (the
-    levels all read about 1.0), the fit must be refused naming that span, the raw sweep kept,
-    and the contention recorded in it. Either way a wrong result fails.
+    must recover the hidden line within its 95 % intervals (widened by the meter's accuracy,
+    :data:`ACCURACY`), and it must be flagged when the machine was busy at the idle level;
+    where other work kept the machine saturated (the levels all read about 1.0), the fit must
+    be refused naming that span, the raw sweep kept, and the contention recorded in it.
+    Either way a wrong result fails.
 
     Returns
     -------
@@ -146,10 +155,12 @@ def recovered_or_refused(
     if exception is None:
         cal = load_calibration(out, expect_node=node)
         assert cal.p_idle_ci95_w is not None and cal.p_max_ci95_w is not None
-        lo, hi = cal.p_idle_ci95_w
-        assert lo <= HIDDEN.p_idle_w <= hi, (cal.p_idle_w, lo, hi)
-        lo, hi = cal.p_max_ci95_w
-        assert lo <= HIDDEN.p_max_w <= hi, (cal.p_max_w, lo, hi)
+        for name, (lo, hi), hidden in (
+            ("p_idle_w", cal.p_idle_ci95_w, HIDDEN.p_idle_w),
+            ("p_max_w", cal.p_max_ci95_w, HIDDEN.p_max_w),
+        ):
+            slack = ACCURACY * hidden
+            assert lo - slack <= hidden <= hi + slack, (name, getattr(cal, name), lo, hi)
         record = cal.sweep
         assert record is not None and record.contention is not None
     else:
