@@ -95,7 +95,14 @@ class TelemetryStore:
     def __init__(self, stale_after_s: float, clock: Callable[[], float]) -> None:
         self._stale_after_ns = int(stale_after_s * 1e9)
         self._clock = clock
-        self._held: dict[str, dict[PowerSource | None, TelemetrySample]] = {}
+        self._metered: dict[str, TelemetrySample] = {}
+        self._modelled: dict[str, TelemetrySample] = {}
+        self._unpowered: dict[str, TelemetrySample] = {}
+        self._kinds = {
+            PowerSource.METERED: self._metered,
+            PowerSource.MODELLED: self._modelled,
+            None: self._unpowered,
+        }
         self._counts: dict[str, TelemetrySample] = {}
 
     def ingest(self, samples: Iterable[TelemetrySample]) -> list[TelemetrySample]:
@@ -109,38 +116,44 @@ class TelemetryStore:
             first appearance); samples that change nothing are not returned.
         """
         touched: dict[str, None] = {}
+        kinds = self._kinds
         for sample in samples:
-            held = self._held.setdefault(sample.node, {})
-            kept = held.get(sample.source)
+            held = kinds[sample.source]
+            kept = held.get(sample.node)
             if kept is None or sample.measured_at_ns >= kept.measured_at_ns:
-                held[sample.source] = sample
+                held[sample.node] = sample
                 touched[sample.node] = None
-        now_ns = int(self._clock() * 1e9)
+        oldest_fresh_ns = int(self._clock() * 1e9) - self._stale_after_ns
         changed = []
         for node in touched:
-            counts = self._choose(self._held[node], now_ns)
-            if counts != self._counts.get(node):
+            counts = self._metered.get(node)
+            if (
+                counts is None
+                or counts.measured_at_ns < oldest_fresh_ns
+                or counts.utilisation is None
+            ):
+                counts = self._choose(node, oldest_fresh_ns)
+            previous = self._counts.get(node)
+            if counts is not previous and (previous is None or counts != previous):
                 self._counts[node] = counts
                 changed.append(counts)
         return changed
 
-    def _choose(
-        self, held: dict[PowerSource | None, TelemetrySample], now_ns: int
-    ) -> TelemetrySample:
-        """The precedence rule of the class docstring over one node's held samples."""
-        fresh = {k: s for k, s in held.items() if now_ns - s.measured_at_ns <= self._stale_after_ns}
-        if PowerSource.METERED in fresh:
-            counts = fresh[PowerSource.METERED]
-        elif PowerSource.MODELLED in fresh:
-            counts = fresh[PowerSource.MODELLED]
-        else:
-            counts = max(held.values(), key=lambda s: s.measured_at_ns)
-        if counts.utilisation is None:
-            known = [s for s in fresh.values() if s.utilisation is not None]
-            if known:
-                newest = max(known, key=lambda s: s.measured_at_ns)
-                counts = replace(counts, utilisation=newest.utilisation)
-        return counts
+    def _choose(self, node: str, oldest_fresh_ns: int) -> TelemetrySample:
+        """The precedence rule of the class docstring over ``node``'s held samples (fresh:
+        measured at or after ``oldest_fresh_ns``)."""
+        held = [s for k in (self._metered, self._modelled, self._unpowered) if (s := k.get(node))]
+        fresh = [s for s in held if s.measured_at_ns >= oldest_fresh_ns]
+        counts = next(
+            (s for s in fresh if s.source is not None), max(held, key=lambda s: s.measured_at_ns)
+        )
+        if counts.utilisation is not None:
+            return counts
+        known = [s for s in fresh if s.utilisation is not None]
+        if not known:
+            return counts
+        newest = max(known, key=lambda s: s.measured_at_ns)
+        return replace(counts, utilisation=newest.utilisation)
 
     def latest(self, node: str) -> TelemetrySample | None:
         """The sample that counts for ``node`` (see the class), or ``None`` if none arrived."""
