@@ -1,7 +1,8 @@
 """Read the PDU in a background thread, so a slow or dead meter never delays a sample.
 
-The sampler takes :meth:`MeterPoller.latest` each tick and decides freshness itself (by the
-monotonic time the reading arrived, so wall-clock steps cannot make a reading look fresh).
+The sampler takes :meth:`MeterPoller.latest` each tick and decides freshness itself, by the
+time the reading was measured (``Reading.read_at``) on the monotonic clock, so wall-clock
+steps cannot make a reading look fresh.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from typing import Protocol
 
 from eams.agent.metrics import AgentMetrics
-from eams.agent.sampler import TimedReading
+from eams.agent.sampler import TimedReading, read_at_ns
 from eams.meter.errors import MeterError
 from eams.meter.reading import Reading
 
@@ -50,7 +51,14 @@ class MeterPoller:
         self._thread = threading.Thread(target=self._run, name="meter-poller", daemon=True)
 
     def latest(self) -> TimedReading | None:
-        """The last successful reading with its arrival time, or ``None`` before the first."""
+        """The last successful reading, or ``None`` before the first.
+
+        Its ``measured_mono_ns`` is ``Reading.read_at`` moved onto the monotonic clock when
+        the read returned: the monotonic time then, less how long before then (by the wall
+        clock) the reading was measured, never later than that time. Decoding, and on a
+        loaded machine the hop back from the meter's event-loop thread, come after
+        ``read_at`` and so do not make the reading look younger.
+        """
         return self._latest
 
     def start(self) -> None:
@@ -71,7 +79,7 @@ class MeterPoller:
                     log.warning("meter read failed (power will be modelled when stale): %s", exc)
                 self._failing = True
             else:
-                self._latest = TimedReading(reading, time.monotonic_ns())
+                self._latest = measured(reading, time.time_ns(), time.monotonic_ns())
                 if self._failing:
                     log.info("meter reads again")
                 self._failing = False
@@ -83,3 +91,16 @@ class MeterPoller:
         if self._thread.ident is not None:  # started
             self._thread.join(timeout_s)
         self._meter.close()
+
+
+def measured(reading: Reading, wall_ns: int, mono_ns: int) -> TimedReading:
+    """``reading`` with its measurement time on the monotonic clock, given both clocks now.
+
+    Parameters
+    ----------
+    reading : Reading
+    wall_ns, mono_ns : int
+        ``time.time_ns()`` and ``time.monotonic_ns()``, read together after the read returned.
+    """
+    since_ns = max(0, wall_ns - read_at_ns(reading))  # ≥ 0: a wall step cannot move it ahead
+    return TimedReading(reading, mono_ns - since_ns)

@@ -15,19 +15,30 @@ Power, per node:
 Headroom h = 1 − P/P_cap (:func:`eams.telemetry.headroom_from_power`, study §5.2). A power
 value the telemetry contract (:mod:`eams.telemetry`) refuses — a negative reading, a model
 that gives a non-finite value — is not published: it counts as no reading (a warning names
-it), so the own node falls back to its model. Every sample of one tick carries the same
-*measured* time: the wall clock (ns) when /proc/stat was read at the end of the utilisation
-window.
+it), so the own node falls back to its model.
+
+Time (issue 16, item 3): every sample carries the time its power was *measured*. A metered
+sample is stamped with its reading's own time, ``Reading.read_at`` (when the PDU's answer
+arrived), and a reading is published once per node: a tick that finds no newer reading than
+the one already published publishes nothing for the metered nodes, so a lagging meter's value
+ages visibly downstream (AR-6's age discount) instead of looking fresh at every tick. Its
+freshness here is judged by the same measurement, mapped onto the monotonic clock
+(:attr:`TimedReading.measured_mono_ns`). A modelled sample, or one without power, is stamped
+with the wall clock (ns) at which /proc/stat was read at the end of its utilisation window.
+The own node's utilisation is the mean since its previous published sample, so a tick
+skipped for want of a new reading loses none; on a metered sample that window ends at the
+tick, after the reading's time by at most the meter's lag.
 
 Clock policy: the wall clock can be stepped back (NTP, an operator). Each tick compares the
 progress of the wall clock with that of the monotonic clock; a step back of more than
 :data:`CLOCK_STEP_TOLERANCE_NS` is counted (``eams_agent_clock_steps_back_total``) and
-logged. A tick whose wall time is not later than the last published timestamp is *not
-published* (counted as ``eams_agent_skipped_samples_total{reason="clock_back"}``) until the
-wall clock passes that timestamp again. Points are thus never reordered or duplicated
-(InfluxDB would overwrite a point at an equal timestamp), and no timestamp is invented: a
-sample's time is always the wall clock at which it was measured, which is what consumers need
-to compute its age.
+logged. A tick whose wall time is not later than the previous tick's is *not published*
+(counted as ``eams_agent_skipped_samples_total{reason="clock_back"}``) until the wall clock
+passes that time again, and no node's sample is published unless it is later than the
+node's previous one (a tick-stamped sample that is not, after a step back, is counted the
+same way). Points are thus never reordered or duplicated (InfluxDB would overwrite a point at
+an equal timestamp), and no timestamp is invented: a sample's time is always the wall clock
+at which it was measured, which is what consumers need to compute its age.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from eams.agent.metrics import AgentMetrics
 from eams.errors import ProcStatError, TelemetryError
@@ -47,14 +59,36 @@ log = logging.getLogger(__name__)
 
 #: Wall-clock steps back smaller than this (50 ms) are jitter, not counted.
 CLOCK_STEP_TOLERANCE_NS = 50_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, slots=True)
 class TimedReading:
-    """A meter reading and the monotonic time (ns) at which it arrived."""
+    """A meter reading and when it was measured on the monotonic clock.
+
+    Attributes
+    ----------
+    reading : Reading
+    measured_mono_ns : int
+        ``reading.read_at`` on the monotonic clock (ns): freshness is judged by it, so a
+        step of the wall clock cannot make a reading look fresh (see
+        :meth:`eams.agent.poller.MeterPoller.latest`).
+    """
 
     reading: Reading
-    received_mono_ns: int
+    measured_mono_ns: int
+
+    @property
+    def measured_at_ns(self) -> int:
+        """``reading.read_at`` as epoch nanoseconds (:func:`read_at_ns`)."""
+        return read_at_ns(self.reading)
+
+
+def read_at_ns(reading: Reading) -> int:
+    """When ``reading`` was measured (``Reading.read_at``), epoch nanoseconds, exactly (a
+    datetime holds microseconds)."""
+    return (reading.read_at - _EPOCH) // _MICROSECOND * 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +148,9 @@ class Sampler:
         self._mono_ns = mono_ns
         self._cpu = self._cpu_times()
         self._previous = (wall_ns(), mono_ns())
-        self._last_published_ns: int | None = None
+        self._last_tick_ns: int | None = None
+        self._last_published_ns: dict[str, int] = {}
+        self._clock_back = False
 
     def _cpu_times(self) -> CpuTimes | None:
         try:
@@ -129,22 +165,45 @@ class Sampler:
         Returns
         -------
         list of TelemetrySample
-            Empty when the tick is skipped because the wall clock stepped back (see the
-            module docstring).
+            Empty when the tick is skipped because the wall clock stepped back; without the
+            metered nodes whose newest reading was published already (see the module
+            docstring).
         """
         cpu = self._cpu_times()
         wall, mono = self._wall_ns(), self._mono_ns()
-        utilisation = utilisation_between(self._cpu, cpu) if self._cpu and cpu else None
-        self._cpu = cpu
         self._check_clock(wall, mono)
-        if self._last_published_ns is not None and wall <= self._last_published_ns:
+        if self._last_tick_ns is not None and wall <= self._last_tick_ns:
             self._metrics.skipped.labels("clock_back").inc()
             return []
-        self._last_published_ns = wall
-        reading = self._fresh_reading(mono)
-        samples = [self._own_sample(wall, utilisation, reading)]
-        samples += [self._metered_sample(spec, wall, reading) for spec in self._others]
+        self._last_tick_ns = wall
+        timed = self._fresh_reading(mono)
+        utilisation = utilisation_between(self._cpu, cpu) if self._cpu and cpu else None
+        self._clock_back = False
+        samples = []
+        own = self._publishable(self._own_sample(wall, utilisation, timed))
+        if own is not None:
+            self._cpu = cpu  # the next utilisation window starts here
+            samples.append(own)
+        for spec in self._others:
+            other = self._metered_sample(spec, timed)
+            if other is None:  # no metered value: a fresh "unknown"
+                other = TelemetrySample(spec.node, wall, spec.power_cap_w)
+            if (other := self._publishable(other)) is not None:
+                samples.append(other)
+        if self._clock_back:
+            self._metrics.skipped.labels("clock_back").inc()
         return samples
+
+    def _publishable(self, sample: TelemetrySample) -> TelemetrySample | None:
+        """``sample`` if it is later than its node's previous one (then it is recorded as
+        published); ``None`` otherwise: a reading published already, or, for a tick-stamped
+        sample, a wall clock stepped back behind a reading's time."""
+        previous = self._last_published_ns.get(sample.node)
+        if previous is not None and sample.measured_at_ns <= previous:
+            self._clock_back |= sample.source is not PowerSource.METERED
+            return None
+        self._last_published_ns[sample.node] = sample.measured_at_ns
+        return sample
 
     def _check_clock(self, wall: int, mono: int) -> None:
         previous_wall, previous_mono = self._previous
@@ -158,37 +217,45 @@ class Sampler:
                 -step_ns / 1e9,
             )
 
-    def _fresh_reading(self, mono: int) -> Reading | None:
+    def _fresh_reading(self, mono: int) -> TimedReading | None:
         latest = self._latest_reading() if self._latest_reading is not None else None
-        if latest is None or mono - latest.received_mono_ns > self._stale_after_ns:
+        if latest is None or mono - latest.measured_mono_ns > self._stale_after_ns:
             return None
-        return latest.reading
+        return latest
 
     def _own_sample(
-        self, wall: int, utilisation: float | None, reading: Reading | None
+        self, wall: int, utilisation: float | None, timed: TimedReading | None
     ) -> TelemetrySample:
-        metered = self._metered_sample(self._own, wall, reading, utilisation)
-        if metered.power_w is not None or self._model is None or utilisation is None:
+        """Metered (possibly a reading published already: :meth:`_publishable` drops it),
+        else modelled, else without power."""
+        metered = self._metered_sample(self._own, timed, utilisation)
+        if metered is not None:
             return metered
+        unknown = TelemetrySample(self._own.node, wall, self._own.power_cap_w, utilisation)
+        if self._model is None or utilisation is None:
+            return unknown
         power_w = float(self._model(utilisation))
         modelled = _with_power(self._own, wall, utilisation, power_w, PowerSource.MODELLED, None)
-        return metered if modelled is None else modelled
+        return unknown if modelled is None else modelled
 
     def _metered_sample(
-        self,
-        spec: NodeSpec,
-        wall: int,
-        reading: Reading | None,
-        utilisation: float | None = None,
-    ) -> TelemetrySample:
-        outlet = reading.outlet(spec.outlet) if reading and spec.outlet is not None else None
-        if outlet is not None and outlet.power_w is not None and not outlet.below_floor:
-            metered = _with_power(
-                spec, wall, utilisation, outlet.power_w, PowerSource.METERED, outlet.energy_wh
-            )
-            if metered is not None:
-                return metered
-        return TelemetrySample(spec.node, wall, spec.power_cap_w, utilisation=utilisation)
+        self, spec: NodeSpec, timed: TimedReading | None, utilisation: float | None = None
+    ) -> TelemetrySample | None:
+        """The node's metered sample, stamped with the reading's time; ``None`` when the
+        fresh reading (if any) has no usable value for its outlet."""
+        if timed is None or spec.outlet is None:
+            return None
+        outlet = timed.reading.outlet(spec.outlet)
+        if outlet is None or outlet.power_w is None or outlet.below_floor:
+            return None
+        return _with_power(
+            spec,
+            timed.measured_at_ns,
+            utilisation,
+            outlet.power_w,
+            PowerSource.METERED,
+            outlet.energy_wh,
+        )
 
 
 def _with_power(

@@ -8,7 +8,10 @@ vectorised call (:func:`eams.calibrate.fit.fit_linear_batch`). Printed:
 - |fitted − published| at active idle (the line's intercept vs measured idle) and at 100 %,
   in W and in % of published: median, p90, max;
 - the line's mean absolute percentage error at the intermediate levels (10 % … 90 %);
-- how many servers the curvature check flags as not linear;
+- how many servers the linearity checks flag as not linear, and the idle-step verdicts
+  (issue 16, item 5): how many servers' measured active idle steps off the line through their
+  loaded levels, the line's intercept against measured idle on those, the worst intercept still
+  called linear, and how many idle points the line does not use without a step verdict;
 - the time to fit all servers (median of repeats), against two references measured in the same
   run: a Python loop of ``numpy.polyfit`` (ordinary least squares, no intervals) and a loop of
   the single-data-set :func:`eams.calibrate.fit.fit_linear`.
@@ -25,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from eams.calibrate.fit import fit_linear, fit_linear_batch
+from eams.calibrate.fit import BatchFit, fit_linear, fit_linear_batch
 from eams.datasets import data_file
 
 FILE = "specpower/specpower_load_power_table_2023_extract.csv"
@@ -64,6 +67,29 @@ def spread(name: str, values: np.ndarray, unit: str) -> str:
     return f"  {name:<34} median {p50:7.2f} {unit}  p90 {p90:7.2f} {unit}  max {top:8.2f} {unit}"
 
 
+def idle_step(fit: BatchFit, p: np.ndarray, n: int) -> None:
+    """Print the idle-step verdicts (see the module docstring)."""
+    stepped = fit.idle_stepped
+    gap_pct = 100 * (fit.p_idle_w - p[:, 0]) / p[:, 0]
+    print(
+        f"idle step (measured active idle off the loaded levels' line, p < 0.01 and > 5 %): "
+        f"{stepped.sum()} of {n}, {(fit.idle_step_w[stepped] < 0).sum()} of them below it"
+    )
+    if stepped.any():
+        print(spread("intercept above measured idle (%)", gap_pct[stepped], "% "))
+    linear = fit.linear_ok
+    worst = np.sort(gap_pct[linear])[::-1][:3]
+    print(f"  largest intercept above measured idle still called linear: {np.round(worst, 1)} %")
+    print(
+        f"  called linear with the intercept > 50 % above idle: {(linear & (gap_pct > 50)).sum()}"
+    )
+    unused = fit.weights[:, 0] == 0
+    print(
+        f"  idle point not used by the line: {unused.sum()} of {n}, "
+        f"{(unused & ~stepped).sum()} of them without a step verdict"
+    )
+
+
 def main() -> None:
     u, p = load()
     n = len(u)
@@ -89,8 +115,7 @@ def main() -> None:
     print(f"  mean over all servers: {mape.mean():.2f} %")
     not_linear = int((~fit.linear_ok).sum())
     print(f"flagged not linear: {not_linear} of {n} ({100 * not_linear / n:.1f} %)")
-    idle_weight = fit.weights[:, 0]
-    print(f"active-idle point rejected as an outlier (weight 0): {(idle_weight == 0).sum()} of {n}")
+    idle_step(fit, p, n)
 
     t_batch = timed(lambda: fit_linear_batch(u, p))
     t_polyfit = timed(lambda: [np.polyfit(a, b, 1) for a, b in zip(u, p, strict=True)])

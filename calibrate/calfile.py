@@ -288,6 +288,16 @@ def fit_sweep(record: SweepRecord) -> FitResult:
         labels=[f"level {lv.commanded_pct} %" for lv in usable],
         columns=("utilisation", "power_w"),
         resolution_w=reading_resolution_w(record),
+        idle=[_active_idle(lv) for lv in usable],
+    )
+
+
+def _active_idle(level: SweepLevel) -> bool:
+    """No load started and the node measured idle: the level that ``p_active_idle_w`` is."""
+    return (
+        level.commanded_pct == 0
+        and level.utilisation is not None
+        and level.utilisation <= ACTIVE_IDLE_MAX_UTILISATION
     )
 
 
@@ -338,13 +348,7 @@ def calibration_from_sweep(
             reference=reference,
             reference_bogo_ops_per_s=reference_bogo_ops_per_s or ops,
         )
-    idle = [
-        lv.mean_power_w
-        for lv in record.levels
-        if lv.commanded_pct == 0
-        and lv.utilisation is not None
-        and lv.utilisation <= ACTIVE_IDLE_MAX_UTILISATION
-    ]
+    idle = [lv.mean_power_w for lv in record.levels if _active_idle(lv)]
     return Calibration(
         node=record.node,
         created_at=created_at,

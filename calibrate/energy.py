@@ -4,14 +4,20 @@ For pod j (c_j cores, work w_j in reference seconds: its runtime at speed 1) on 
 cores, speed s_n, the calibrated line P_idle_n … P_max_n)::
 
     t_jn  = w_j / s_n                                                  runtime, s
-    ΔP_jn = (P_max_n − P_idle_n) · c_j / C_n  +  1[n empty] · P_idle_n   added power, W
-    ΔE_jn = (P_max_n − P_idle_n) · (c_j / C_n) · t_jn  +  1[n empty] · P_idle_n · t_jn   J
+    ΔP_jn = (P_max_n − P_idle_n) · c_j / C_n  +  1[n empty] · P_wake_n   added power, W
+    ΔE_jn = (P_max_n − P_idle_n) · (c_j / C_n) · t_jn  +  1[n empty] · P_wake_n · t_jn   J
 
 The first term is the dynamic power of the pod's share of the cores; the second, the *wake
 term*, charges an empty node's idle power for the pod's runtime (the study assumes an empty
-node draws nothing until a pod wakes it). Source: study §5.1, DESIGN.md §5; the worked example
-(a 4-core pod with one reference hour of work, 32-core nodes: 140 W range at speed 1 →
-63,000 J; 220 W range at speed 1.5 → 66,000 J) is ``tests/auction/test_bids.py``.
+node draws nothing until a pod wakes it). The study writes P_idle for both, its line being
+exact; a real node's active idle often sits far below the line's intercept (issue 16), so the
+wake term's power P_wake_n is the calibration's ``Calibration.wake_power_w`` — the measured
+active idle where the sweep measured one, else the intercept (one decision, in
+:func:`eams.calibrate.model.wake_power`) — and the dynamic term keeps the line.
+
+Source: study §5.1, DESIGN.md §5; the worked example (a 4-core pod with one reference hour of
+work, 32-core nodes: 140 W range at speed 1 → 63,000 J; 220 W range at speed 1.5 → 66,000 J) is
+``tests/auction/test_bids.py``.
 
 Users: the auction's bids (``eams.scheduler.auction.bids``), the extender's herding
 reservations (expected power, :meth:`EnergyModel.added_power_w`), the MILP baseline (ΔE) and the
@@ -20,7 +26,7 @@ no input checks: callers pass columns already checked (``auction.Nodes``, the be
 
 Power states (DESIGN.md §5b) change only the wake term, and it has one place here:
 :meth:`EnergyModel.wake_power_w` becomes the power a woken node adds over its sleep state
-(P_idle − P_suspend, or P_idle − P_off), and :meth:`EnergyModel.marginal_energy_j` adds the
+(P_wake − P_suspend, or P_wake − P_off), and :meth:`EnergyModel.marginal_energy_j` adds the
 one-off wake energy (E_wake, spent over the wake time) beside ``wake_power_w · t``; the sleep
 parameters join the node columns of :class:`EnergyModel`.
 """
@@ -51,12 +57,16 @@ class EnergyModel:
         Cores C_n the share c_j / C_n is taken of (allocatable CPU).
     speed : (N,) float, > 0
         Per-core speed s_n relative to the reference (1 = reference).
+    p_wake_w : (N,) float, watts, optional
+        What waking each empty node costs per second of the pod's runtime: the calibration's
+        ``wake_power_w``. ``None``: the line's intercept ``p_idle_w`` (no idle was measured).
     """
 
     p_idle_w: NDArray[np.float64]
     p_max_w: NDArray[np.float64]
     cores: NDArray[np.float64]
     speed: NDArray[np.float64]
+    p_wake_w: NDArray[np.float64] | None = None
 
     def runtime_s(self, reference_s: ArrayLike) -> NDArray[np.float64]:
         """t = w / s: the runtime of work that takes ``reference_s`` seconds at speed 1, s."""
@@ -69,9 +79,10 @@ class EnergyModel:
         return (self.p_max_w - self.p_idle_w) * (np.asarray(pod_cores) / self.cores)
 
     def wake_power_w(self, empty: ArrayLike) -> NDArray[np.float64]:
-        """1[empty] · P_idle: the power an empty node adds once a pod wakes it, W (0 for a
+        """1[empty] · P_wake: the power an empty node adds once a pod wakes it, W (0 for a
         node already running pods). ``empty`` : bool, broadcastable to the node columns."""
-        return np.where(empty, self.p_idle_w, 0.0)
+        wake_w = self.p_idle_w if self.p_wake_w is None else self.p_wake_w
+        return np.where(empty, wake_w, 0.0)
 
     def added_power_w(self, pod_cores: ArrayLike, empty: ArrayLike) -> NDArray[np.float64]:
         """ΔP = dynamic + wake: how much more the node draws while the pod runs, W."""
@@ -80,7 +91,7 @@ class EnergyModel:
     def marginal_energy_j(
         self, pod_cores: ArrayLike, reference_s: ArrayLike, empty: ArrayLike
     ) -> NDArray[np.float64]:
-        """ΔE = (P_max − P_idle)·(c/C)·t + 1[empty]·P_idle·t, t = w / s: the energy the node
+        """ΔE = (P_max − P_idle)·(c/C)·t + 1[empty]·P_wake·t, t = w / s: the energy the node
         spends running the pod, J (> 0 for positive inputs).
 
         Parameters

@@ -17,6 +17,7 @@ from scipy import stats
 
 from eams.calibrate.errors import FitError
 from eams.calibrate.fitresult import FitResult, LevelFit
+from eams.calibrate.idlestep import STEP_ALPHA, STEP_TOLERANCE_PCT
 from eams.calibrate.robust import (
     CURVATURE_ALPHA,
     CURVATURE_TOLERANCE_PCT,
@@ -74,7 +75,7 @@ def _interval(ci: Array) -> tuple[float, float] | None:
     return (float(ci[0]), float(ci[1])) if np.all(np.isfinite(ci)) else None
 
 
-def _linear_reason(
+def _curvature_reason(
     p: float, pct: float, sign: float, n_levels: int, lo: float, hi: float, alpha: float, tol: float
 ) -> str:
     if np.isnan(p):
@@ -95,6 +96,55 @@ def _linear_reason(
     return (
         f"A straight line is the wrong model: a significant quadratic term (p = {p:.2g}) "
         f"departs from the line by up to {pct:.1f} % {where} ({shape})."
+    )
+
+
+def _linear_reason(curvature: str, stepped: bool, step: str) -> str:
+    """The verdict in words: a step at idle first (it decides), else the curvature sentence."""
+    if not step:
+        return curvature
+    if stepped:
+        return f"{step} Over the loaded levels: {curvature[0].lower()}{curvature[1:]}"
+    return f"{curvature} {step}"
+
+
+def _step_reason(
+    found: bool,
+    step_w: float,
+    step_pct: float,
+    p: float,
+    idle_w: float | None,
+    lowest: float,
+    alpha: float,
+    tol: float,
+) -> str:
+    """The idle-step verdict in words; empty without an idle point."""
+    if idle_w is None:
+        return ""
+    if np.isnan(p):
+        return (
+            "The active idle was not tested for a step: the loaded levels leave the line's "
+            "uncertainty unknown."
+        )
+    at_zero = idle_w - step_w
+    if found:
+        return (
+            f"A straight line is the wrong model at idle: the measured active idle "
+            f"{idle_w:.1f} W sits {abs(step_w):.1f} W ({step_pct:.0f} %) "
+            f"{'below' if step_w < 0 else 'above'} the line through the loaded levels "
+            f"(P_idle {at_zero:.1f} W; p = {p:.2g}): power steps between idle and "
+            f"u = {lowest:.2f}. The line is fitted to the loaded levels; the measured idle is "
+            "kept as p_active_idle_w (the wake term)."
+        )
+    size = f"{step_w:+.1f} W ({step_pct:.1f} %; p = {p:.2g})"
+    if p >= alpha:
+        return (
+            f"The measured active idle {idle_w:.1f} W differs from the line through the loaded "
+            f"levels at u = 0 by {size}, within that line's uncertainty there: the line uses it."
+        )
+    return (
+        f"The measured active idle {idle_w:.1f} W differs from the line through the loaded "
+        f"levels at u = 0 by {size}: significant, but within {tol:g} %: the line uses it."
     )
 
 
@@ -147,6 +197,7 @@ def fit_linear(
     columns: tuple[str, str] = ("utilization", "power_w"),
     confidence: float = 0.95,
     resolution_w: float | None = None,
+    idle: ArrayLike | None = None,
 ) -> FitResult:
     """Fit P(u) = P_idle + (P_max − P_idle)·u robustly to measured points (study §5.1).
 
@@ -170,6 +221,10 @@ def fit_linear(
     resolution_w : float, optional
         The meter's reading resolution (W); see
         :func:`eams.calibrate.robust.fit_linear_batch`.
+    idle : (n,) array_like of bool, optional
+        Which points are active idle (no load started); by default those at u = 0 exactly.
+        Their mean is ``p_active_idle_w``; they are never rejected, and tested for a step
+        against the line through the other points (:mod:`eams.calibrate.idlestep`).
 
     Returns
     -------
@@ -185,8 +240,15 @@ def fit_linear(
     y = np.asarray(power_w, dtype=np.float64)
     names = list(labels) if labels is not None else [f"point {i}" for i in range(u.size)]
     _check_points(u, y, names, columns, floor_w, None if outlet is None else str(outlet))
+    at_idle = u == 0 if idle is None else np.asarray(idle, dtype=bool)
+    if at_idle.shape != u.shape:
+        raise FitError(f"idle {at_idle.shape} must have the shape of utilisation {u.shape}")
     batch = fit_linear_batch(
-        u[None, :], y[None, :], confidence=confidence, resolution_w=resolution_w
+        u[None, :],
+        y[None, :],
+        idle=at_idle[None, :],
+        confidence=confidence,
+        resolution_w=resolution_w,
     )
     p_idle, p_max = float(batch.p_idle_w[0]), float(batch.p_max_w[0])
     values, inverse = np.unique(u, return_inverse=True)
@@ -208,7 +270,8 @@ def fit_linear(
             )
         )
     p_curve = float(batch.curvature_p[0])
-    idle = y[u == 0]
+    idle_w = float(y[at_idle].mean()) if at_idle.any() else None
+    step_p = float(batch.idle_step_p[0])
     return FitResult(
         p_idle_w=p_idle,
         p_max_w=p_max,
@@ -224,21 +287,36 @@ def fit_linear(
         n_levels=int(values.size),
         linear_ok=bool(batch.linear_ok[0]),
         linear_reason=_linear_reason(
-            p_curve,
-            float(batch.curvature_pct[0]),
-            float(batch.curvature_sign[0]),
-            int(values.size),
-            float(values[0]),
-            float(values[-1]),
-            CURVATURE_ALPHA,
-            CURVATURE_TOLERANCE_PCT,
+            _curvature_reason(
+                p_curve,
+                float(batch.curvature_pct[0]),
+                float(batch.curvature_sign[0]),
+                int(values.size),
+                float(values[0]),
+                float(values[-1]),
+                CURVATURE_ALPHA,
+                CURVATURE_TOLERANCE_PCT,
+            ),
+            bool(batch.idle_stepped[0]),
+            _step_reason(
+                bool(batch.idle_stepped[0]),
+                float(batch.idle_step_w[0]),
+                float(batch.idle_step_pct[0]),
+                step_p,
+                idle_w,
+                float(u[~at_idle].min()) if (~at_idle).any() else float("nan"),
+                STEP_ALPHA,
+                STEP_TOLERANCE_PCT,
+            ),
         ),
         curvature_p_value=None if np.isnan(p_curve) else p_curve,
         curvature_pct=None if np.isnan(p_curve) else float(batch.curvature_pct[0]),
         residuals_w=tuple(float(r) for r in batch.residuals_w[0]),
         weights=tuple(float(w) for w in weights),
         levels=tuple(levels),
-        p_active_idle_w=float(idle.mean()) if idle.size else None,
+        p_active_idle_w=idle_w,
+        idle_step_w=None if np.isnan(step_p) else float(batch.idle_step_w[0]),
+        idle_step_p_value=None if np.isnan(step_p) else step_p,
         method=METHOD,
         confidence=confidence,
     )

@@ -41,7 +41,8 @@ class LevelFit(StrictModel):
     error_w, error_pct : float
         Model − measured (W, and % of measured).
     weight : float
-        Mean robust weight of the level's points (0: rejected as an outlier).
+        Mean robust weight of the level's points (0: not used by the line — an outlier, or
+        the active-idle level when it steps off the line, which ``linear_reason`` then says).
     """
 
     utilisation: Fraction
@@ -123,7 +124,14 @@ class FitResult(FitSummary):
     residuals_w, weights : tuple of float
         Per point, measured − fitted (W), and the robust weight (0 = rejected outlier).
     p_active_idle_w : float or None
-        Mean measured power at u = 0 exactly, if any point was measured there (W).
+        Mean measured power of the active-idle points (those at u = 0 exactly unless the
+        caller named them), if any (W).
+    idle_step_w, idle_step_p_value : float or None
+        The idle-step test (:mod:`eams.calibrate.idlestep`): measured active idle − the line
+        through the loaded levels at u = 0 (W), and its p-value; ``None`` when not tested.
+        A significant and material step makes ``linear_ok`` false (``linear_reason`` says
+        so); the line is then the loaded one and the idle level's weight 0 (not used by the
+        line, not rejected as an outlier).
     confidence : float
         Level of the intervals.
     """
@@ -132,6 +140,8 @@ class FitResult(FitSummary):
     residuals_w: tuple[float, ...]
     weights: tuple[float, ...]
     p_active_idle_w: float | None
+    idle_step_w: float | None = None
+    idle_step_p_value: float | None = None
     confidence: float = 0.95
 
     def to_json(self) -> dict[str, Any]:
@@ -139,9 +149,10 @@ class FitResult(FitSummary):
 
         Keys: ``p_idle_w``, ``p_max_w``, ``p_idle_ci95_w`` [lo, hi], ``p_max_ci95_w`` [lo, hi],
         ``r2``, ``rmse_w``, ``n_points``, ``linear_ok``, ``method``, plus ``n_levels``,
-        ``linear_reason``, ``curvature_p_value``, ``p_active_idle_w``, ``wake_power_w``,
-        ``wake_power_note`` and ``levels`` (per level: utilisation, n_points, measured_w,
-        model_w, error_w, error_pct, weight). Missing values are ``null``.
+        ``linear_reason``, ``curvature_p_value``, ``p_active_idle_w``, ``idle_step_w``,
+        ``idle_step_p_value``, ``wake_power_w``, ``wake_power_note`` and ``levels`` (per
+        level: utilisation, n_points, measured_w, model_w, error_w, error_pct, weight).
+        Missing values are ``null``.
         """
         wake_w, note = wake_power(self.p_active_idle_w, self.p_idle_w)
         return {
@@ -158,6 +169,8 @@ class FitResult(FitSummary):
             "linear_reason": self.linear_reason,
             "curvature_p_value": self.curvature_p_value,
             "p_active_idle_w": self.p_active_idle_w,
+            "idle_step_w": self.idle_step_w,
+            "idle_step_p_value": self.idle_step_p_value,
             "wake_power_w": wake_w,
             "wake_power_note": note,
             "levels": [level.model_dump() for level in self.levels],

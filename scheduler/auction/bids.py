@@ -19,7 +19,7 @@ HIGHEST_USER_PRIORITY = 1_000_000_000
 
 def energy_model(nodes: Nodes) -> EnergyModel:
     """The nodes' columns as the study's §5.1 energy model (:mod:`eams.calibrate.energy`)."""
-    return EnergyModel(nodes.p_idle_w, nodes.p_max_w, nodes.cores, nodes.speed)
+    return EnergyModel(nodes.p_idle_w, nodes.p_max_w, nodes.cores, nodes.speed, nodes.p_wake_w)
 
 
 def runtime_s(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.ndarray:

@@ -115,7 +115,11 @@ class Nodes:
     age_s : (N,) float, seconds, NaN = unknown
         Age of the telemetry reading behind ``headroom``; ≥ 0.
     empty : (N,) bool
-        The node runs nothing: placing a pod there also pays P_idle (study §5.1).
+        The node runs nothing: placing a pod there also pays its wake power (study §5.1).
+    p_wake_w : (N,) float, watts, optional
+        That wake power: the calibration's ``wake_power_w`` (measured active idle, else the
+        intercept; :class:`eams.calibrate.energy.EnergyModel`). ``None`` → ``p_idle_w``;
+        finite and ≥ 0.
 
     Raises
     ------
@@ -131,6 +135,7 @@ class Nodes:
     headroom: np.ndarray
     age_s: np.ndarray
     empty: np.ndarray
+    p_wake_w: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         slots = int_array("nodes.slots", self.slots, None)
@@ -155,6 +160,14 @@ class Nodes:
         h, age = arrays["headroom"], arrays["age_s"]
         check("nodes.headroom", h, np.isinf(h) | (h > 1), "must be ≤ 1 or NaN (unknown)")
         check("nodes.age_s", age, np.isinf(age) | (age < 0), "must be ≥ 0 or NaN (unknown)")
+        if self.p_wake_w is None:
+            wake = idle
+        else:
+            wake = array("nodes.p_wake_w", self.p_wake_w, float, n)
+            check(
+                "nodes.p_wake_w", wake, ~(np.isfinite(wake) & (wake >= 0)), "must be finite and ≥ 0"
+            )
+        object.__setattr__(self, "p_wake_w", wake)
         object.__setattr__(self, "slots", slots)
         object.__setattr__(self, "empty", empty)
         for key, value in arrays.items():

@@ -6,10 +6,11 @@ into node names and 0–10 scores. The engine is pure numpy; :meth:`Market.solve
 snapshot and touches no live state.
 
 Per node (study §5.1–5.2): ``cores`` from allocatable CPU, free ``slots`` from allocatable minus
-the requests of pods placed there, ``p_idle_w``/``p_max_w``/``speed`` from the node's
-calibration, ``headroom`` from the newest telemetry sample minus the herding reservations
-(NaN when unknown), ``age_s`` (NaN when unknown). A node without capacity or calibration cannot
-be valued: it is left out of the auction, scores 0 and still passes ``/filter``.
+the requests of pods placed there, ``p_idle_w``/``p_max_w``/``speed`` and ``p_wake_w`` (its
+``wake_power_w``) from the node's calibration, ``headroom`` from the newest telemetry sample
+minus the herding reservations (NaN when unknown), ``age_s`` (NaN when unknown). A node without
+capacity or calibration cannot be valued: it is left out of the auction, scores 0 and still
+passes ``/filter``.
 
 Per pod: ``slots = ceil(cpu / cores_per_slot)`` (at least 1), ``work_core_s`` from the
 annotation ``eams.io/work-core-s`` or ``slots × cores_per_slot × default_runtime_s`` (the pod
@@ -36,7 +37,7 @@ WORK_ANNOTATION = "eams.io/work-core-s"
 # free (q = 1 in bids.priority_weight), so π depends on the PriorityClass value alone.
 FREE_QUOTA_SHARE = 1.0
 # A node below this utilisation with nothing placed or reserved on it is treated as empty
-# (placing a pod there also pays P_idle, study §5.1).
+# (placing a pod there also pays its wake power, study §5.1).
 EMPTY_UTILISATION = 0.05
 MAX_SCORE = 10  # MaxExtenderPriority, kube-scheduler extender/v1 types.go
 
@@ -261,6 +262,7 @@ class Market:
             headroom=np.fmin(view["headroom"][keep], 1.0),
             age_s=view["age_s"][keep],
             empty=empty[keep],
+            p_wake_w=view["p_wake_w"][keep],
         )
 
     def _slots(self, pod: PendingPod) -> int:
@@ -331,7 +333,7 @@ class Market:
 
         Expected power (study §5.1, :meth:`eams.calibrate.energy.EnergyModel.added_power_w`):
         ``(P_max − P_idle)·c_j/C_n`` with ``c_j = slots × cores_per_slot`` clipped to ``C_n``,
-        plus ``P_idle`` when the node was empty.
+        plus the calibration's wake power when the node was empty.
         """
         rows = []
         fell_back = bool(clearing.fell_back)
@@ -361,7 +363,13 @@ class Market:
         assigned = assignment >= 0
         nodes, at = snapshot.node_arrays, assignment[assigned]
         expected_w = np.full(assignment.size, np.nan)
-        model = EnergyModel(nodes.p_idle_w[at], nodes.p_max_w[at], nodes.cores[at], nodes.speed[at])
+        model = EnergyModel(
+            nodes.p_idle_w[at],
+            nodes.p_max_w[at],
+            nodes.cores[at],
+            nodes.speed[at],
+            nodes.p_wake_w[at],
+        )
         pod_cores = snapshot.pod_arrays.slots[assigned] * self.params.cores_per_slot
         expected_w[assigned] = model.added_power_w(
             np.minimum(pod_cores, nodes.cores[at]), nodes.empty[at]

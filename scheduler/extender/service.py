@@ -111,7 +111,7 @@ class Extender:
         self.clock = clock
         self.table = NodeTable()
         self.nodes = NodeCache(self.table)
-        self.telemetry = TelemetryStore()
+        self.telemetry = TelemetryStore(settings.stale_after_s, clock)
         self.herd = HerdGuard(settings.herd_settle_s, settings.herd_ttl_s)
         for calibration in calibrations.values():
             self.table.set_calibration(calibration)

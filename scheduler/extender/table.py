@@ -22,6 +22,7 @@ COLUMNS = (
     "used_pods",  # count
     "p_idle_w",  # calibration, W
     "p_max_w",  # calibration, W
+    "p_wake_w",  # calibration's wake_power_w (measured active idle, else P_idle), W
     "speed",  # calibration, relative to the reference node
     "headroom",  # newest telemetry sample, 1 − P/P_cap
     "power_cap_w",  # P_cap of that sample, W
@@ -88,11 +89,12 @@ class NodeTable:
         self.cols["used_pods"][i] += pods
 
     def set_calibration(self, calibration: Calibration) -> None:
-        """P_idle, P_max and speed of the calibrated node (speed ``None`` → 1.0: its own
-        reference, as ``calfile`` writes for ``reference="self"``)."""
+        """P_idle, P_max, wake power and speed of the calibrated node (speed ``None`` → 1.0:
+        its own reference, as ``calfile`` writes for ``reference="self"``)."""
         i = self.row(calibration.node)
         self.cols["p_idle_w"][i] = calibration.p_idle_w
         self.cols["p_max_w"][i] = calibration.p_max_w
+        self.cols["p_wake_w"][i] = calibration.wake_power_w
         self.cols["speed"][i] = calibration.speed if calibration.speed is not None else 1.0
 
     def set_sample(self, sample: TelemetrySample) -> None:

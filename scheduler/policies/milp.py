@@ -109,14 +109,15 @@ def marginal_energy_j(
 ) -> NDArray[np.float64]:
     """ΔE of ``pod`` on each of ``nodes`` with the fitted lines (study §5.1,
     :meth:`eams.calibrate.energy.EnergyModel.marginal_energy_j`): the pod's ``duration_s`` is its
-    runtime at speed 1, a node without running pods is empty (pays its idle power).
+    runtime at speed 1, a node without running pods is empty (pays its wake power).
 
     Returns
     -------
     (len(nodes),) float, joules
     """
     c = state.cluster
-    model = EnergyModel(c.p_idle_w[nodes], c.p_max_w[nodes], c.cores[nodes], c.speed[nodes])
+    wake_w = None if c.p_wake_w is None else c.p_wake_w[nodes]
+    model = EnergyModel(c.p_idle_w[nodes], c.p_max_w[nodes], c.cores[nodes], c.speed[nodes], wake_w)
     return model.marginal_energy_j(pod.cpu, pod.duration_s, state.pods_on[nodes] == 0)
 
 

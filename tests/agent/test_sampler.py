@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from eams.agent.metrics import AgentMetrics
+from eams.agent.poller import measured
 from eams.agent.sampler import NodeSpec, Sampler, TimedReading
 from eams.calibrate.calfile import load_calibration
 from eams.meter.reading import OutletReading, Reading
@@ -42,9 +43,13 @@ def clock(values_s: list[float]) -> Callable[[], int]:
     return lambda: round(next(values) * S)
 
 
-def reading(*outlets: OutletReading) -> Reading:
+def reading(at_s: float, *outlets: OutletReading) -> Reading:
+    """A reading measured at ``at_s`` (epoch s, on the scripted wall clock)."""
     return Reading(
-        meter="snmp://127.0.0.1", read_at=datetime.now(UTC), driver="apc_rpdu2", outlets=outlets
+        meter="snmp://127.0.0.1",
+        read_at=datetime.fromtimestamp(at_s, UTC),
+        driver="apc_rpdu2",
+        outlets=outlets,
     )
 
 
@@ -102,8 +107,8 @@ def test_metered_when_fresh_modelled_when_stale_or_below_floor(
     fresh_at_s = [50.0]
     outlets = [OutletReading(1, power_w=40.0, energy_wh=3.5), OutletReading(2, power_w=22.0)]
 
-    def latest() -> TimedReading:
-        return TimedReading(reading(*outlets), round(fresh_at_s[0] * S))
+    def latest() -> TimedReading:  # mono 50 s is wall 1000 s on the scripted clocks
+        return TimedReading(reading(fresh_at_s[0] + 950, *outlets), round(fresh_at_s[0] * S))
 
     sampler = make(
         [0.5] * 4,
@@ -114,6 +119,7 @@ def test_metered_when_fresh_modelled_when_stale_or_below_floor(
     )
     own, other = sampler.sample()  # reading 1 s old: fresh
     assert (own.source, own.power_w, own.energy_wh) == (PowerSource.METERED, 40.0, 3.5)
+    assert own.measured_at_ns == other.measured_at_ns == 1000 * S  # the reading's, not 1001
     assert own.headroom == pytest.approx(1 - 40 / 65)
     assert (other.node, other.source, other.power_w) == ("node-b", PowerSource.METERED, 22.0)
     assert other.headroom == pytest.approx(1 - 22 / 80)
@@ -136,7 +142,7 @@ def test_a_reading_the_telemetry_contract_refuses_is_no_reading(
     sampler = make(
         [0.5],
         model=model,
-        latest=lambda: TimedReading(reading(*outlets), 50 * S),
+        latest=lambda: TimedReading(reading(1000.0, *outlets), 50 * S),
         others=[NodeSpec("node-b", 80.0, 2)],
     )
     own, other = sampler.sample()
@@ -157,3 +163,46 @@ def test_clock_stepped_back_never_reorders_or_duplicates() -> None:
     value = metrics.registry.get_sample_value
     assert value("eams_agent_clock_steps_back_total") == 1
     assert value("eams_agent_skipped_samples_total", {"reason": "clock_back"}) == 3
+
+
+def test_a_reading_is_published_once_and_the_utilisation_window_spans_the_wait(
+    model: Callable[[float], float],
+) -> None:
+    """A meter slower than the ticks: the reading of wall 1000.5 s is the newest for three
+    ticks. It is published once, with its own time; the ticks that find nothing newer publish
+    nothing for the metered nodes (the value ages, visibly), and the own node's next sample
+    says its utilisation over the whole wait."""
+    newest = [TimedReading(reading(1000.5, OutletReading(1, power_w=40.0)), round(50.5 * S))]
+    sampler = make(
+        [0.2, 0.4, 0.6, 0.8],
+        model=model,
+        latest=lambda: newest[0],
+        others=[NodeSpec("node-b", 80.0, 1)],
+    )
+    first = sampler.sample()  # tick at wall 1001 s
+    assert [(s.node, s.measured_at_ns, s.source) for s in first] == [
+        ("node-a", int(1000.5 * S), PowerSource.METERED),
+        ("node-b", int(1000.5 * S), PowerSource.METERED),
+    ]
+    assert first[0].utilisation == pytest.approx(0.2)
+    assert sampler.sample() == [] and sampler.sample() == []  # ticks 1002, 1003 s
+    newest[0] = TimedReading(reading(1003.5, OutletReading(1, power_w=45.0)), round(53.5 * S))
+    own, other = sampler.sample()  # tick at 1004 s
+    assert own.measured_at_ns == other.measured_at_ns == int(1003.5 * S)
+    assert (own.power_w, own.source) == (45.0, PowerSource.METERED)
+    assert own.utilisation == pytest.approx((0.4 + 0.6 + 0.8) / 3)  # ticks 1002–1004 s
+
+
+def test_freshness_is_judged_by_when_the_reading_was_measured() -> None:
+    """The poller moves ``read_at`` onto the monotonic clock: a reading that took 3 s to come
+    back (or sat 3 s in a slow driver) is already 3 s old when it arrives."""
+    answered = reading(1000.0, OutletReading(1, power_w=40.0))
+    timed = measured(answered, wall_ns=1003 * S, mono_ns=53 * S)
+    assert (timed.measured_mono_ns, timed.measured_at_ns) == (50 * S, 1000 * S)
+    # A wall clock stepped back below read_at cannot make the reading younger than its arrival.
+    assert measured(answered, wall_ns=990 * S, mono_ns=53 * S).measured_mono_ns == 53 * S
+    sampler = make(
+        [0.5, 0.5], latest=lambda: timed, mono_s=[54.0, 55.5, 56.0], wall_s=[1004.0, 1005.5, 1006.0]
+    )
+    (fresh,) = sampler.sample()  # 2.5 s after it arrived, but measured 5.5 s ago: stale
+    assert fresh.source is None and fresh.measured_at_ns == int(1005.5 * S)

@@ -49,6 +49,18 @@ def test_waking_an_empty_node_costs_its_idle_power() -> None:
     assert woken[1] == pytest.approx(busy[1])
 
 
+def test_waking_charges_the_nodes_wake_power_where_given() -> None:
+    """``p_wake_w`` (the calibration's ``wake_power_w``, measured active idle) replaces the
+    intercept in the wake term only; a bad one is refused naming its index."""
+    busy = bids.marginal_energy_j(one_pod(), nodes(), PARAMS)[0]
+    woken = bids.marginal_energy_j(
+        one_pod(), nodes(empty=[True, True], p_wake_w=[40.0, 100.0]), PARAMS
+    )[0]
+    assert (woken - busy).tolist() == pytest.approx([40.0 * 3600, 100.0 * 2400])
+    with pytest.raises(AuctionInputError, match=r"nodes\.p_wake_w\[1\]"):
+        nodes(p_wake_w=[40.0, float("nan")])
+
+
 def test_gate_nearly_closed_below_10_and_open_above_35_percent() -> None:
     gate = bids.gate(nodes(headroom=[0.10, 0.35], age_s=[0.0, 0.0]), PARAMS)
     assert gate[0] < 0.05 and gate[1] > 0.95

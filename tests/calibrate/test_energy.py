@@ -32,6 +32,21 @@ def test_an_empty_node_also_pays_its_idle_power_for_the_runtime() -> None:
     assert model.added_power_w(4.0, np.array([True, False])).tolist() == [117.5, 27.5]
 
 
+def test_the_wake_term_charges_the_calibration_s_wake_power_not_the_intercept() -> None:
+    """A node idling at 40 W below its line's 100 W intercept (an idle step) is charged 40 W
+    for waking; the dynamic term still follows the line."""
+    base = _two_nodes()
+    model = EnergyModel(
+        base.p_idle_w, base.p_max_w, base.cores, base.speed, np.array([40.0, 100.0])
+    )
+    assert model.wake_power_w(np.array([True, True])).tolist() == [40.0, 100.0]
+    assert model.marginal_energy_j(4.0, 3600.0, np.array([True, False])).tolist() == [
+        63_000.0 + 40.0 * 3600.0,
+        66_000.0,
+    ]
+    assert model.dynamic_power_w(4.0).tolist() == base.dynamic_power_w(4.0).tolist()
+
+
 def test_the_dynamic_term_is_the_jump_of_the_calibrated_line() -> None:
     """ΔP of a pod on a running node equals P(u + c/C) − P(u) of the node's fitted line."""
     line = LinearPowerModel(p_idle_w=55.0, p_max_w=131.0)
