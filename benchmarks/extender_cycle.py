@@ -182,7 +182,9 @@ async def run_load(
         "created": created,
         "scheduled": scheduled,
         "errors": sum(len(r.errors) for r in records),
-        "error_kinds": sorted({e.split(":")[0] + ":" + e.split(":")[1] for r in records for e in r.errors})[:3],
+        "error_kinds": sorted(
+            {e.split(":")[0] + ":" + e.split(":")[1] for r in records for e in r.errors}
+        )[:3],
         "unbound": created - len(bound),
         "cycle_ms": _ms([r.extender_s for r in records]),
         "filter_ms": _ms([r.filter_s for r in records]),
@@ -265,35 +267,47 @@ async def bench_nodes(count: int, args: argparse.Namespace, folder: Path) -> dic
 def report(result: dict[str, Any], args: argparse.Namespace) -> None:
     load, ref, m = result["load"], result["ref"], result["metrics"]
     clearings = m.get("eams_extender_clearing_duration_seconds_count", 0.0)
-    clearing_ms = 1e3 * m.get("eams_extender_clearing_duration_seconds_sum", 0.0) / max(1, clearings)
-    pods = m.get("eams_extender_batch_pods_sum", 0.0)
-    ok = (
-        load["latency_ms"][1] <= AR2_P99_S * 1e3
-        and load["errors"] == 0
-        and load["unbound"] == 0
+    clearing_ms = (
+        1e3 * m.get("eams_extender_clearing_duration_seconds_sum", 0.0) / max(1, clearings)
     )
+    pods = m.get("eams_extender_batch_pods_sum", 0.0)
+    ok = load["latency_ms"][1] <= AR2_P99_S * 1e3 and load["errors"] == 0 and load["unbound"] == 0
     print(f"\n{result['nodes']} nodes, {args.rate:g} pods/s offered for {args.duration_s:g} s")
-    print(f"  pods created / errors / unbound : {load['created']} / {load['errors']} / {load['unbound']}")
+    print(
+        f"  pods created / errors / unbound : {load['created']} / {load['errors']} / {load['unbound']}"
+    )
     for kind in load["error_kinds"]:
         print(f"    error: {kind}")
-    print(f"  extender per cycle p50/p99      : {load['cycle_ms'][0]:.2f} / {load['cycle_ms'][1]:.2f} ms"
-          f"  (filter {load['filter_ms'][0]:.2f}/{load['filter_ms'][1]:.2f},"
-          f" prioritize {load['prioritize_ms'][0]:.2f}/{load['prioritize_ms'][1]:.2f})")
-    print(f"  reference GET /healthz p50/p99  : {ref[0]:.2f} / {ref[1]:.2f} ms;"
-          f" cycle p50 = {load['cycle_ms'][0] / ref[0]:.1f}x healthz p50")
-    print(f"  pod latency created→bound       : p50 {load['latency_ms'][0]:.1f} ms,"
-          f" p99 {load['latency_ms'][1]:.1f} ms (queue p99 {load['queue_ms'][1]:.1f} ms)"
-          f"  AR-2 {'ok' if ok else 'MISS'}")
-    print(f"  extender CPU per pod (watch in) : {load['cpu_ms_per_pod']:.2f} ms"
-          f" ({100 * load['cpu_share']:.0f} % of a core); client {load['client_cpu_ms_per_pod']:.2f} ms")
-    print(f"  clearings                       : {clearings:.0f}, {pods / max(1, clearings):.1f} pods each,"
-          f" mean {clearing_ms:.1f} ms")
+    print(
+        f"  extender per cycle p50/p99      : {load['cycle_ms'][0]:.2f} / {load['cycle_ms'][1]:.2f} ms"
+        f"  (filter {load['filter_ms'][0]:.2f}/{load['filter_ms'][1]:.2f},"
+        f" prioritize {load['prioritize_ms'][0]:.2f}/{load['prioritize_ms'][1]:.2f})"
+    )
+    print(
+        f"  reference GET /healthz p50/p99  : {ref[0]:.2f} / {ref[1]:.2f} ms;"
+        f" cycle p50 = {load['cycle_ms'][0] / ref[0]:.1f}x healthz p50"
+    )
+    print(
+        f"  pod latency created→bound       : p50 {load['latency_ms'][0]:.1f} ms,"
+        f" p99 {load['latency_ms'][1]:.1f} ms (queue p99 {load['queue_ms'][1]:.1f} ms)"
+        f"  AR-2 {'ok' if ok else 'MISS'}"
+    )
+    print(
+        f"  extender CPU per pod (watch in) : {load['cpu_ms_per_pod']:.2f} ms"
+        f" ({100 * load['cpu_share']:.0f} % of a core); client {load['client_cpu_ms_per_pod']:.2f} ms"
+    )
+    print(
+        f"  clearings                       : {clearings:.0f}, {pods / max(1, clearings):.1f} pods each,"
+        f" mean {clearing_ms:.1f} ms"
+    )
     sat = result["saturated"]
     if sat is not None:
-        print(f"  saturating {args.saturate_rate:g} pods/s for {args.saturate_s:g} s    :"
-              f" {sat['bound_per_s']:.0f} pods/s bound, extender {100 * sat['cpu_share']:.0f} % of a core,"
-              f" {sat['cpu_ms_per_pod']:.2f} ms CPU/pod, cycle p50/p99 {sat['cycle_ms'][0]:.2f}/{sat['cycle_ms'][1]:.2f} ms,"
-              f" errors {sat['errors']}")
+        print(
+            f"  saturating {args.saturate_rate:g} pods/s for {args.saturate_s:g} s    :"
+            f" {sat['bound_per_s']:.0f} pods/s bound, extender {100 * sat['cpu_share']:.0f} % of a core,"
+            f" {sat['cpu_ms_per_pod']:.2f} ms CPU/pod, cycle p50/p99 {sat['cycle_ms'][0]:.2f}/{sat['cycle_ms'][1]:.2f} ms,"
+            f" errors {sat['errors']}"
+        )
 
 
 def main() -> None:
@@ -304,10 +318,18 @@ def main() -> None:
     parser.add_argument("--saturate-rate", type=float, default=400.0)
     parser.add_argument("--saturate-s", type=float, default=5.0)
     parser.add_argument("--window-ms", type=float, default=200.0)
-    parser.add_argument("--no-pin", dest="pin", action="store_false",
-                        help="do not pin the extender to core 0 and this process to core 1")
-    parser.add_argument("--extender-arg", action="append", default=[],
-                        help="extra argument for eams extender serve (repeatable)")
+    parser.add_argument(
+        "--no-pin",
+        dest="pin",
+        action="store_false",
+        help="do not pin the extender to core 0 and this process to core 1",
+    )
+    parser.add_argument(
+        "--extender-arg",
+        action="append",
+        default=[],
+        help="extra argument for eams extender serve (repeatable)",
+    )
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:

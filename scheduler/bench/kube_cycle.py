@@ -45,6 +45,8 @@ from eams.scheduler.bench.kube_wire import (
     decode_filter,
     decode_priorities,
 )
+from eams.scheduler.bench.predicates import static_fit
+from eams.scheduler.policies.base import NodeMeta, PodConstraints, Taint, Toleration
 
 MAX_NODE_SCORE_PER_EXTENDER_POINT = 10  # MaxNodeScore 100 / MaxExtenderPriority 10
 MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
@@ -109,6 +111,44 @@ class ExtenderConfig:
     def path(self, verb: str) -> str:
         """The request path of ``verb`` (prefix path with trailing slashes stripped, ``/verb``)."""
         return urlsplit(self.url_prefix).path.rstrip("/") + "/" + verb
+
+
+def taint_toleration(nodes: Callable[[], dict[str, dict[str, Any]]]) -> InTreeFilter:
+    """The in-tree TaintToleration filter over live node objects (``spec.taints``) for a pod's
+    ``spec.tolerations`` (rules in :mod:`eams.scheduler.bench.predicates`).
+
+    Parameters
+    ----------
+    nodes : callable
+        Node name → node object (JSON), read at every call (the watch's view).
+    """
+
+    def feasible(pod: dict[str, Any], names: list[str]) -> list[str]:
+        tolerations = tuple(
+            Toleration(
+                key=t.get("key") or "",
+                operator=t.get("operator") or "Equal",
+                value=t.get("value") or "",
+                effect=t.get("effect") or "",
+            )
+            for t in (pod.get("spec") or {}).get("tolerations") or ()
+        )
+        constraints = PodConstraints(tolerations=tolerations)
+        objects = nodes()
+        kept = []
+        for name in names:
+            taints = ((objects.get(name) or {}).get("spec") or {}).get("taints") or ()
+            meta = NodeMeta(
+                taints=tuple(
+                    Taint(t["key"], t.get("value") or "", t.get("effect") or "NoSchedule")
+                    for t in taints
+                )
+            )
+            if static_fit(constraints, meta):
+                kept.append(name)
+        return kept
+
+    return feasible
 
 
 def num_feasible_nodes_to_find(total: int, percentage: int = 0) -> int:

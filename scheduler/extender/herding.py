@@ -51,6 +51,7 @@ class HerdGuard:
         self._by_node: dict[str, dict[str, Reservation]] = {}
         self._live: dict[str, tuple[float, int]] | None = None
         self._live_until_s = 0.0
+        self.version = 0  # changes whenever the live reservations may have changed
 
     def reserve(self, node: str, pod: str, power_w: float, now_s: float) -> None:
         """Record that ``pod`` was cleared onto ``node``; a re-clearing replaces the old one."""
@@ -58,6 +59,7 @@ class HerdGuard:
             held.pop(pod, None)
         self._by_node.setdefault(node, {})[pod] = Reservation(pod, power_w, now_s)
         self._live = None
+        self.version += 1
 
     def reflect(self, node: str, measured_at_s: float) -> int:
         """Drop ``node``'s reservations that a sample measured at ``measured_at_s`` reflects.
@@ -75,6 +77,7 @@ class HerdGuard:
             del held[pod]
         if ended:
             self._live = None
+            self.version += 1
         return len(ended)
 
     def live(self, now_s: float) -> dict[str, tuple[float, int]]:
@@ -96,7 +99,14 @@ class HerdGuard:
             else:
                 del self._by_node[node]
         self._live, self._live_until_s = live, oldest_s + self.ttl_s
+        self.version += 1
         return live
+
+    @property
+    def live_until_s(self) -> float:
+        """When the oldest live reservation expires (epoch s; inf with none), as of the last
+        :meth:`live`."""
+        return self._live_until_s if self._live is not None else -float("inf")
 
     def count(self, node: str) -> int:
         """Number of reservations held for ``node`` (expired ones included until :meth:`live`)."""

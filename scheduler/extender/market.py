@@ -124,6 +124,27 @@ class BatchSnapshot:
     feasible: np.ndarray
 
 
+class Columns(dict[str, int]):
+    """Node name → column of a window's score rows, shared by every row of the window.
+
+    It keeps the column indices of the last candidate list asked for: kube-scheduler sends the
+    same list pod after pod, so answering costs one numpy gather, not a pass over the names.
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__((name, i) for i, name in enumerate(names))
+        self._last: tuple[str, ...] | None = None
+        self._index = np.zeros(0, dtype=np.int64)
+
+    def index_of(self, names: list[str]) -> np.ndarray:
+        """(len(names),) int columns of ``names``, −1 for a node not valued in the window."""
+        key = tuple(names)
+        if key != self._last:
+            self._last = key
+            self._index = np.fromiter((self.get(n, -1) for n in names), np.int64, len(names))
+        return self._index
+
+
 @dataclass(frozen=True, slots=True)
 class Cleared:
     """One row of the clearing table.
@@ -142,8 +163,8 @@ class Cleared:
     scores : (N,) int8 ndarray
         0–10 score of every valued node of the window for this pod (:func:`scale_scores`),
         computed with the clearing so that answering ``/prioritize`` costs no bid evaluation.
-    columns : dict of str to int
-        Node name → index into ``scores``; one dict shared by every row of the window (a table
+    columns : Columns
+        Node name → index into ``scores``; one object shared by every row of the window (a table
         of thousands of rows must not hold a dict per row: memory and GC time).
     uid : str or None
         ``metadata.uid`` of the cleared pod (:attr:`PendingPod.uid`).
@@ -155,15 +176,18 @@ class Cleared:
     cleared_at_s: float
     fell_back: bool
     scores: np.ndarray
-    columns: dict[str, int]
+    columns: Columns
     uid: str | None = None
 
     def scores_for(self, names: list[str]) -> list[int]:
         """Scores of ``names`` in order; 0 for a node that was not valued in the window."""
-        if len(names) == len(self.columns) and tuple(names) == tuple(self.columns):
-            return self.scores.tolist()  # the usual case: candidates = the window's nodes
-        scores, columns = self.scores, self.columns
-        return [int(scores[columns[n]]) if n in columns else 0 for n in names]
+        index = self.columns.index_of(names)
+        if not index.size:
+            return []
+        picked = self.scores[index]
+        if index.min() < 0:
+            picked = np.where(index >= 0, picked, 0)
+        return picked.tolist()
 
 
 def scale_scores(values: np.ndarray, cleared: np.ndarray) -> np.ndarray:
@@ -336,7 +360,7 @@ class Market:
         rows = []
         fell_back = bool(clearing.fell_back)
         expected_w = self.expected_power_w(snapshot, clearing) if reserve else None
-        columns = {name: i for i, name in enumerate(snapshot.names)}
+        columns = Columns(snapshot.names)
         compact = scores.astype(np.int8)
         for j, pod in enumerate(snapshot.pods):
             n = int(clearing.assignment[j])

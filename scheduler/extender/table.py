@@ -36,6 +36,7 @@ class NodeTable:
 
     def __init__(self, initial_rows: int = 1024) -> None:
         self.index: dict[str, int] = {}
+        self.samples_version = 0  # counts set_sample calls (cached derived views compare it)
         self._last_key: tuple[str, ...] = ()
         self._last_rows = np.zeros(0, dtype=np.int64)
         self.cols = {c: np.full(initial_rows, 0.0 if c in _ZERO else np.nan) for c in COLUMNS}
@@ -98,6 +99,7 @@ class NodeTable:
     def set_sample(self, sample: TelemetrySample) -> None:
         """The node's newest telemetry sample; headroom from ``power_w`` when not given."""
         i = self.row(sample.node)
+        self.samples_version += 1
         headroom = sample.headroom
         if headroom is None:
             headroom = headroom_from_power(sample.power_w, sample.power_cap_w)
