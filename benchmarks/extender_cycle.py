@@ -82,10 +82,9 @@ def make_nodes(template: dict[str, Any], count: int) -> list[dict[str, Any]]:
 
 
 def make_pod(template: dict[str, Any], name: str) -> dict[str, Any]:
-    pod = copy.deepcopy(template)
-    pod["metadata"].update(name=name, uid=f"uid-{name}", namespace="bench")
-    pod["metadata"].pop("resourceVersion", None)
-    return pod
+    meta = {**template["metadata"], "name": name, "uid": f"uid-{name}", "namespace": "bench"}
+    meta.pop("resourceVersion", None)
+    return {**template, "metadata": meta}
 
 
 def _cpu_s(pid: int) -> float:

@@ -153,6 +153,17 @@ def decode_priorities(status: int, body: bytes) -> dict[str, int]:
     if not isinstance(data, list):
         raise ExtenderCallError("prioritize: cannot decode object into HostPriorityList")
     scores: dict[str, int] = {}
+    try:  # the usual answer: exact keys, string hosts, integer scores
+        for entry in data:
+            host, score = entry["Host"], entry["Score"]
+            if len(entry) != 2 or type(host) is not str or type(score) is not int:
+                raise TypeError
+            scores[host] = scores.get(host, 0) + score
+        if all(abs(s) <= INT64_MAX for s in scores.values()):
+            return scores
+    except (KeyError, TypeError):
+        pass
+    scores = {}
     for i, entry in enumerate(data):
         got = _fields(entry, ("Host", "Score"), f"HostPriorityList[{i}]")
         host, score = got.get("Host", ""), got.get("Score", 0)

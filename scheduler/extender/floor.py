@@ -34,8 +34,20 @@ TAINT_EFFECT = "NoSchedule"
 TAINT = {"key": TAINT_KEY, "effect": TAINT_EFFECT}
 
 
+class NodeMask:
+    """A set of node names held as a boolean column over the table's rows (``in`` only)."""
+
+    def __init__(self, index: dict[str, int], mask: np.ndarray) -> None:
+        self._index, self._mask = index, mask
+
+    def __contains__(self, name: object) -> bool:
+        i = self._index.get(name)  # type: ignore[call-overload]
+        return i is not None and i < self._mask.size and bool(self._mask[i])
+
+
 class HeadroomFloor:
-    """Nodes under the floor and nodes recovered from it, from the table and the reservations.
+    """Nodes under the floor and nodes recovered from it, from the table (samples and the
+    herding reservations' columns).
 
     Parameters
     ----------
@@ -54,43 +66,30 @@ class HeadroomFloor:
     ) -> None:
         self.table, self.herd = table, herd
         self.floor, self.margin, self.stale_after_s = floor, margin, stale_after_s
-        self._key: tuple[int, int] = (-1, 0)
+        self._key: tuple[int, int, int] = (-1, -1, -1)
         self._until_s = -math.inf
         self._below: frozenset[str] = frozenset()
-        self._recovered: frozenset[str] = frozenset()
-
-    def _headroom(self, now_s: float) -> tuple[list[str], np.ndarray]:
-        """Every node's fresh, reservation-adjusted headroom (NaN: no fresh reading)."""
-        names = list(self.table.index)
-        size = len(names)
-        cols = self.table.cols
-        headroom = cols["headroom"][:size].copy()
-        live = self.herd.live(now_s)
-        if live:
-            index = self.table.index
-            rows = [index[n] for n in live if n in index]
-            reserved_w = [w for n, (w, _) in live.items() if n in index]
-            headroom[rows] -= np.asarray(reserved_w) / cols["power_cap_w"][rows]
-        age_s = now_s - cols["measured_at_s"][:size]
-        fresh = age_s <= self.stale_after_s  # NaN (never measured) compares False
-        return names, np.where(fresh, headroom, np.nan)
+        self._recovered = NodeMask({}, np.zeros(0, dtype=bool))
 
     def _refresh(self, now_s: float) -> None:
-        self.herd.live(now_s)  # drops expired reservations (a new version) first
-        key = (self.table.samples_version, self.herd.version)
+        self.herd.expire(now_s)  # a reservation ending is a new version
+        key = (self.table.samples_version, self.herd.version, len(self.table.index))
         if key == self._key and now_s < self._until_s:
             return
-        names, headroom = self._headroom(now_s)
+        size = len(self.table.index)
+        cols = self.table.cols
+        headroom = cols["headroom"][:size] - cols["reserved_w"][:size] / cols["power_cap_w"][:size]
+        measured_s = cols["measured_at_s"][:size]
+        fresh = now_s - measured_s <= self.stale_after_s  # NaN (never measured) compares False
+        headroom = np.where(fresh, headroom, np.nan)
         with np.errstate(invalid="ignore"):
             below = headroom < self.floor
             recovered = ~(headroom < self.floor + self.margin)  # NaN: not fresh, recovered
+        names = list(self.table.index)
         self._below = frozenset(names[i] for i in np.flatnonzero(below))
-        self._recovered = frozenset(names[i] for i in np.flatnonzero(recovered))
-        measured_s = self.table.cols["measured_at_s"][: len(names)]
-        turning_stale = measured_s[~np.isnan(headroom)] + self.stale_after_s
-        self._until_s = min(
-            float(turning_stale.min(initial=math.inf)) + 1e-6, self.herd.live_until_s
-        )
+        self._recovered = NodeMask(self.table.index, recovered)
+        turning_stale_s = float((measured_s[fresh] + self.stale_after_s).min(initial=math.inf))
+        self._until_s = min(turning_stale_s + 1e-6, self.herd.next_expiry_s)
         self._key = key
 
     def below(self, now_s: float) -> frozenset[str]:
@@ -98,7 +97,7 @@ class HeadroomFloor:
         self._refresh(now_s)
         return self._below
 
-    def recovered(self, now_s: float) -> frozenset[str]:
-        """Nodes at floor + margin or above, or without a fresh reading (never measured too)."""
+    def recovered(self, now_s: float) -> NodeMask:
+        """Nodes at floor + margin or above, or without a fresh reading (``name in ...``)."""
         self._refresh(now_s)
         return self._recovered

@@ -43,11 +43,12 @@ class PriceCollector(Collector):
 
     def __init__(self) -> None:
         self._names: list[str] = []
-        self._prices: list[float] = []
+        self._prices: Iterable[float] = ()
 
     def update(self, names: list[str], prices: Iterable[float]) -> None:
-        """Replace the prices of ``names`` (the nodes of the last clearing)."""
-        self._names, self._prices = list(names), [float(p) for p in prices]
+        """Replace the prices of ``names`` (the nodes of the last clearing; both are kept as
+        given, not copied: the caller hands over a fresh list and array each clearing)."""
+        self._names, self._prices = names, prices
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """One gauge family, a sample per node of the last clearing."""
@@ -57,7 +58,7 @@ class PriceCollector(Collector):
             labels=["node"],
         )
         for name, price in zip(self._names, self._prices, strict=True):
-            family.add_metric([name], price)
+            family.add_metric([name], float(price))
         yield family
 
 

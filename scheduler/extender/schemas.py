@@ -134,29 +134,28 @@ HostPriorityList = TypeAdapter(list[HostPriority])
 """The prioritize answer is a bare JSON array of :class:`HostPriority` (TYPES)."""
 
 
-_SCORE_TAILS = [b"%d}" % score for score in range(11)]
-
-
 class HostPriorityEncoder:
     """Writes the prioritize answer ``[{"Host": …, "Score": …}, …]`` without building dicts.
 
     At 1,000 candidates a list of dicts costs more than the scoring; kube-scheduler sends the
-    same candidate list again and again, so the JSON head of each entry is kept for the last list
-    and only the integer scores (0–10) are joined in.
+    same candidate list again and again, so the answer for the last list is kept as a
+    ``%``-format template (host names JSON-escaped, ``%`` doubled) and one formatting call
+    fills in the integer scores (0–10).
     """
 
     def __init__(self) -> None:
-        self._names: tuple[str, ...] = ()
-        self._heads: list[bytes] = []
+        self._names: list[str] | None = None
+        self._template = "[]"
 
     def encode(self, names: list[str], scores: list[int]) -> bytes:
         """JSON bytes of the bare ``HostPriorityList``; ``scores`` are ints in 0–10."""
-        key = tuple(names)
-        if key != self._names:
-            self._names = key
-            self._heads = [b'{"Host":' + to_json(n) + b',"Score":' for n in names]
-        tails = map(_SCORE_TAILS.__getitem__, scores)
-        return b"[" + b",".join(map(bytes.__add__, self._heads, tails)) + b"]"
+        if names != self._names:
+            self._names = list(names)
+            entries = (
+                '{"Host":' + to_json(n).decode().replace("%", "%%") + ',"Score":%d}' for n in names
+            )
+            self._template = "[" + ",".join(entries) + "]"
+        return (self._template % tuple(scores)).encode()
 
 
 class ExtenderBindingArgs(_Wire):

@@ -27,8 +27,10 @@ COLUMNS = (
     "power_cap_w",  # P_cap of that sample, W
     "measured_at_s",  # when it was measured, epoch s
     "utilisation",  # CPU utilisation of that sample, 0–1
+    "reserved_w",  # live herding reservations on the node, W (herding.py)
+    "reserved_pods",  # their count
 )
-_ZERO = ("used_cpu_milli", "used_memory_bytes", "used_pods")
+_ZERO = ("used_cpu_milli", "used_memory_bytes", "used_pods", "reserved_w", "reserved_pods")
 
 
 class NodeTable:
@@ -87,6 +89,12 @@ class NodeTable:
         self.cols["used_cpu_milli"][i] += cpu_milli
         self.cols["used_memory_bytes"][i] += memory_bytes
         self.cols["used_pods"][i] += pods
+
+    def add_reserved(self, name: str, power_w: float, count: int) -> None:
+        """Add (or with negative values remove) a herding reservation."""
+        i = self.row(name)
+        self.cols["reserved_w"][i] += power_w
+        self.cols["reserved_pods"][i] += count
 
     def set_calibration(self, calibration: Calibration) -> None:
         """P_idle, P_max and speed of the calibrated node (speed ``None`` → 1.0: its own

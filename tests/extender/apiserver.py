@@ -148,11 +148,13 @@ class FakeApiServer:
         return f"{meta.get('namespace', '')}/{meta['name']}".lstrip("/")
 
     def put(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Create or replace an object (a new resourceVersion, events to every watcher)."""
+        """Create or replace an object (a new resourceVersion, events to every watcher).
+
+        The object is copied one level deep (metadata included): do not change its nested
+        parts afterwards, replace them."""
         res = self.resources[resource]
         self.rv += 1
-        obj = copy.deepcopy(obj)
-        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
+        obj = {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": str(self.rv)}}
         key = self.key(obj)
         old = res.objects.get(key)
         res.objects[key] = obj
@@ -172,9 +174,8 @@ class FakeApiServer:
 
     def bind(self, namespace: str, name: str, node: str) -> dict[str, Any]:
         """What a ``pods/binding`` does: set ``spec.nodeName``."""
-        pod = copy.deepcopy(self.resources["pods"].objects[f"{namespace}/{name}"])
-        pod["spec"]["nodeName"] = node
-        return self.put("pods", pod)
+        pod = self.resources["pods"].objects[f"{namespace}/{name}"]
+        return self.put("pods", {**pod, "spec": {**pod["spec"], "nodeName": node}})
 
     def _emit(self, res: Resource, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         res.history.append((self.rv, self.key(new), old, new))

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from eams.scheduler.extender.batching import Batcher
-from eams.scheduler.extender.market import Cleared, Columns, PendingPod
+from eams.scheduler.extender.market import PendingPod, pending_pod
 from eams.scheduler.extender.requests import PodRequest
+from eams.scheduler.extender.rows import Cleared, Columns
+from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import FILTER_REASON
 from tests.extender.conftest import (
     args_names,
@@ -222,3 +224,23 @@ async def test_a_node_whose_reading_turns_stale_is_no_longer_kept_off(make_clien
     clock.now_s += 20.0  # every reading is now older than 15 s
     second = (await post_json(client, "/filter", args_names(pod_object("p2"), NAMES))).json()
     assert second["NodeNames"] == NAMES and "node-b" in extender.floor.recovered(clock())
+
+
+@pytest.mark.parametrize("cpu", ["100m", "1", "3", "7"])
+@pytest.mark.parametrize("headroom", [0.6, 0.15])
+async def test_a_batch_of_one_clears_to_the_node_the_engine_picks(
+    make_client, clock, cpu: str, headroom: float
+) -> None:
+    # One bidder: its best bid is the clearing (Market.clear_single skips the engine's fixed
+    # cost). Checked against the engine itself on the same state.
+    client = await make_client(mode="active", window_ms=50)
+    await _cluster(client, clock, headroom=0.6, cpu="4")
+    await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), headroom)]})
+    extender = client.app.state.extender
+    pod = pending_pod(PodObject.model_validate(pod_object("p", cpu=cpu)))
+    single = extender.market.clear_single(pod, NAMES, clock(), reserve=False)
+    snapshot = extender.market.snapshot([pod], NAMES, clock())
+    clearing, _ = extender.market.solve(snapshot)
+    engine = int(clearing.assignment[0])
+    assert single.node == (snapshot.names[engine] if engine >= 0 else None)
+    assert (single.scores == 10).sum() == (1 if single.node else 0)
