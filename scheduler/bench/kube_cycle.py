@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-import json
 import random
 import time
 from collections import Counter
@@ -37,6 +36,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+import msgspec
 
 from eams.scheduler.bench.errors import ExtenderCallError
 from eams.scheduler.bench.kube_wire import (
@@ -176,7 +177,8 @@ class CycleRecord:
     created_s, started_s, ended_s : float
         Queued, popped, end of the scheduling cycle.
     filter_s, prioritize_s : float
-        Time inside each extender call (0 when not made).
+        Time of each extender call, from sending the request to the whole answer read (the
+        scheduler's own decoding excluded; 0 when not made).
     bound_s : float or None
         End of the bind hook.
     errors : list of str
@@ -285,11 +287,11 @@ class KubeCycle:
                 items = [{"metadata": {"name": n}} for n in names]
                 tail = {"Nodes": {"metadata": {}, "items": items}, "NodeNames": None}
             self._last_names = list(names)
-            self._last_tail = json.dumps(tail, separators=(",", ":")).encode()[1:]
+            self._last_tail = msgspec.json.encode(tail)[1:]
         return self._last_tail
 
     async def _call(self, verb: str, pod: dict[str, Any], names: list[str]) -> tuple[int, bytes]:
-        pod_json = json.dumps(pod, separators=(",", ":")).encode()
+        pod_json = msgspec.json.encode(pod)
         body = b'{"Pod":' + pod_json + b"," + self._nodes_json(names)
         return await self.connection.post(self.config.path(verb), body)
 
@@ -310,30 +312,38 @@ class KubeCycle:
             t0 = time.perf_counter()
             try:
                 status, body = await self._call(cfg.filter_verb, pod, names)
+                record.filter_s = time.perf_counter() - t0
                 names = decode_filter(status, body, names, cfg.node_cache_capable).passed
             except ExtenderCallError as exc:
                 self.failures["filter"] += 1
                 record.errors.append(f"filter: {exc}")
+                record.filter_s = record.filter_s or time.perf_counter() - t0
                 if not cfg.ignorable:
                     record.ended_s = time.perf_counter()
                     return record
-            record.filter_s = time.perf_counter() - t0
         if len(names) > 1:
-            totals = dict.fromkeys(names, 0)
-            if self.in_tree_score is not None:
-                totals.update(self.in_tree_score(pod, names))
+            in_tree = self.in_tree_score(pod, names) if self.in_tree_score is not None else {}
+            totals = dict.fromkeys(names, 0)  # keeps the candidates' order for selectHost
+            totals.update(in_tree)
             if cfg.prioritize_verb:
                 t0 = time.perf_counter()
                 try:
                     status, body = await self._call(cfg.prioritize_verb, pod, names)
+                    record.prioritize_s = time.perf_counter() - t0
                     scale = cfg.weight * MAX_NODE_SCORE_PER_EXTENDER_POINT
-                    for host, score in decode_priorities(status, body).items():
-                        if host in totals:  # hosts not among the candidates are ignored
-                            totals[host] += score * scale
+                    scores = decode_priorities(status, body)
+                    if scale > 0 and not in_tree and scores.keys() == totals.keys():
+                        totals = scores  # the usual answer: a common positive scale ranks alike
+                        if list(scores) != names:
+                            totals = {n: scores[n] for n in names}
+                    else:
+                        for host, score in scores.items():
+                            if host in totals:  # hosts not among the candidates are ignored
+                                totals[host] += score * scale
                 except ExtenderCallError as exc:
                     self.failures["prioritize"] += 1
                     record.errors.append(f"prioritize: {exc}")
-                record.prioritize_s = time.perf_counter() - t0
+                    record.prioritize_s = record.prioritize_s or time.perf_counter() - t0
             record.node = self._select_host(names, totals)
         elif names:
             record.node = names[0]
@@ -347,8 +357,7 @@ class KubeCycle:
     def _select_host(self, names: list[str], totals: dict[str, int]) -> str:
         """The highest total; ties by reservoir sampling, as ``selectHost`` does."""
         best, chosen, ties = None, names[0], 0
-        for name in names:
-            score = totals[name]
+        for name, score in totals.items():
             if best is None or score > best:
                 best, chosen, ties = score, name, 1
             elif score == best:

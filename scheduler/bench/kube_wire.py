@@ -16,16 +16,17 @@ Source: kubernetes/kubernetes ``pkg/scheduler/extender.go`` (``send``, ``Filter`
   ``NodeNames`` must name only input nodes (else the call fails), otherwise ``Nodes`` is used,
   and with both null no node passes.
 
-The decoders take the JSON as :func:`json.loads` gives it (ints and floats apart) and raise
+The decoders read the JSON with msgspec (ints and floats apart, as Go's decoder tells them) and raise
 :class:`ExtenderCallError` where Go's client would return an error.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from eams.scheduler.bench.errors import ExtenderCallError
 
@@ -147,22 +148,23 @@ def decode_priorities(status: int, body: bytes) -> dict[str, int]:
         Not 200, not an array, an entry not an object, a non-string ``Host`` or a ``Score`` that
         is not an integer literal in int64 range.
     """
+    if status == 200:
+        try:  # the usual answer: exact keys, string hosts, int64 scores (msgspec checks them)
+            entries = _decode_priorities(body)
+            scores: dict[str, int] = {e.Host: e.Score for e in entries}
+            if len(scores) == len(entries):
+                return scores
+            scores = {}  # a host listed twice: its scores add up
+            for entry in entries:
+                scores[entry.Host] = scores.get(entry.Host, 0) + entry.Score
+            return scores
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass  # decoded again below, with Go's folding of keys and its error
     data = _json(status, body, "prioritize")
     if data is None:
         return {}
     if not isinstance(data, list):
         raise ExtenderCallError("prioritize: cannot decode object into HostPriorityList")
-    scores: dict[str, int] = {}
-    try:  # the usual answer: exact keys, string hosts, integer scores
-        for entry in data:
-            host, score = entry["Host"], entry["Score"]
-            if len(entry) != 2 or type(host) is not str or type(score) is not int:
-                raise TypeError
-            scores[host] = scores.get(host, 0) + score
-        if all(abs(s) <= INT64_MAX for s in scores.values()):
-            return scores
-    except (KeyError, TypeError):
-        pass
     scores = {}
     for i, entry in enumerate(data):
         got = _fields(entry, ("Host", "Score"), f"HostPriorityList[{i}]")
@@ -175,12 +177,20 @@ def decode_priorities(status: int, body: bytes) -> dict[str, int]:
     return scores
 
 
+class _HostPriority(msgspec.Struct):
+    Host: str
+    Score: Annotated[int, msgspec.Meta(ge=-INT64_MAX - 1, le=INT64_MAX)]
+
+
+_decode_priorities = msgspec.json.Decoder(list[_HostPriority]).decode
+
+
 def _json(status: int, body: bytes, verb: str) -> Any:
     if status != 200:
         raise ExtenderCallError(f"failed {verb} with extender, code {status}")
     try:
-        return json.loads(body)
-    except ValueError as exc:
+        return msgspec.json.decode(body)  # ints stay ints, 1.0 and 1e1 are floats, as in JSON
+    except msgspec.DecodeError as exc:
         raise ExtenderCallError(f"{verb}: undecodable answer ({exc})") from None
 
 

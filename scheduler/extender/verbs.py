@@ -6,9 +6,10 @@ kube-scheduler schedules one pod at a time and makes these calls inside that pod
 a request is ``{"Pod": <v1.Pod>, "Nodes": null, "NodeNames": [...]}``; of the pod only
 ``metadata.name``, ``namespace`` and ``uid`` are needed when the pod watch already announced
 it, so the body is decoded with msgspec into just those fields and the names (unknown keys are
-skipped without being built). Everything else — full ``Nodes`` payloads, a pod never
-announced, anything msgspec refuses — takes the validated path (``service.parse_args``,
-pydantic), which also writes the 400 that names every bad key. Answers:
+skipped without being built). A pod the watch has not announced yet is then validated on its
+own (pydantic ``PodObject``); anything else — full ``Nodes`` payloads, anything msgspec
+refuses — takes the validated path (``service.parse_args``, pydantic), which also writes the
+400 that names every bad key. Answers:
 
 * 200 with ``ExtenderFilterResult`` (every key present) or the bare ``HostPriorityList``;
 * 400 ``{"Error": "<json path>: <what>"}`` for a bad request, 413 for a body over the limit;
@@ -23,11 +24,18 @@ from __future__ import annotations
 import logging
 
 import msgspec
+from pydantic import ValidationError
 
 from eams.scheduler.extender.errors import BadRequest, StepAside
 from eams.scheduler.extender.metrics import ExtenderMetrics
-from eams.scheduler.extender.schemas import ExtenderFilterResult, HostPriorityEncoder
+from eams.scheduler.extender.schemas import (
+    ExtenderArgs,
+    ExtenderFilterResult,
+    HostPriorityEncoder,
+    PodObject,
+)
 from eams.scheduler.extender.service import FILTER_REASON, Extender, parse_args
+from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
@@ -48,25 +56,48 @@ class _PodRef(msgspec.Struct):
 class _Envelope(msgspec.Struct):
     """``ExtenderArgs`` as far as the names-only path reads it (upstream key names)."""
 
-    Pod: _PodRef | None = None
+    Pod: msgspec.Raw = _NULL
     Nodes: msgspec.Raw = _NULL
     NodeNames: list[str] | None = None
 
 
 _decode = msgspec.json.Decoder(_Envelope).decode
+_decode_pod = msgspec.json.Decoder(_PodRef).decode
 _encode = msgspec.json.Encoder().encode
 
 
-def _names_only(body: bytes) -> tuple[str, str | None, list[str]] | None:
-    """``(pod key, uid, NodeNames)`` of a names-only request, ``None`` for any other shape."""
+class _Request(msgspec.Struct):
+    key: str
+    uid: str | None
+    names: list[str]
+    pod: bytes  # the pod's JSON, read whole only when the watch has not announced it
+
+    def args(self) -> ExtenderArgs:
+        """The request as ``ExtenderArgs``, the pod validated (``NodeNames`` already are).
+
+        Raises
+        ------
+        BadRequest
+            The pod breaks the model (every bad key named).
+        """
+        try:
+            pod = PodObject.model_validate_json(self.pod)
+        except ValidationError as exc:
+            raise BadRequest(describe_validation_error(exc, root="Pod")) from None
+        return ExtenderArgs.model_construct(Pod=pod, Nodes=None, NodeNames=self.names)
+
+
+def _names_only(body: bytes) -> _Request | None:
+    """The names-only request (pod key, uid, ``NodeNames``), ``None`` for any other shape."""
     try:
         envelope = _decode(body)
+        meta = _decode_pod(envelope.Pod).metadata if envelope.Pod != _NULL else None
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    meta = envelope.Pod.metadata if envelope.Pod is not None else None
     if meta is None or not meta.name or envelope.NodeNames is None or envelope.Nodes != _NULL:
         return None
-    return f"{meta.namespace or 'default'}/{meta.name}", meta.uid or None, envelope.NodeNames
+    key = f"{meta.namespace or 'default'}/{meta.name}"
+    return _Request(key, meta.uid or None, envelope.NodeNames, bytes(envelope.Pod))
 
 
 def _error(status: int, message: str) -> tuple[int, bytes]:
@@ -108,7 +139,9 @@ class Verbs:
         """
         fast = _names_only(body)
         try:
-            answer = None if fast is None else self.extender.filter_names(*fast)
+            answer = (
+                None if fast is None else self.extender.filter_names(fast.key, fast.uid, fast.names)
+            )
             if answer is not None:
                 kept, low = answer
                 return _encode(
@@ -120,7 +153,7 @@ class Verbs:
                         "Error": "",
                     }
                 )
-            args = parse_args(body)
+            args = fast.args() if fast is not None else parse_args(body)
             return self.extender.filter(args).model_dump_json().encode()
         except (BadRequest, StepAside):
             raise
@@ -148,12 +181,13 @@ class Verbs:
         fast = _names_only(body)
         try:
             if fast is not None:
-                key, uid, names = fast
-                unique = list(dict.fromkeys(names))
-                scores = self.extender.prioritize_names(key, uid, unique)
+                unique = list(dict.fromkeys(fast.names))
+                scores = self.extender.prioritize_names(fast.key, fast.uid, unique)
                 if scores is not None:
                     return self.priorities.encode(unique, scores)
-            names, scores = self.extender.prioritize(parse_args(body))
+            names, scores = self.extender.prioritize(
+                fast.args() if fast is not None else parse_args(body)
+            )
             return self.priorities.encode(names, scores)
         except (BadRequest, StepAside):
             raise

@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from eams.scheduler.extender.errors import BadRequest
 from eams.scheduler.extender.market import pending_pod
-from eams.scheduler.extender.requests import pod_request
+from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.taints import MERGE_PATCH, TaintKeeper, TaintPatch
@@ -198,26 +198,40 @@ class _Nodes(_Feed):
 
 
 class _Pods(_Feed):
-    def __init__(self, extender: Extender, to_loop: _ToLoop, pending: bool) -> None:
+    """Pending or bound pods. ``sized`` is shared by both: a pod's request, computed when it
+    was pending, is not parsed again when it turns up bound (key → (uid, request))."""
+
+    def __init__(
+        self,
+        extender: Extender,
+        to_loop: _ToLoop,
+        pending: bool,
+        sized: dict[str, tuple[str, PodRequest]],
+    ) -> None:
         super().__init__(extender, to_loop)
-        self.pending = pending
+        self.pending, self.sized = pending, sized
 
     def event(self, kind: str, raw: bytes) -> str:
         head = _decode_pod_head(raw)
         meta = head.metadata
         key = f"{meta.namespace or 'default'}/{meta.name}" if meta.name else f"uid:{meta.uid}"
         if kind == "DELETED":
+            if self.pending and not head.spec.nodeName:  # deleted while pending, not bound
+                self.sized.pop(key, None)
             self.event_gone(key)
             return key
         if self.known.get(key) == (meta.uid, head.spec.nodeName):
             return key  # a status update of a pod already applied
         try:
-            pod = PodObject.model_validate_json(raw)
             if self.pending:
-                announced = pending_pod(pod)
+                announced = pending_pod(PodObject.model_validate_json(raw))
+                self.sized[key] = (meta.uid, announced.request)
                 self.to_loop.put(lambda: self.extender.observe_pending(announced))
             else:
-                node, request = head.spec.nodeName, pod_request(pod, "pod")
+                uid, request = self.sized.pop(key, ("", None))
+                if request is None or uid != meta.uid:
+                    request = pod_request(PodObject.model_validate_json(raw), "pod")
+                node = head.spec.nodeName
                 self.to_loop.put(lambda: self.extender.observe_placed(key, node, request))
         except (ValidationError, BadRequest) as exc:
             why = describe_validation_error(exc) if isinstance(exc, ValidationError) else exc
@@ -402,12 +416,13 @@ class ClusterWatch:
         self._plan_scheduled = False
         self._tick: asyncio.TimerHandle | None = None
         pending = f"spec.schedulerName={s.scheduler_name},spec.nodeName=,{NOT_FINISHED}"
+        sized: dict[str, tuple[str, PodRequest]] = {}
         self.watches = [
             (NODES, api.list_node, None, _Nodes(extender, self.to_loop)),
             (BOUND, api.list_pod_for_all_namespaces, f"spec.nodeName!=,{NOT_FINISHED}",
-             _Pods(extender, self.to_loop, pending=False)),
+             _Pods(extender, self.to_loop, pending=False, sized=sized)),
             (PENDING, api.list_pod_for_all_namespaces, pending,
-             _Pods(extender, self.to_loop, pending=True)),
+             _Pods(extender, self.to_loop, pending=True, sized=sized)),
         ]  # fmt: skip
 
     def start(self) -> Callable[[], None]:

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -103,7 +104,7 @@ class Resource:
         self.fault: dict[str, Any] | None = None  # answered to every list and watch while set
 
     def line(self, kind: str, obj: dict[str, Any]) -> bytes:
-        return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+        return msgspec.json.encode({"type": kind, "object": obj}) + b"\n"
 
     def transition(
         self, selector: str, old: dict[str, Any] | None, new: dict[str, Any]
