@@ -134,28 +134,34 @@ HostPriorityList = TypeAdapter(list[HostPriority])
 """The prioritize answer is a bare JSON array of :class:`HostPriority` (TYPES)."""
 
 
+_SCORE_TAILS = [b"%d}" % score for score in range(11)]
+
+
 class HostPriorityEncoder:
     """Writes the prioritize answer ``[{"Host": …, "Score": …}, …]`` without building dicts.
 
     At 1,000 candidates a list of dicts costs more than the scoring; kube-scheduler sends the
-    same candidate list again and again, so the answer for the last list is kept as a
-    ``%``-format template (host names JSON-escaped, ``%`` doubled) and one formatting call
-    fills in the integer scores (0–10).
+    same candidate list again and again, so the JSON pieces of the last list are kept (each
+    entry's head at the even places of one list) and only the scores' tails (0–10) are put in
+    between before one join.
     """
 
     def __init__(self) -> None:
         self._names: list[str] | None = None
-        self._template = "[]"
+        self._parts: list[bytes] = []
 
     def encode(self, names: list[str], scores: list[int]) -> bytes:
         """JSON bytes of the bare ``HostPriorityList``; ``scores`` are ints in 0–10."""
+        if not names:
+            return b"[]"
         if names != self._names:
             self._names = list(names)
-            entries = (
-                '{"Host":' + to_json(n).decode().replace("%", "%%") + ',"Score":%d}' for n in names
-            )
-            self._template = "[" + ",".join(entries) + "]"
-        return (self._template % tuple(scores)).encode()
+            heads = [b',{"Host":' + to_json(n) + b',"Score":' for n in names]
+            heads[0] = b"[" + heads[0][1:]
+            self._parts = [piece for head in heads for piece in (head, b"")] + [b"]"]
+        parts = self._parts
+        parts[1:-1:2] = map(_SCORE_TAILS.__getitem__, scores)
+        return b"".join(parts)
 
 
 class ExtenderBindingArgs(_Wire):

@@ -117,6 +117,15 @@ class Verbs:
         self.extender = extender
         self.metrics = metrics
         self.priorities = HostPriorityEncoder()
+        self._names: list[str] | None = None
+        self._once: list[str] = []
+
+    def _unique(self, names: list[str]) -> list[str]:
+        """Every name once, in order (kube-scheduler adds up a host listed twice); the last
+        answer is kept, since kube-scheduler sends the same list pod after pod."""
+        if names != self._names:
+            self._names, self._once = names, list(dict.fromkeys(names))
+        return self._once
 
     def answer(self, path: str, body: bytes) -> tuple[int, bytes]:
         """Status and JSON body of ``POST path`` (``/filter`` or ``/prioritize``)."""
@@ -181,7 +190,7 @@ class Verbs:
         fast = _names_only(body)
         try:
             if fast is not None:
-                unique = list(dict.fromkeys(fast.names))
+                unique = self._unique(fast.names)
                 scores = self.extender.prioritize_names(fast.key, fast.uid, unique)
                 if scores is not None:
                     return self.priorities.encode(unique, scores)
