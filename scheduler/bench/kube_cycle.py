@@ -281,6 +281,7 @@ class KubeCycle:
     def _nodes_json(self, names: list[str]) -> bytes:
         """``"Nodes": …, "NodeNames": …`` of a request; kept while the candidates repeat."""
         if names != self._last_names:
+            tail: dict[str, Any]
             if self.config.node_cache_capable:
                 tail = {"Nodes": None, "NodeNames": names}
             else:  # no node objects here: items carry the names only

@@ -16,8 +16,8 @@ Source: kubernetes/kubernetes ``pkg/scheduler/extender.go`` (``send``, ``Filter`
   ``NodeNames`` must name only input nodes (else the call fails), otherwise ``Nodes`` is used,
   and with both null no node passes.
 
-The decoders read the JSON with msgspec (ints and floats apart, as Go's decoder tells them) and raise
-:class:`ExtenderCallError` where Go's client would return an error.
+The decoders read the JSON with msgspec (ints and floats apart, as Go's decoder tells them)
+and raise :class:`ExtenderCallError` where Go's client would return an error.
 """
 
 from __future__ import annotations

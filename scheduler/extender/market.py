@@ -28,7 +28,7 @@ from eams.calibrate.energy import EnergyModel
 from eams.scheduler.auction import AuctionParams, Clearing, Nodes, Pods, bids, clear
 from eams.scheduler.extender.herding import HerdGuard
 from eams.scheduler.extender.requests import PodRequest, pod_request
-from eams.scheduler.extender.rows import MAX_SCORE, Cleared, Columns, scale_scores
+from eams.scheduler.extender.rows import Cleared, Columns, scale_scores
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.table import NodeTable
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -475,7 +476,7 @@ class ClusterWatch:
             return  # without the node objects there is nothing to patch against
         for patch in self.keeper.plan():
             future = self.loop.run_in_executor(None, self._send, patch)
-            future.add_done_callback(lambda f, p=patch: self._answered(p, f))
+            future.add_done_callback(functools.partial(self._answered, patch))
 
     def _send(self, patch: TaintPatch) -> tuple[bool, dict[str, Any]]:
         """Send one patch: ``(True, patched node)``, or ``(False, current node)`` after a 409

@@ -64,7 +64,7 @@ async def test_announced_batch_clears_into_the_table(make_client, clock) -> None
     metrics = (await client.get("/metrics")).text
     assert _metric(metrics, "eams_extender_clearings_total") == 1.0
     assert _metric(metrics, "eams_extender_batch_pods_sum") == 3.0
-    assert 'eams_extender_fallbacks_total{reason="window_timeout"}' not in metrics
+    assert 'eams_extender_fallbacks_total{reason="no_row"}' not in metrics
     assert 'eams_extender_node_price{node="node-a"}' in metrics
     # A finished pod reported on /pending frees its node.
     assert client.app.state.extender.nodes.used("node-a")[0] == 7000
