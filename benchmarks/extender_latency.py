@@ -175,7 +175,7 @@ async def _run_variant(
         for line in metrics.decode().splitlines()
         if line.startswith("eams_extender_")
     }
-    fallbacks = series.get('eams_extender_fallbacks_total{reason="window_timeout"}', 0.0)
+    fallbacks = series.get('eams_extender_fallbacks_total{reason="no_row"}', 0.0)
     clearings = series.get("eams_extender_clearing_duration_seconds_count", 0.0)
     clearing_ms = 1e3 * series.get("eams_extender_clearing_duration_seconds_sum", 0.0)
     return {

@@ -5,7 +5,8 @@
         ├── TraceError        a workload trace is unusable (names the file, row and column)
         ├── ManifestError     an invalid sweep manifest (names the field, e.g. unknown scheduler)
         ├── LoadError         an offered load ρ cannot be reached with this workload and cluster
-        └── ClusterError      the simulated cluster cannot be built (no server matches the filter)
+        ├── ClusterError      the simulated cluster cannot be built (no server matches the filter)
+        └── ExtenderCallError an extender call kube-scheduler would count as failed (kube_wire.py)
 
 Each message names what was wrong and where, so that the CLI can print it as one line.
 """
@@ -31,3 +32,8 @@ class LoadError(BenchError, ValueError):
 
 class ClusterError(BenchError, ValueError):
     """The simulated cluster cannot be built from the requested servers and parameters."""
+
+
+class ExtenderCallError(BenchError):
+    """An extender call kube-scheduler would count as failed: transport, timeout, a status
+    other than 200, an answer Go cannot decode, or a non-empty ``Error``."""

@@ -5,8 +5,8 @@ Routes (all JSON):
 =========================  ======================================================  ==========
 route                      body / answer                                           codes
 =========================  ======================================================  ==========
-``POST /filter``           ``ExtenderArgs`` → ``ExtenderFilterResult``               200 400 413
-``POST /prioritize``       ``ExtenderArgs`` → ``[{"Host", "Score"}]`` (0–10 ints)    200 400 413
+``POST /filter``           ``ExtenderArgs`` → ``ExtenderFilterResult``           200 400 413 503
+``POST /prioritize``       ``ExtenderArgs`` → ``[{"Host", "Score"}]`` (0–10 ints) 200 400 413 503
 ``POST /telemetry``        ``{"samples": [TelemetrySample.to_json()]}`` →            202 400 413
                            ``{"accepted": n}``
 ``POST /nodes``            ``v1.NodeList`` (the watch's HTTP twin) → ``{"accepted"}``  202 400 413
@@ -18,13 +18,16 @@ route                      body / answer                                        
 ``GET /recommendations``   recorded shadow-mode recommendations, newest last         200
 =========================  ======================================================  ==========
 
-Strict where a wrong answer would hurt (reference §8.1): malformed JSON, a missing or null
-``Pod``, or a wrong type is a 400 whose ``Error`` names the key; a body over
-``max_body_bytes`` is a 413. Never a 500: an unexpected error inside filter answers 200 with
-every input node passing (fail open, like ``ignorable: true``), inside prioritize 200 with an
-empty list (no opinion), and anything escaping a route is caught by the outermost middleware,
-logged, counted and answered 503 ``{"Error": ...}`` so kube-scheduler ignores this extender
-for that call.
+The two verbs on kube-scheduler's critical path are answered by ``verbs.py`` straight from the
+outermost ASGI layer (no routing, no request objects: their cost is the scheduler's
+throughput); FastAPI serves the rest. Strict where a wrong answer would hurt (reference §8.1):
+malformed JSON, a missing or null ``Pod``, or a wrong type is a 400 whose ``Error`` names the
+key; a body over ``max_body_bytes`` is a 413; active but blind to the nodes is a 503 (step
+aside). Never a 500: an unexpected error inside filter answers 200 with every input node
+passing (fail open, like ``ignorable: true``), inside prioritize 200 with an empty list (no
+opinion), and anything escaping a route is caught by the outermost middleware, logged,
+counted and answered 503 ``{"Error": ...}`` so kube-scheduler ignores this extender for that
+call.
 """
 
 from __future__ import annotations
@@ -47,16 +50,11 @@ from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.calibrations import load_calibrations
 from eams.scheduler.extender.errors import BadRequest, PayloadTooLarge
 from eams.scheduler.extender.metrics import ExtenderMetrics
-from eams.scheduler.extender.schemas import (
-    ExtenderArgs,
-    ExtenderFilterResult,
-    HostPriorityEncoder,
-    NodeList,
-    PodObject,
-)
-from eams.scheduler.extender.service import Extender, parse_args
+from eams.scheduler.extender.schemas import NodeList, PodObject
+from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.telemetry import parse_telemetry_body
+from eams.scheduler.extender.verbs import JSON, Verbs
 from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
@@ -96,12 +94,47 @@ async def read_body(request: Request, limit_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-class _Guard:
-    """Outermost ASGI middleware: times every request and turns any escape into a 503."""
+HOT_PATHS = frozenset(("/filter", "/prioritize"))
 
-    def __init__(self, app: ASGIApp, metrics: ExtenderMetrics) -> None:
+
+async def receive_body(scope: Scope, receive: Receive, limit_bytes: int) -> bytes:
+    """The body of an ASGI request, refusing more than ``limit_bytes`` (:func:`read_body`)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length" and value.isdigit() and int(value) > limit_bytes:
+            raise PayloadTooLarge(f"body: {int(value)} bytes is over the limit of {limit_bytes}")
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit_bytes:
+            raise PayloadTooLarge(f"body: over the limit of {limit_bytes} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+class _Guard:
+    """Outermost ASGI middleware: times every request, answers the two verbs itself
+    (``verbs.py``) and turns any escape into a 503."""
+
+    def __init__(self, app: ASGIApp, metrics: ExtenderMetrics, verbs: Verbs, limit: int) -> None:
         self.app = app
         self.metrics = metrics
+        self.verbs = verbs
+        self.limit = limit
+
+    async def _verb(self, scope: Scope, receive: Receive, send: Send, status: dict) -> None:
+        path = scope["path"]
+        try:
+            code, body = self.verbs.answer(path, await receive_body(scope, receive, self.limit))
+        except PayloadTooLarge as exc:
+            self.metrics.errors.labels(path, "too_large").inc()
+            code, body = 413, to_json({"Error": str(exc)})
+        status["code"] = code
+        headers = [(b"content-type", JSON), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": code, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -117,7 +150,10 @@ class _Guard:
             await send(message)
 
         try:
-            await self.app(scope, receive, send_and_note)
+            if scope["path"] in HOT_PATHS and scope["method"] == "POST":
+                await self._verb(scope, receive, send, status)
+            else:
+                await self.app(scope, receive, send_and_note)
         except Exception:
             log.exception("unhandled error on %s", scope["path"])
             self.metrics.errors.labels(path, "internal").inc()
@@ -239,42 +275,6 @@ def create_app(
     )
     app.state.extender = extender
     limit = settings.max_body_bytes
-    priorities = HostPriorityEncoder()
-
-    def internal(path: str, what: str) -> None:
-        log.exception("%s failed; %s", path, what)
-        metrics.errors.labels(path, "internal").inc()
-        metrics.fallbacks.labels("internal").inc()
-
-    @app.post("/filter")
-    async def filter_(request: Request) -> Response:
-        try:
-            args = parse_args(await read_body(request, limit))
-            try:
-                result = extender.filter(args)
-            except BadRequest:
-                raise
-            except Exception:
-                internal("/filter", "every input node passes (fail open)")
-                result = _pass_all(args)
-        except (BadRequest, PayloadTooLarge) as exc:
-            return _error(metrics, "/filter", exc)
-        return Response(result.model_dump_json(), media_type="application/json")
-
-    @app.post("/prioritize")
-    async def prioritize(request: Request) -> Response:
-        try:
-            args = parse_args(await read_body(request, limit))
-            try:
-                names, scores = await extender.prioritize(args)
-            except BadRequest:
-                raise
-            except Exception:
-                internal("/prioritize", "answering no opinion")
-                names, scores = [], []
-        except (BadRequest, PayloadTooLarge) as exc:
-            return _error(metrics, "/prioritize", exc)
-        return Response(priorities.encode(names, scores), media_type="application/json")
 
     @app.post("/telemetry")
     async def telemetry(request: Request) -> Response:
@@ -320,12 +320,5 @@ def create_app(
     async def recommendations() -> Response:
         return _json(list(extender.recommendations))
 
-    app.add_middleware(_Guard, metrics=metrics)
+    app.add_middleware(_Guard, metrics=metrics, verbs=Verbs(extender, metrics), limit=limit)
     return app
-
-
-def _pass_all(args: ExtenderArgs) -> ExtenderFilterResult:
-    """Every input node passes, in the request's own fields (fail open)."""
-    return ExtenderFilterResult(
-        Nodes=args.Nodes, NodeNames=args.NodeNames, FailedNodes={}, FailedAndUnresolvableNodes={}
-    )

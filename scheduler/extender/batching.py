@@ -1,79 +1,87 @@
-"""Batch windows: pending pods are collected for W, then cleared together into a table.
+"""Batches of pending pods, cleared as they arrive, into the clearing table.
 
-Study §4 (QueueSort/Permit rows) and DESIGN.md §5: pods pending for this scheduler are grouped
-over a window W = 200 ms; when the window closes the auction clears the whole batch, and each
-pod's row in the clearing table says which node won it. A pod arriving while a batch clears
-goes into the next window. ``/prioritize`` waits for its pod's row up to W + grace (50 ms);
-a pod still without a row then gets a single-pod bid score instead (the fallback).
+Study §4 (QueueSort/Permit rows) and DESIGN.md §5 group the pods pending for this scheduler
+over a window W = 200 ms and clear each batch jointly. Behind kube-scheduler's extender
+protocol there is no Permit to wait at: kube-scheduler schedules one pod at a time, and a
+``/prioritize`` that waited for its window held the scheduler's only loop (issue 15: the first
+pod of each window waited 100–200 ms while ~20 pods queued behind it). So no request waits for
+a window here:
 
-The first pod to arrive opens a window (nothing runs while no pod waits). W is the first pod's
-wait (AR-2 counts it in the 250 ms budget), so the window stops collecting early enough for its
-clearing to end at W: it closes at W minus the longest of the last few clearing times (at most
-W/2), instead of adding a whole clearing after W. Clearing itself is supplied as a coroutine so
-this module knows nothing of the engine; if it raises, the batch's pods simply get no row and
-fall back — a window never takes the service down.
+* pods join the pending set as soon as the extender hears of them — usually from the pod watch,
+  before kube-scheduler asks — or from their first request;
+* the batch clears when kube-scheduler asks about one of its pods (then at once, on the event
+  loop, so the answer comes from the fresh table row), or W after its first pod arrived,
+  whichever comes first; a batch holds at most ``max_batch_pods`` pods (oldest first);
+* a batch therefore holds the pods kube-scheduler has not reached yet: one or two while it
+  keeps up, its whole backlog when it falls behind — the joint decision costs no waiting.
+
+Each pod's row in the table says which node won it and scores every node of its window. The
+clearing is supplied as a function, so this module knows nothing of the engine; if it raises,
+the batch's pods get no row and fall back to a single-pod score — a batch never takes the
+service down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Callable
 
-from eams.scheduler.extender.market import Cleared, PendingPod
+from eams.scheduler.extender.market import PendingPod
+from eams.scheduler.extender.rows import Cleared
 
 log = logging.getLogger(__name__)
 
-ClearFn = Callable[[list[PendingPod]], Awaitable[list[Cleared]]]
-LEAD_HISTORY = 8  # clearings whose longest duration sets how early a window closes
+ClearFn = Callable[[list[PendingPod]], list[Cleared]]
 
 
 class Batcher:
-    """Pending pods, the open window and the clearing table.
+    """Pending pods, the window timer and the clearing table.
 
     Parameters
     ----------
     window_s : float
-        Window length W, s (> 0).
+        Window length W, s (> 0): the longest a pending pod waits before its batch clears.
     clearing_ttl_s : float
         A table row older than this is dropped, s.
     clear : callable
-        ``async clear(batch) -> rows``; run once per window on the closed batch.
+        ``clear(batch) -> rows``, run on the event loop.
     clock : callable
         Epoch seconds, for row ages.
+    max_batch_pods : int
+        Most pods per clearing.
     """
 
     def __init__(
-        self, window_s: float, clearing_ttl_s: float, clear: ClearFn, clock: Callable[[], float]
+        self,
+        window_s: float,
+        clearing_ttl_s: float,
+        clear: ClearFn,
+        clock: Callable[[], float],
+        max_batch_pods: int = 500,
     ) -> None:
         self.window_s = window_s
         self.clearing_ttl_s = clearing_ttl_s
+        self.max_batch_pods = max_batch_pods
         self._clear = clear
         self._clock = clock
         self._pending: dict[str, PendingPod] = {}
-        self._in_flight: set[str] = set()
         self._table: dict[str, Cleared] = {}
-        self._window: asyncio.Task[None] | None = None
-        self._cleared = asyncio.Event()
-        self._clearing_s: deque[float] = deque(maxlen=LEAD_HISTORY)
-
-    @property
-    def lead_s(self) -> float:
-        """How long before W a window closes, s: the longest recent clearing, at most W/2."""
-        return min(self.window_s / 2, max(self._clearing_s, default=0.0))
+        self._timer: asyncio.TimerHandle | None = None
+        self.last_clearing_s = 0.0
 
     def submit(self, pod: PendingPod) -> None:
-        """Add a pod to the open window (opening one if none is open).
+        """Add a pod to the pending set (starting the window timer if none runs).
 
-        A pod that already has a fresh row or is being cleared is left alone; a pod already
-        pending is replaced (its candidate set may have become known).
+        A pod that already has a fresh row is left alone; a pod already pending is replaced
+        (its candidate set may have become known).
         """
-        if self.row(pod.key, pod.uid) is not None or pod.key in self._in_flight:
+        if self.row(pod.key, pod.uid) is not None:
             return
         self._pending[pod.key] = pod
-        if self._window is None:
-            self._window = asyncio.get_running_loop().create_task(self._run_window())
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.window_s, self._on_window)
 
     def row(self, key: str, uid: str | None = None) -> Cleared | None:
         """The pod's fresh clearing-table row, or ``None``.
@@ -90,61 +98,62 @@ class Batcher:
             return None
         return row
 
+    def pending(self, key: str) -> PendingPod | None:
+        """The pod if it waits for a clearing."""
+        return self._pending.get(key)
+
+    def waiting(self, key: str) -> bool:
+        """Whether the pod waits for a clearing."""
+        return key in self._pending
+
     def forget(self, key: str) -> None:
-        """Drop a pod from the window and the table (it was bound or deleted)."""
+        """Drop a pod from the pending set and the table (it was bound or deleted)."""
         self._pending.pop(key, None)
         self._table.pop(key, None)
 
-    def waiting(self, key: str) -> bool:
-        """Whether the pod is in an open or clearing window."""
-        return key in self._pending or key in self._in_flight
-
-    async def wait(self, key: str, timeout_s: float, uid: str | None = None) -> Cleared | None:
-        """Wait up to ``timeout_s`` for the pod's row (of that ``uid``, see :meth:`row`);
-        ``None`` if it did not come in time."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while (row := self.row(key, uid)) is None and self.waiting(key):
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return None
-            event = self._cleared
-            try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except TimeoutError:
-                return None
+    def clear_for(self, key: str, uid: str | None = None) -> Cleared | None:
+        """The pod's row, clearing its batch now if it is still pending (kube-scheduler asks)."""
+        row = self.row(key, uid)
+        if row is None and key in self._pending:
+            self.clear_pending(first=key)
+            row = self.row(key, uid)
         return row
 
-    async def _run_window(self) -> None:
-        loop = asyncio.get_running_loop()
+    def clear_pending(self, first: str | None = None) -> list[Cleared]:
+        """Clear the pending pods now (``first`` first, then the oldest, ``max_batch_pods`` at
+        most); the rest stay pending. Returns the rows made."""
+        keys = list(self._pending)
+        if first is not None and first in self._pending:
+            keys.remove(first)
+            keys.insert(0, first)
+        batch = [self._pending.pop(k) for k in keys[: self.max_batch_pods]]
+        if not self._pending and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not batch:
+            return []
+        started_s = time.perf_counter()
         try:
-            await asyncio.sleep(self.window_s - self.lead_s)
-        finally:
-            self._window = None
-        batch = list(self._pending.values())
-        self._pending.clear()
-        self._in_flight.update(p.key for p in batch)
-        started_s = loop.time()
-        try:
-            rows = await self._clear(batch) if batch else []
+            rows = self._clear(batch)
         except Exception:
             log.exception("clearing a batch of %d pods failed; they fall back", len(batch))
             rows = []
-        finally:
-            self._in_flight.difference_update(p.key for p in batch)
-            self._clearing_s.append(loop.time() - started_s)
+        self.last_clearing_s = time.perf_counter() - started_s
         now_s = self._clock()
-        for key in [
-            k for k, r in self._table.items() if now_s - r.cleared_at_s > self.clearing_ttl_s
-        ]:
+        stale = [k for k, r in self._table.items() if now_s - r.cleared_at_s > self.clearing_ttl_s]
+        for key in stale:
             del self._table[key]
         self._table.update((r.pod, r) for r in rows)
-        event, self._cleared = self._cleared, asyncio.Event()
-        event.set()
+        return rows
+
+    def _on_window(self) -> None:
+        self._timer = None
+        self.clear_pending()
+        if self._pending:  # more than one batch's worth: the rest gets its own window
+            self._timer = asyncio.get_running_loop().call_later(self.window_s, self._on_window)
 
     async def close(self) -> None:
-        """Cancel the open window (at shutdown)."""
-        if self._window is not None:
-            self._window.cancel()
-            await asyncio.gather(self._window, return_exceptions=True)
-            self._window = None
+        """Stop the window timer (at shutdown)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

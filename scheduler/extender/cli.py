@@ -96,6 +96,13 @@ def check_one_process(workers: int, web_concurrency: str | None) -> None:
     show_default=True,
     help="Watch nodes and pods on the API server (in-cluster account, else KUBECONFIG).",
 )
+@click.option(
+    "--floor-taint/--no-floor-taint",
+    default=True,
+    show_default=True,
+    help="Active mode with --watch: taint a node under its power-headroom floor NoSchedule "
+    "(eams.io/power-headroom-low) until it recovers.",
+)
 @click.option("--log-level", default="info", show_default=True, help="uvicorn log level.")
 @click.option(
     "--workers",
@@ -111,6 +118,7 @@ def serve(
     calibrations_dir: Path | None,
     window_ms: float,
     watch: bool,
+    floor_taint: bool,
     log_level: str,
     workers: int,
 ) -> None:
@@ -130,7 +138,12 @@ def serve(
     from eams.scheduler.extender.app import create_app
     from eams.scheduler.extender.watch import start_watch
 
-    settings = Settings(mode=mode, window_ms=window_ms, calibrations_dir=calibrations_dir)
+    settings = Settings(
+        mode=mode,
+        window_ms=window_ms,
+        calibrations_dir=calibrations_dir,
+        taint_floor=floor_taint,
+    )
     app = create_app(settings, on_startup=start_watch if watch else None)
     # Everything loaded so far (FastAPI, pydantic, numpy/scipy, calibrations) lives as long as
     # the process: frozen out of the collector's sight, a full collection no longer walks it on

@@ -4,6 +4,7 @@
     └── ExtenderError
         ├── BadRequest          a request kube-scheduler or an agent sent is unusable → HTTP 400
         ├── PayloadTooLarge     the body exceeds ``Settings.max_body_bytes`` → HTTP 413
+        ├── StepAside           active but blind to the nodes → HTTP 503, kube-scheduler falls back
         └── ExtenderConfigError a bad setting or calibration folder (names the setting)
 
 Every message names what was wrong and where (a JSON path such as
@@ -23,6 +24,11 @@ class BadRequest(ExtenderError):
 
 class PayloadTooLarge(ExtenderError):
     """The request body is larger than the configured limit; answered with HTTP 413."""
+
+
+class StepAside(ExtenderError):
+    """Active mode cannot judge the nodes (watch down, none known); answered with HTTP 503 so
+    kube-scheduler's ignorable fallback takes over (issue 15)."""
 
 
 class ExtenderConfigError(ExtenderError):

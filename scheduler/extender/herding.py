@@ -12,7 +12,10 @@ or after ``ttl_s`` at the latest (the pod may never have been bound there).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
+
+from eams.scheduler.extender.table import NodeTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,27 +40,48 @@ class Reservation:
 class HerdGuard:
     """Reservations per node until telemetry reflects them.
 
+    The live total of each node (reserved power, W, and count) is kept in the node table's
+    ``reserved_w`` and ``reserved_pods`` columns, updated as reservations are made and end, so
+    a request over 1,000 candidates reads them as two columns instead of summing reservations.
+
     Parameters
     ----------
     settle_s : float
         How long after a clearing a sample must be measured to count as reflecting the pod, s.
     ttl_s : float
         Upper bound on a reservation's life, s.
+    table : NodeTable
+        Receives the per-node totals.
     """
 
-    def __init__(self, settle_s: float, ttl_s: float) -> None:
+    def __init__(self, settle_s: float, ttl_s: float, table: NodeTable) -> None:
         self.settle_s = settle_s
         self.ttl_s = ttl_s
+        self.table = table
         self._by_node: dict[str, dict[str, Reservation]] = {}
-        self._live: dict[str, tuple[float, int]] | None = None
-        self._live_until_s = 0.0
+        self._node_of: dict[str, str] = {}  # pod → node of its reservation
+        self._expiry: list[tuple[float, str, str]] = []  # (cleared_at_s, node, pod), a heap
+        self.version = 0  # changes whenever a reservation is added or ends
+
+    def _end(self, node: str, pod: str) -> None:
+        held = self._by_node[node]
+        reservation = held.pop(pod)
+        del self._node_of[pod]
+        if not held:
+            del self._by_node[node]
+        self.table.add_reserved(node, -reservation.power_w, -1)
+        self.version += 1
 
     def reserve(self, node: str, pod: str, power_w: float, now_s: float) -> None:
         """Record that ``pod`` was cleared onto ``node``; a re-clearing replaces the old one."""
-        for held in self._by_node.values():
-            held.pop(pod, None)
+        old = self._node_of.get(pod)
+        if old is not None:
+            self._end(old, pod)
         self._by_node.setdefault(node, {})[pod] = Reservation(pod, power_w, now_s)
-        self._live = None
+        self._node_of[pod] = node
+        heapq.heappush(self._expiry, (now_s, node, pod))
+        self.table.add_reserved(node, power_w, 1)
+        self.version += 1
 
     def reflect(self, node: str, measured_at_s: float) -> int:
         """Drop ``node``'s reservations that a sample measured at ``measured_at_s`` reflects.
@@ -72,32 +96,22 @@ class HerdGuard:
             return 0
         ended = [p for p, r in held.items() if measured_at_s >= r.cleared_at_s + self.settle_s]
         for pod in ended:
-            del held[pod]
-        if ended:
-            self._live = None
+            self._end(node, pod)
         return len(ended)
 
-    def live(self, now_s: float) -> dict[str, tuple[float, int]]:
-        """Node → (reserved power W, reservation count) of live reservations.
+    def expire(self, now_s: float) -> None:
+        """End reservations older than ``ttl_s`` (the pod may never have been bound there)."""
+        while self._expiry and now_s - self._expiry[0][0] > self.ttl_s:
+            cleared_at_s, node, pod = heapq.heappop(self._expiry)
+            held = self._by_node.get(node, {}).get(pod)
+            if held is not None and held.cleared_at_s == cleared_at_s:
+                self._end(node, pod)
 
-        Expired reservations (older than ``ttl_s``) are dropped on the way. The answer is kept
-        until a reservation is added or ended or the oldest one expires, because every request
-        asks and thousands of reservations can be live at 100 pods/s.
-        """
-        if self._live is not None and now_s <= self._live_until_s:
-            return self._live
-        live, oldest_s = {}, float("inf")
-        for node, held in list(self._by_node.items()):
-            for pod in [p for p, r in held.items() if now_s - r.cleared_at_s > self.ttl_s]:
-                del held[pod]
-            if held:
-                live[node] = (sum(r.power_w for r in held.values()), len(held))
-                oldest_s = min(oldest_s, *(r.cleared_at_s for r in held.values()))
-            else:
-                del self._by_node[node]
-        self._live, self._live_until_s = live, oldest_s + self.ttl_s
-        return live
+    @property
+    def next_expiry_s(self) -> float:
+        """When the oldest reservation expires, epoch s (inf with none)."""
+        return self._expiry[0][0] + self.ttl_s if self._expiry else float("inf")
 
     def count(self, node: str) -> int:
-        """Number of reservations held for ``node`` (expired ones included until :meth:`live`)."""
+        """Number of reservations held for ``node`` (expired ones included until :meth:`expire`)."""
         return len(self._by_node.get(node, ()))

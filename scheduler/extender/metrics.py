@@ -43,11 +43,12 @@ class PriceCollector(Collector):
 
     def __init__(self) -> None:
         self._names: list[str] = []
-        self._prices: list[float] = []
+        self._prices: Iterable[float] = ()
 
     def update(self, names: list[str], prices: Iterable[float]) -> None:
-        """Replace the prices of ``names`` (the nodes of the last clearing)."""
-        self._names, self._prices = list(names), [float(p) for p in prices]
+        """Replace the prices of ``names`` (the nodes of the last clearing; both are kept as
+        given, not copied: the caller hands over a fresh list and array each clearing)."""
+        self._names, self._prices = names, prices
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """One gauge family, a sample per node of the last clearing."""
@@ -57,7 +58,7 @@ class PriceCollector(Collector):
             labels=["node"],
         )
         for name, price in zip(self._names, self._prices, strict=True):
-            family.add_metric([name], price)
+            family.add_metric([name], float(price))
         yield family
 
 
@@ -104,7 +105,7 @@ class ExtenderMetrics:
         self.fallbacks = Counter(
             "eams_extender_fallbacks_total",
             "Pods or clearings that did not get the normal auction answer, by reason "
-            "(window_timeout, greedy, clearing_error, internal).",
+            "(no_row, greedy, internal).",
             ["reason"],
             registry=r,
         )
@@ -118,7 +119,34 @@ class ExtenderMetrics:
         )
         self.recoveries = Counter(
             "eams_extender_headroom_recoveries_total",
-            "Filtered nodes whose headroom came back above floor + margin.",
+            "Tainted nodes whose taint came off: headroom back at floor + margin, or no fresh "
+            "reading.",
+            registry=r,
+        )
+        self.taints = Counter(
+            "eams_extender_taint_patches_total",
+            "Node patches of the headroom taint, by action (add, remove) and outcome (ok, "
+            "conflict, error).",
+            ["action", "outcome"],
+            registry=r,
+        )
+        self.stepped_aside = Counter(
+            "eams_extender_stepped_aside_total",
+            "Requests answered 503 because the active extender was blind to the nodes (watch "
+            "down, none known): kube-scheduler's fallback placed the pod.",
+            ["path"],
+            registry=r,
+        )
+        self.watch_up = Gauge(
+            "eams_extender_watch_up",
+            "1 while the watch of a resource is listed and streaming, 0 while it is down.",
+            ["watch"],
+            registry=r,
+        )
+        self.watch_failures = Counter(
+            "eams_extender_watch_failures_total",
+            "Failed lists or watches by watch and reason (expired, status code, transport).",
+            ["watch", "reason"],
             registry=r,
         )
         self.telemetry_samples = Counter(

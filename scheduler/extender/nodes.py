@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eams.scheduler.extender.errors import BadRequest
+from eams.scheduler.extender.floor import TAINT_KEY
 from eams.scheduler.extender.quantity import integer_value, milli_value, resource_amount
 from eams.scheduler.extender.requests import PodRequest
 from eams.scheduler.extender.table import NodeTable
@@ -38,6 +39,13 @@ class NodeCapacity:
     cpu_milli: int | None
     memory_bytes: int | None
     pods: int | None
+
+
+def taints(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """``spec.taints`` of a node object (empty when absent or malformed)."""
+    spec = item.get("spec")
+    found = spec.get("taints") if isinstance(spec, dict) else None
+    return [t for t in found if isinstance(t, dict)] if isinstance(found, list) else []
 
 
 def node_name(item: Any, field: str) -> str:
@@ -105,6 +113,8 @@ class NodeCache:
         self._capacity: dict[str, NodeCapacity] = {}
         self._version: dict[str, Any] = {}
         self._pods: dict[str, tuple[str, PodRequest]] = {}
+        self._objects: dict[str, dict[str, Any]] = {}
+        self.tainted: set[str] = set()  # nodes carrying the headroom taint (floor.TAINT_KEY)
 
     def learn(self, items: Iterable[Any], field: str) -> list[str]:
         """Add or refresh node objects (a ``NodeList``'s items); returns their names in order.
@@ -130,11 +140,18 @@ class NodeCache:
                 self.table.set_capacity(
                     name, capacity.cpu_milli, capacity.memory_bytes, capacity.pods
                 )
+            self._objects[name] = item
+            if any(t.get("key") == TAINT_KEY for t in taints(item)):
+                self.tainted.add(name)
+            else:
+                self.tainted.discard(name)
             names.append(name)
         return names
 
     def forget(self, name: str) -> None:
         """Drop a deleted node."""
+        self._objects.pop(name, None)
+        self.tainted.discard(name)
         if self._capacity.pop(name, None) is not None:
             self._version.pop(name, None)
             self.table.set_capacity(name, None, None, None)
@@ -146,6 +163,17 @@ class NodeCache:
     def names(self) -> list[str]:
         """Every known node name."""
         return list(self._capacity)
+
+    def node(self, name: str) -> dict[str, Any] | None:
+        """The node object as last learnt (a watch event or a full payload), or ``None``."""
+        return self._objects.get(name)
+
+    def knows(self, name: str) -> bool:
+        """Whether ``name`` is a known node."""
+        return name in self._capacity
+
+    def __len__(self) -> int:
+        return len(self._capacity)
 
     def place(self, pod: str, node: str, request: PodRequest) -> None:
         """Record that ``pod`` is bound to ``node`` (moves it if it was elsewhere)."""

@@ -141,22 +141,27 @@ class HostPriorityEncoder:
     """Writes the prioritize answer ``[{"Host": …, "Score": …}, …]`` without building dicts.
 
     At 1,000 candidates a list of dicts costs more than the scoring; kube-scheduler sends the
-    same candidate list again and again, so the JSON head of each entry is kept for the last list
-    and only the integer scores (0–10) are joined in.
+    same candidate list again and again, so the JSON pieces of the last list are kept (each
+    entry's head at the even places of one list) and only the scores' tails (0–10) are put in
+    between before one join.
     """
 
     def __init__(self) -> None:
-        self._names: tuple[str, ...] = ()
-        self._heads: list[bytes] = []
+        self._names: list[str] | None = None
+        self._parts: list[bytes] = []
 
     def encode(self, names: list[str], scores: list[int]) -> bytes:
         """JSON bytes of the bare ``HostPriorityList``; ``scores`` are ints in 0–10."""
-        key = tuple(names)
-        if key != self._names:
-            self._names = key
-            self._heads = [b'{"Host":' + to_json(n) + b',"Score":' for n in names]
-        tails = map(_SCORE_TAILS.__getitem__, scores)
-        return b"[" + b",".join(map(bytes.__add__, self._heads, tails)) + b"]"
+        if not names:
+            return b"[]"
+        if names != self._names:
+            self._names = list(names)
+            heads = [b',{"Host":' + to_json(n) + b',"Score":' for n in names]
+            heads[0] = b"[" + heads[0][1:]
+            self._parts = [piece for head in heads for piece in (head, b"")] + [b"]"]
+        parts = self._parts
+        parts[1:-1:2] = map(_SCORE_TAILS.__getitem__, scores)
+        return b"".join(parts)
 
 
 class ExtenderBindingArgs(_Wire):

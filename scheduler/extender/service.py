@@ -1,20 +1,23 @@
 """The extender's behaviour behind the HTTP routes: filter, prioritize, telemetry, pod feed.
 
-``app.py`` only moves bytes; everything kube-scheduler or an agent can observe is decided here.
+``app.py`` and ``verbs.py`` only move bytes; everything kube-scheduler or an agent can observe
+is decided here.
 
-Filter (reference §2.2, §2.3; issue 6): the built-in predicates already ran (AR-4), so the only
-nodes removed are those whose fresh, discounted, herding-adjusted headroom is below the hard
-floor, each listed in ``FailedNodes`` with one stable reason (short, no per-node detail, so
+Floor (reference §2.2, §2.3; issues 6 and 15): the built-in predicates already ran (AR-4), so
+the only nodes kept off are those whose fresh, discounted, herding-adjusted headroom is below
+the hard floor (``floor.py``). With ``--watch`` that is a ``NoSchedule`` taint which
+kube-scheduler enforces itself; ``/filter``, for configurations that call it, removes the same
+nodes, each listed in ``FailedNodes`` with one stable reason (short, no per-node detail, so
 kube-scheduler's "0/N nodes are available" message aggregates them — pitfall P11). A node
-without fresh telemetry is never removed: scores rank it down instead (prefer scoring to
-filtering). The answer fills exactly the fields the request filled (``NodeNames`` and/or
-``Nodes`` with the received objects unchanged), so a ``null`` never rejects every node
-(pitfall P2).
+without fresh telemetry is never kept off: scores rank it down instead. The filter answer fills
+exactly the fields the request filled (``NodeNames`` and/or ``Nodes`` with the received objects
+unchanged), so a ``null`` never rejects every node (pitfall P2).
 
-Recovery (kubernetes issue 122019, pitfall P6): a pod rejected by an extender is requeued only
-by a cluster event, and telemetry is none. When a node this extender filtered recovers to
-floor + margin, :attr:`Extender.on_recovery` is called with its name; in a cluster ``watch.py``
-turns that into a node annotation patch, which is a Node update event that requeues the pod.
+Stepping aside (issue 15): in active mode an extender that does not know the nodes — its
+watch is down or has not listed them yet, no node was ever learnt, or none of a request's
+candidates is known — raises :class:`StepAside`; the routes answer it with an error status, so
+kube-scheduler's ignorable fallback places the pod, and count it. Answering "every node 0"
+instead would look like an opinion. ``/readyz`` reports the same reason.
 """
 
 from __future__ import annotations
@@ -23,21 +26,23 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 from pydantic_core import from_json
 
 from eams.calibrate.calfile import Calibration
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
-from eams.scheduler.extender.errors import BadRequest
+from eams.scheduler.extender.errors import BadRequest, StepAside
+from eams.scheduler.extender.floor import HeadroomFloor
 from eams.scheduler.extender.herding import HerdGuard
-from eams.scheduler.extender.market import Cleared, Market, PendingPod, pending_pod
+from eams.scheduler.extender.market import Market, PendingPod, pending_pod
 from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.nodes import NodeCache
-from eams.scheduler.extender.requests import pod_request
+from eams.scheduler.extender.requests import PodRequest, pod_request
+from eams.scheduler.extender.rows import Cleared
 from eams.scheduler.extender.schemas import (
     ExtenderArgs,
     ExtenderFilterResult,
@@ -96,6 +101,15 @@ class Extender:
         Epoch seconds (``time.time``); telemetry ages and table ages use it.
     params : AuctionParams, optional
         Engine parameters (defaults of ``AuctionParams``).
+
+    Attributes
+    ----------
+    watch_health : dict of str to (str or None)
+        Set by ``watch.py``: per watched resource, why it is down (``None`` when listed and
+        watching). Empty without ``--watch``.
+    on_floor_change : callable or None
+        Called after anything that can move a node across the floor (a sample, a clearing);
+        ``watch.py`` re-plans the taints there.
     """
 
     def __init__(
@@ -112,21 +126,34 @@ class Extender:
         self.table = NodeTable()
         self.nodes = NodeCache(self.table)
         self.telemetry = TelemetryStore(settings.stale_after_s, clock)
-        self.herd = HerdGuard(settings.herd_settle_s, settings.herd_ttl_s)
+        self.herd = HerdGuard(settings.herd_settle_s, settings.herd_ttl_s, self.table)
         for calibration in calibrations.values():
             self.table.set_calibration(calibration)
         self.calibrated = len(calibrations)
         self.market = Market(
             self.table, self.herd, params or settings.auction_params(), settings.default_runtime_s
         )
+        self.floor = HeadroomFloor(
+            self.table,
+            self.herd,
+            settings.headroom_floor,
+            settings.recovery_margin,
+            settings.stale_after_s,
+        )
         self.batcher = (
-            Batcher(settings.window_ms / 1000.0, settings.clearing_ttl_s, self._clear, clock)
+            Batcher(
+                settings.window_ms / 1000.0,
+                settings.clearing_ttl_s,
+                self._clear,
+                clock,
+                settings.max_batch_pods,
+            )
             if settings.window_ms > 0
             else None
         )
         self.recommendations: deque[dict[str, Any]] = deque(maxlen=settings.recommendations_kept)
-        self.on_recovery: Callable[[str], None] | None = None
-        self._filtered: set[str] = set()
+        self.watch_health: dict[str, str | None] = {}
+        self.on_floor_change: Callable[[], None] | None = None
         metrics.record_calibrations(calibrations)
 
     @property
@@ -134,7 +161,34 @@ class Extender:
         """Whether answers carry the auction's opinion (``mode == "active"``)."""
         return self.settings.mode == "active"
 
-    # ---- readiness -------------------------------------------------------------------------
+    # ---- readiness and stepping aside ------------------------------------------------------
+
+    def blind(self) -> str | None:
+        """Why the extender cannot judge nodes now (``None`` when it can): a watch is down or
+        has not listed yet, or no node is known at all."""
+        down = [f"{what}: {why}" for what, why in self.watch_health.items() if why]
+        if down:
+            return "watch down (" + "; ".join(down) + ")"
+        if not len(self.nodes):
+            return "no node known yet (no watch list, no POST /nodes)"
+        return None
+
+    def step_aside_if_blind(self, names: list[str]) -> None:
+        """In active mode, raise :class:`StepAside` when blind or when none of ``names`` is
+        known (an answer would score every node 0).
+
+        Raises
+        ------
+        StepAside
+            Names the reason; the routes answer 503 and count it.
+        """
+        if not self.active:
+            return
+        reason = self.blind()
+        if reason is None and names and not any(map(self.nodes.knows, names)):
+            reason = f"none of the {len(names)} candidate nodes is known"
+        if reason is not None:
+            raise StepAside(reason)
 
     def readiness(self) -> list[str]:
         """What is still missing before the extender can serve; empty when ready."""
@@ -143,37 +197,29 @@ class Extender:
             missing.append("no calibration loaded (eams extender serve --calibrations DIR)")
         if len(self.telemetry) == 0:
             missing.append("no telemetry received yet (agents POST /telemetry)")
+        blind = self.blind()
+        if blind is not None:
+            missing.append(blind)
         self.metrics.ready.set(0 if missing else 1)
         return missing
 
     # ---- telemetry ---------------------------------------------------------------------------
 
     def ingest(self, samples: list[TelemetrySample]) -> int:
-        """Store samples, end the herding reservations they reflect, announce recoveries."""
+        """Store samples and end the herding reservations they reflect."""
         stored = self.telemetry.ingest(samples)
         for sample in stored:
             self.table.set_sample(sample)
             self.herd.reflect(sample.node, sample.measured_at_ns / 1e9)
-        watched = sorted({s.node for s in stored} & self._filtered)
-        if watched:
-            self._announce_recovered(watched, self.market.view(watched, self.clock()))
         self.metrics.telemetry_samples.inc(len(samples))
         self.metrics.telemetry_nodes.set(len(self.telemetry))
+        if stored:
+            self._floor_changed()
         return len(samples)
 
-    def _announce_recovered(self, names: list[str], view: dict[str, np.ndarray]) -> None:
-        """Announce each of ``names`` (filtered earlier) that ``/filter`` would now pass with
-        the recovery margin: fresh headroom ≥ floor + margin, or no fresh telemetry at all (a
-        node without a fresh reading is never filtered). ``view`` is ``market.view(names)``."""
-        low = view["fresh_headroom"] < self.settings.headroom_floor + self.settings.recovery_margin
-        for node, still_low in zip(names, low, strict=True):
-            if still_low or node not in self._filtered:
-                continue
-            self._filtered.discard(node)
-            self.metrics.recoveries.inc()
-            log.info("node %s recovered its power headroom", node)
-            if self.on_recovery is not None:
-                self.on_recovery(node)
+    def _floor_changed(self) -> None:
+        if self.on_floor_change is not None:
+            self.on_floor_change()
 
     # ---- pod and node feed (watch.py and POST /pending, POST /nodes) ------------------------
 
@@ -182,7 +228,7 @@ class Extender:
         return len(self.nodes.learn(items, field))
 
     def observe_pod(self, pod: PodObject, field: str = "Pod", deleted: bool = False) -> None:
-        """Track one pod: bound pods use capacity, pending ones of this scheduler join a window;
+        """Track one pod: bound pods use capacity, pending ones of this scheduler join a batch;
         a deleted or finished (Succeeded/Failed) pod is forgotten.
 
         Raises
@@ -192,16 +238,33 @@ class Extender:
         """
         key = pod.key()
         if deleted or pod.finished:
-            self.nodes.unplace(key)
-            if self.batcher is not None:
-                self.batcher.forget(key)
-            return
-        if pod.spec.nodeName:
-            self.nodes.place(key, pod.spec.nodeName, pod_request(pod, field))
-            if self.batcher is not None:
-                self.batcher.forget(key)
-        elif pod.spec.schedulerName == self.settings.scheduler_name and self.batcher is not None:
-            self.batcher.submit(pending_pod(pod))
+            self.observe_gone(key)
+        elif pod.spec.nodeName:
+            self.observe_placed(key, pod.spec.nodeName, pod_request(pod, field))
+        elif pod.spec.schedulerName == self.settings.scheduler_name:
+            self.observe_pending(pending_pod(pod))
+
+    def observe_pending(self, pod: PendingPod) -> None:
+        """A pod of this scheduler waits for a node: it joins the pending batch."""
+        if self.batcher is not None:
+            self.batcher.submit(pod)
+
+    def observe_unpending(self, key: str) -> None:
+        """A pod no longer waits (bound, or deleted while pending): it leaves the batch."""
+        if self.batcher is not None:
+            self.batcher.forget(key)
+
+    def observe_placed(self, key: str, node: str, request: PodRequest) -> None:
+        """A pod is bound to ``node``: it uses capacity there and leaves the batch."""
+        self.nodes.place(key, node, request)
+        if self.batcher is not None:
+            self.batcher.forget(key)
+
+    def observe_gone(self, key: str) -> None:
+        """A pod was deleted or finished: it frees its node and leaves the batch."""
+        self.nodes.unplace(key)
+        if self.batcher is not None:
+            self.batcher.forget(key)
 
     # ---- filter ------------------------------------------------------------------------------
 
@@ -216,32 +279,57 @@ class Extender:
         listed = [*(args.NodeNames or ()), *item_names]
         return item_names, list(dict.fromkeys(listed))
 
+    def kept_off(self, names: list[str], pod: str) -> set[str]:
+        """Which of ``names`` ``/filter`` removes for this pod: those under the floor in active
+        mode (counted); in shadow mode none, the would-be set recorded."""
+        below = self.floor.below(self.clock())
+        low = below.intersection(names) if below else set()
+        self.metrics.filtered.labels(self.settings.mode).inc(len(low))
+        if low and not self.active:
+            self._record(pod, "filter", {"would_filter": sorted(low)})
+            return set()
+        return low
+
+    def announced(self, key: str, uid: str | None) -> bool:
+        """Whether the pod is known without reading it: pending in a batch or cleared (it was
+        read, and checked, when the watch or an earlier request announced it)."""
+        b = self.batcher
+        return b is not None and (b.waiting(key) or b.row(key, uid) is not None)
+
+    def filter_names(
+        self, key: str, uid: str | None, names: list[str]
+    ) -> tuple[list[str], set[str]] | None:
+        """The names-only filter (kube-scheduler's ``nodeCacheCapable: true`` call) for an
+        announced pod: every candidate once minus the nodes under the floor, and those
+        removed; ``None`` when the pod was not announced (the caller reads it whole).
+
+        Raises
+        ------
+        StepAside
+            Active and blind (see :meth:`step_aside_if_blind`).
+        """
+        if not self.announced(key, uid):
+            return None
+        self.step_aside_if_blind(names)
+        unique = list(dict.fromkeys(names))
+        low = self.kept_off(unique, key)
+        return ([n for n in unique if n not in low] if low else unique), low
+
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
-        """Answer ``/filter`` (see the module docstring).
+        """Answer ``/filter`` for any request shape (see the module docstring).
 
         Raises
         ------
         BadRequest
             A node object without a name or a bad quantity in the pod or a node.
+        StepAside
+            Active and blind.
         """
         item_names, names = self._candidates(args)
         pod = pending_pod(args.Pod, frozenset(names))
-        if self.batcher is not None:
-            self.batcher.submit(pod)
-        view = self.market.view(names, self.clock())
-        below = view["fresh_headroom"] < self.settings.headroom_floor  # NaN (stale) never is
-        low = {names[i] for i in np.flatnonzero(below)}
-        self.metrics.filtered.labels(self.settings.mode).inc(len(low))
-        if self.active:
-            if self._filtered:
-                # A node can recover without a new sample (its herding reservations expired,
-                # its telemetry went stale): announce it once a request shows it passing.
-                self._announce_recovered(names, view)
-            self._filtered |= low
-        else:
-            if low:
-                self._record(pod.key, "filter", {"would_filter": sorted(low)})
-            low = set()
+        self.step_aside_if_blind(names)
+        self.observe_pending(pod)
+        low = self.kept_off(names, pod.key)
         result = ExtenderFilterResult(
             FailedNodes=dict.fromkeys(sorted(low), FILTER_REASON), FailedAndUnresolvableNodes={}
         )
@@ -256,10 +344,35 @@ class Extender:
 
     # ---- prioritize --------------------------------------------------------------------------
 
-    async def prioritize(self, args: ExtenderArgs) -> tuple[list[str], list[int]]:
-        """Answer ``/prioritize``: every candidate's name and 0–10 score, in request order.
+    def prioritize_names(self, key: str, uid: str | None, names: list[str]) -> list[int] | None:
+        """Scores of ``names`` (each once) for a pod known by key, without reading the pod:
+        from its clearing row (its batch cleared now if still pending); ``None`` when the pod
+        was never announced (the caller then reads it whole, :meth:`prioritize`).
 
-        Active: the cleared node gets 10 (waiting up to W + grace for the pod's clearing), or
+        Raises
+        ------
+        StepAside
+            Active and blind.
+        """
+        if self.batcher is None or not self.announced(key, uid):
+            return None  # the pod must be read (and checked) whole first
+        self.step_aside_if_blind(names)
+        if not self.active:
+            return [0] * len(names)
+        pending = self.batcher.pending(key)
+        if pending is not None and pending.candidates is None:
+            self.batcher.submit(replace(pending, candidates=frozenset(names)))
+        row = self.batcher.clear_for(key, uid)
+        if row is None:
+            return None
+        self.metrics.recommendations.labels("active").inc()
+        return row.scores_for(names)
+
+    def prioritize(self, args: ExtenderArgs) -> tuple[list[str], list[int]]:
+        """Answer ``/prioritize`` for a pod read whole: every candidate's name and 0–10 score,
+        in request order.
+
+        Active: the cleared node gets 10 (the pod's batch is cleared now if it was not yet), or
         without a clearing the single-pod bid scores. Shadow: every score is 0 at once; the
         recommendation is recorded when the pod's batch clears.
 
@@ -267,19 +380,19 @@ class Extender:
         ------
         BadRequest
             A node object without a name or a bad quantity in the pod or a node.
+        StepAside
+            Active and blind.
         """
         _, names = self._candidates(args)
         pod = pending_pod(args.Pod, frozenset(names))
+        self.step_aside_if_blind(names)
         row = None
         if self.batcher is not None:
-            row = self.batcher.row(pod.key, pod.uid)
-            if row is None:
-                self.batcher.submit(pod)
-                if self.active:
-                    timeout_s = (self.settings.window_ms + self.settings.grace_ms) / 1000.0
-                    row = await self.batcher.wait(pod.key, timeout_s, pod.uid)
-                    if row is None:
-                        self.metrics.fallbacks.labels("window_timeout").inc()
+            self.batcher.submit(pod)
+            if self.active:
+                row = self.batcher.clear_for(pod.key, pod.uid)
+                if row is None:
+                    self.metrics.fallbacks.labels("no_row").inc()
         if not self.active:
             return names, [0] * len(names)
         if row is not None:
@@ -291,18 +404,26 @@ class Extender:
 
     # ---- clearing ----------------------------------------------------------------------------
 
-    async def _clear(self, batch: list[PendingPod]) -> list[Cleared]:
+    def _clear(self, batch: list[PendingPod]) -> list[Cleared]:
         started = time.perf_counter()
         now_s = self.clock()
         known = self.nodes.names()
         named = set().union(*(p.candidates for p in batch if p.candidates)).difference(known)
-        snapshot = self.market.snapshot(batch, known + sorted(named), now_s)
+        names = known + sorted(named) if named else known
+        m = self.metrics
+        if len(batch) == 1:  # one bidder: its best bid is the clearing (Market.clear_single)
+            row = self.market.clear_single(batch[0], names, now_s, reserve=self.active)
+            m.clearings.inc()
+            m.batch_pods.observe(1)
+            m.clearing_seconds.observe(time.perf_counter() - started)
+            self._after_clearing([row])
+            return [row]
+        snapshot = self.market.snapshot(batch, names, now_s)
         # On the loop, not in a worker thread: a batch clears in a few ms, while a thread would
         # trade the GIL with the request handlers every switch interval (5 ms) on each of the
         # engine's many small numpy steps and take 10-50x longer (measured: 5 ms → 220 ms).
         clearing, scores = self.market.solve(snapshot)
         rows = self.market.apply(snapshot, clearing, scores, now_s, reserve=self.active)
-        m = self.metrics
         m.clearings.inc()
         m.batch_pods.observe(len(batch))
         m.auction_rounds.observe(clearing.rounds)
@@ -310,11 +431,16 @@ class Extender:
         if clearing.fell_back:
             m.fallbacks.labels("greedy").inc()
         m.prices.update(snapshot.names, clearing.prices)
+        self._after_clearing(rows)
+        return rows
+
+    def _after_clearing(self, rows: list[Cleared]) -> None:
         if not self.active:
             for row in rows:
                 self._record(row.pod, "clearing", {"node": row.node, "price": row.price})
-            m.recommendations.labels("shadow").inc(len(rows))
-        return rows
+            self.metrics.recommendations.labels("shadow").inc(len(rows))
+        elif rows:
+            self._floor_changed()  # new reservations may push a node under the floor
 
     def _record(self, pod: str, kind: str, detail: dict[str, Any]) -> None:
         entry = {"pod": pod, "kind": kind, "at_s": self.clock(), **detail}

@@ -22,11 +22,9 @@ class Settings:
         ``shadow`` answers neutrally (every candidate passes, every score 0) and records what
         ``active`` would have answered; ``active`` serves the auction.
     window_ms : float
-        Batch window W, ms (study §4: 200 ms). 0 disables batching: every pod gets an immediate
-        single-pod bid score.
-    grace_ms : float
-        How long past W a pod may wait for its clearing before falling back, ms (study §4:
-        "waits up to W + 50 ms").
+        Batch window W, ms (study §4: 200 ms): the longest a pending pod waits before its batch
+        clears; a batch clears earlier as soon as kube-scheduler asks about one of its pods.
+        0 disables batching: every pod gets an immediate single-pod bid score.
     calibrations_dir : Path or None
         Folder of calibration files (``eams.calibrate.calfile``); readiness needs at least one.
     max_body_bytes : int
@@ -49,6 +47,14 @@ class Settings:
         Herding-guard reservation settle time and upper bound, s (``herding.py``).
     clearing_ttl_s : float
         How long a clearing-table entry stays valid, s.
+    max_batch_pods : int
+        Most pods cleared together (the oldest pending first; the rest wait for the next
+        clearing). It bounds a clearing's time until the engine takes a wall-clock budget
+        itself (study §6.1: 500 pods × 1,000 nodes within the 30 ms auction budget).
+    taint_floor : bool
+        Active mode with ``--watch``: a node under ``headroom_floor`` gets the NoSchedule taint
+        :data:`~.floor.TAINT_KEY` (kube-scheduler's TaintToleration filter enforces it) until it
+        is back at floor + ``recovery_margin`` or has no fresh reading (``floor.py``).
     recommendations_kept : int
         Shadow-mode recommendations kept for ``GET /recommendations``.
     scheduler_name : str
@@ -57,7 +63,6 @@ class Settings:
 
     mode: Mode = "shadow"
     window_ms: float = 200.0
-    grace_ms: float = 50.0
     calibrations_dir: Path | None = None
     max_body_bytes: int = 64 * 1024 * 1024
     headroom_floor: float = 0.05
@@ -68,6 +73,8 @@ class Settings:
     herd_settle_s: float = 10.0
     herd_ttl_s: float = 120.0
     clearing_ttl_s: float = 60.0
+    max_batch_pods: int = 500
+    taint_floor: bool = True
     recommendations_kept: int = 1000
     scheduler_name: str = "eams-scheduler"
 
@@ -81,7 +88,7 @@ class Settings:
         problems = []
         if self.mode not in ("shadow", "active"):
             problems.append(f"mode: must be 'shadow' or 'active', got {self.mode!r}")
-        non_negative = ("window_ms", "grace_ms", "recovery_margin", "herd_settle_s")
+        non_negative = ("window_ms", "recovery_margin", "herd_settle_s")
         problems += [
             f"{n}: must be ≥ 0, got {getattr(self, n)!r}"
             for n in non_negative
@@ -94,6 +101,7 @@ class Settings:
             "default_runtime_s",
             "herd_ttl_s",
             "clearing_ttl_s",
+            "max_batch_pods",
             "recommendations_kept",
         )
         problems += [

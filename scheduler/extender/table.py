@@ -28,8 +28,10 @@ COLUMNS = (
     "power_cap_w",  # P_cap of that sample, W
     "measured_at_s",  # when it was measured, epoch s
     "utilisation",  # CPU utilisation of that sample, 0–1
+    "reserved_w",  # live herding reservations on the node, W (herding.py)
+    "reserved_pods",  # their count
 )
-_ZERO = ("used_cpu_milli", "used_memory_bytes", "used_pods")
+_ZERO = ("used_cpu_milli", "used_memory_bytes", "used_pods", "reserved_w", "reserved_pods")
 
 
 class NodeTable:
@@ -37,6 +39,7 @@ class NodeTable:
 
     def __init__(self, initial_rows: int = 1024) -> None:
         self.index: dict[str, int] = {}
+        self.samples_version = 0  # counts set_sample calls (cached derived views compare it)
         self._last_key: tuple[str, ...] = ()
         self._last_rows = np.zeros(0, dtype=np.int64)
         self.cols = {c: np.full(initial_rows, 0.0 if c in _ZERO else np.nan) for c in COLUMNS}
@@ -88,6 +91,12 @@ class NodeTable:
         self.cols["used_memory_bytes"][i] += memory_bytes
         self.cols["used_pods"][i] += pods
 
+    def add_reserved(self, name: str, power_w: float, count: int) -> None:
+        """Add (or with negative values remove) a herding reservation."""
+        i = self.row(name)
+        self.cols["reserved_w"][i] += power_w
+        self.cols["reserved_pods"][i] += count
+
     def set_calibration(self, calibration: Calibration) -> None:
         """P_idle, P_max, wake power and speed of the calibrated node (speed ``None`` → 1.0:
         its own reference, as ``calfile`` writes for ``reference="self"``)."""
@@ -100,6 +109,7 @@ class NodeTable:
     def set_sample(self, sample: TelemetrySample) -> None:
         """The node's newest telemetry sample; headroom from ``power_w`` when not given."""
         i = self.row(sample.node)
+        self.samples_version += 1
         headroom = sample.headroom
         if headroom is None:
             headroom = headroom_from_power(sample.power_w, sample.power_cap_w)

@@ -1,39 +1,63 @@
-"""Feed the extender from the API server: nodes, pods, and a visible signal on recovery.
+"""Feed the extender from the API server: nodes, bound pods, pending pods, and the floor taint.
 
-In a cluster (``eams extender serve --watch``) two daemon threads list-and-watch nodes and pods
-through the kubernetes Python client (in-cluster service account, else ``KUBECONFIG``) and hand
-each event to the event loop, where :func:`apply_node_event` / :func:`apply_pod_event` update the
-:class:`~.service.Extender`: node objects fill the node cache (``nodeCacheCapable: true`` sends
-names only), bound pods use node capacity, pending pods of the EAMS profile join a batch window.
+In a cluster (``eams extender serve --watch``) three daemon threads list and then watch
+(kubernetes/website ``docs/reference/using-api/api-concepts.md``: a list gives
+``metadata.resourceVersion``; ``?watch=true&resourceVersion=RV&allowWatchBookmarks=true``
+streams one ``{"type", "object"}`` per line from there) through the kubernetes Python client
+(in-cluster service account, else ``KUBECONFIG``), reading the raw stream
+(``_preload_content=False``) and decoding it with msgspec — the client's own model objects cost
+~2 ms of CPU per pod event (issue 15):
 
-Recovery (kubernetes issue 122019, pitfall P6): when a node this extender filtered recovers, the
-node gets the annotation ``eams.io/headroom-recovered-at`` (RFC 3339). The patch is a Node
-update — a cluster event — so kube-scheduler moves pods that the extender rejected out of its
-unschedulable queue at once instead of after up to five minutes.
-RBAC: nodes get/list/watch/patch, pods get/list/watch (``deploy/k3s/rbac.yaml``).
+* ``nodes``: every node (``nodeCacheCapable: true`` sends names only, so the extender keeps the
+  objects: allocatable, taints, resourceVersion);
+* ``bound pods``: ``spec.nodeName!=`` and not finished — their requests use node capacity; a
+  pod leaving the selection (finished, deleted) frees it;
+* ``pending pods``: ``spec.schedulerName=<profile>,spec.nodeName=`` — a pod joins the pending
+  batch when it is created, before kube-scheduler asks about it (``batching.py``).
+
+A ``BOOKMARK`` only moves the resourceVersion on. A watch that expired (410 Gone, as an
+``ERROR`` event or a status) is listed again at once; any other failure (a status such as
+``504 Timeout: Too large resource version``, a refused connection) marks the watch down and is
+retried after an exponential backoff of 0.8 s doubling to 30 s (client-go's reflector backoff,
+``k8s.io/client-go/tools/cache/reflector.go``), reset once a watch delivers again. While a watch
+is down or not listed yet, the extender steps aside (``service.Extender.blind``) and
+``/readyz`` says why.
+
+Floor taints (``floor.py``, ``taints.py``): in active mode, a node under the power-headroom
+floor gets the ``NoSchedule`` taint ``eams.io/power-headroom-low`` and loses it when it
+recovers, planned after every sample and clearing and once a second, patched from a worker
+thread. RBAC: nodes get/list/watch/patch, pods get/list/watch (``deploy/k3s/rbac.yaml``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import logging
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
 from eams.scheduler.extender.errors import BadRequest
+from eams.scheduler.extender.market import pending_pod
+from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import Extender
+from eams.scheduler.extender.taints import MERGE_PATCH, TaintKeeper, TaintPatch
 from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
-RECOVERED_ANNOTATION = "eams.io/headroom-recovered-at"
-WATCH_TIMEOUT_S = 300  # server-side watch timeout; the loop re-lists after it
-RETRY_S = 5.0
+WATCH_TIMEOUT_S = 300  # server-side watch timeout; the watch resumes from its resourceVersion
+BACKOFF_INITIAL_S = 0.8  # client-go reflector: 800 ms doubling to 30 s
+BACKOFF_MAX_S = 30.0
+TAINT_PERIOD_S = 1.0  # readings turn stale and reservations expire without an event
+NOT_FINISHED = "status.phase!=Succeeded,status.phase!=Failed"
+NODES, BOUND, PENDING = "nodes", "bound pods", "pending pods"
 
 
 def apply_node_event(extender: Extender, kind: str, node: dict[str, Any]) -> None:
@@ -57,68 +81,443 @@ def apply_pod_event(extender: Extender, kind: str, pod: dict[str, Any]) -> None:
         log.warning("pod %s skipped: %s", (pod.get("metadata") or {}).get("name"), why)
 
 
+class _Meta(msgspec.Struct):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resourceVersion: str = ""
+
+
+class _Head(msgspec.Struct):
+    """What every object, bookmark and list carries: its metadata."""
+
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+class _Spec(msgspec.Struct):
+    nodeName: str = ""
+
+
+class _PodHead(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _Spec = msgspec.field(default_factory=_Spec)
+
+
+class _Event(msgspec.Struct):
+    type: str
+    object: msgspec.Raw
+
+
+class _List(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    items: list[msgspec.Raw] = []
+
+
+class _Status(msgspec.Struct):
+    code: int = 0
+    reason: str = ""
+    message: str = ""
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+_decode_list = msgspec.json.Decoder(_List).decode
+_decode_head = msgspec.json.Decoder(_Head).decode
+_decode_pod_head = msgspec.json.Decoder(_PodHead).decode
+_decode_status = msgspec.json.Decoder(_Status).decode
+_decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is gone (410): list again."""
+
+
+class _ToLoop:
+    """Actions from a watch thread, run on the extender's event loop in arrival order, with one
+    wake-up for however many arrived meanwhile."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._actions: collections.deque[Callable[[], None]] = collections.deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def put(self, action: Callable[[], None]) -> None:
+        with self._lock:
+            self._actions.append(action)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self.loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        with self._lock:
+            self._scheduled = False
+            actions, self._actions = self._actions, collections.deque()
+        for action in actions:
+            try:
+                action()
+            except Exception:
+                log.exception("applying a watch event failed")
+
+
+class _Feed:
+    """Turns one resource's list and events into extender updates (decoded in the thread)."""
+
+    def __init__(self, extender: Extender, to_loop: _ToLoop) -> None:
+        self.extender, self.to_loop = extender, to_loop
+        self.known: dict[str, tuple[str, str]] = {}  # key → (uid, node) as last applied
+
+    def listed(self, items: list[bytes]) -> None:
+        """A fresh list: apply every item, forget what the list no longer holds."""
+        seen = set()
+        for raw in items:
+            seen.add(self.event("ADDED", raw))
+        for key in [k for k in self.known if k not in seen]:
+            self.event_gone(key)
+
+    def event(self, kind: str, raw: bytes) -> str:
+        raise NotImplementedError
+
+    def event_gone(self, key: str) -> None:
+        raise NotImplementedError
+
+
+class _Nodes(_Feed):
+    def event(self, kind: str, raw: bytes) -> str:
+        node = _decode_dict(raw)
+        name = str((node.get("metadata") or {}).get("name"))
+        if kind == "DELETED":
+            self.event_gone(name)
+        else:
+            self.known[name] = ("", "")
+            self.to_loop.put(lambda: apply_node_event(self.extender, kind, node))
+        return name
+
+    def event_gone(self, key: str) -> None:
+        self.known.pop(key, None)
+        self.to_loop.put(lambda: self.extender.nodes.forget(key))
+
+
+class _Pods(_Feed):
+    """Pending or bound pods. ``sized`` is shared by both: a pod's request, computed when it
+    was pending, is not parsed again when it turns up bound (key → (uid, request))."""
+
+    def __init__(
+        self,
+        extender: Extender,
+        to_loop: _ToLoop,
+        pending: bool,
+        sized: dict[str, tuple[str, PodRequest]],
+    ) -> None:
+        super().__init__(extender, to_loop)
+        self.pending, self.sized = pending, sized
+
+    def event(self, kind: str, raw: bytes) -> str:
+        head = _decode_pod_head(raw)
+        meta = head.metadata
+        key = f"{meta.namespace or 'default'}/{meta.name}" if meta.name else f"uid:{meta.uid}"
+        if kind == "DELETED":
+            if self.pending and not head.spec.nodeName:  # deleted while pending, not bound
+                self.sized.pop(key, None)
+            self.event_gone(key)
+            return key
+        if self.known.get(key) == (meta.uid, head.spec.nodeName):
+            return key  # a status update of a pod already applied
+        try:
+            if self.pending:
+                announced = pending_pod(PodObject.model_validate_json(raw))
+                self.sized[key] = (meta.uid, announced.request)
+                self.to_loop.put(lambda: self.extender.observe_pending(announced))
+            else:
+                uid, request = self.sized.pop(key, ("", None))
+                if request is None or uid != meta.uid:
+                    request = pod_request(PodObject.model_validate_json(raw), "pod")
+                node = head.spec.nodeName
+                self.to_loop.put(lambda: self.extender.observe_placed(key, node, request))
+        except (ValidationError, BadRequest) as exc:
+            why = describe_validation_error(exc) if isinstance(exc, ValidationError) else exc
+            log.warning("pod %s skipped: %s", key, why)
+            return key
+        self.known[key] = (meta.uid, head.spec.nodeName)
+        return key
+
+    def event_gone(self, key: str) -> None:
+        if self.known.pop(key, None) is None:
+            return
+        if self.pending:  # bound (it moves to the other watch) or deleted: no longer waits
+            self.to_loop.put(lambda: self.extender.observe_unpending(key))
+        else:
+            self.to_loop.put(lambda: self.extender.observe_gone(key))
+
+
+class ListWatch:
+    """List, then watch, one resource until stopped; relist on expiry, back off on failure.
+
+    Parameters
+    ----------
+    name : str
+        Shown in ``/readyz`` and the metrics (``nodes``, ``bound pods``, ``pending pods``).
+    call : callable
+        The client's list function (``CoreV1Api.list_node``, ``list_pod_for_all_namespaces``).
+    selector : str or None
+        ``fieldSelector``.
+    feed : _Feed
+    health : callable
+        ``health(down, failure)`` from the thread: ``down`` is ``None`` once listed, else why
+        the watch is down; ``failure`` names a failure to count (``expired``, a status code).
+    stop : threading.Event
+    """
+
+    def __init__(
+        self,
+        name: str,
+        call: Callable[..., Any],
+        selector: str | None,
+        feed: _Feed,
+        health: Callable[[str | None, str | None], None],
+        stop: threading.Event,
+    ) -> None:
+        self.name, self.call, self.selector, self.feed = name, call, selector, feed
+        self.health, self.stop = health, stop
+
+    def run(self) -> None:
+        """The thread's body."""
+        from kubernetes.client.exceptions import ApiException
+
+        failures = 0
+        while not self.stop.is_set():
+            try:
+                version = self._list()
+                self.health(None, None)
+                failures = self._watch(version, failures)
+            except _Expired:
+                failures += 1
+                self.health(None, "expired")  # listed again at once, still up
+                if failures > 1:
+                    self.stop.wait(self._backoff_s(failures - 1))
+            except Exception as exc:
+                failures += 1
+                status = exc.status if isinstance(exc, ApiException) else None
+                reason = f"{status}" if status else type(exc).__name__
+                detail = _status_text(exc) if isinstance(exc, ApiException) else str(exc)
+                self.health(f"{reason} {detail}".strip()[:200], reason)
+                log.warning("%s watch failed (%s); retrying", self.name, detail)
+                self.stop.wait(self._backoff_s(failures))
+
+    @staticmethod
+    def _backoff_s(failures: int) -> float:
+        return min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** max(0, failures - 1))
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {"field_selector": self.selector} if self.selector else {}
+
+    def _list(self) -> str:
+        response = self.call(_preload_content=False, **self._kwargs())
+        try:
+            listed = _decode_list(response.data)
+        finally:
+            response.release_conn()
+        self.feed.listed([bytes(raw) for raw in listed.items])
+        return listed.metadata.resourceVersion
+
+    def _watch(self, version: str, failures: int) -> int:
+        """Stream events from ``version`` until the server ends the watch; returns the failure
+        count (reset once the watch delivered).
+
+        Raises
+        ------
+        _Expired
+            410 Gone: the version was compacted away.
+        """
+        while not self.stop.is_set():
+            response = self.call(
+                _preload_content=False,
+                watch=True,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=WATCH_TIMEOUT_S,
+                **self._kwargs(),
+            )
+            try:
+                for line in _lines(response):
+                    if self.stop.is_set():
+                        return failures
+                    event = _decode_event(line)
+                    raw = bytes(event.object)
+                    if event.type == "ERROR":
+                        status = _decode_status(raw)
+                        if status.code == 410:
+                            raise _Expired(status.message)
+                        raise RuntimeError(f"watch ERROR {status.code} {status.message}")
+                    failures = 0
+                    version = _decode_head(raw).metadata.resourceVersion or version
+                    if event.type != "BOOKMARK":
+                        self.feed.event(event.type, raw)
+            finally:
+                response.release_conn()
+        return failures
+
+
+def _lines(response: Any) -> Any:
+    """The JSON lines of a watch stream, as bytes."""
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        while (end := buffer.find(b"\n")) >= 0:
+            line, buffer = buffer[:end], buffer[end + 1 :]
+            if line.strip():
+                yield line
+
+
+def _status_text(exc: Any) -> str:
+    """The ``message`` of a ``Status`` body of an ApiException, else its reason."""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            return _decode_status(body).message or str(exc.reason)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+    return str(exc.reason)
+
+
 class ClusterWatch:
-    """The node and pod watch threads and the recovery annotator of one extender.
+    """The three watches and the taint keeper of one extender.
 
     Parameters
     ----------
     extender : Extender
     loop : asyncio.AbstractEventLoop
-        The loop that owns ``extender``; events are applied there.
+        The loop that owns ``extender``; every update is applied there.
+    api : kubernetes.client.CoreV1Api, optional
+        A client; by default from the in-cluster account, else ``KUBECONFIG``.
     """
 
-    def __init__(self, extender: Extender, loop: asyncio.AbstractEventLoop) -> None:
-        from kubernetes import client, config
+    def __init__(
+        self, extender: Extender, loop: asyncio.AbstractEventLoop, api: Any = None
+    ) -> None:
+        if api is None:
+            from kubernetes import client, config
 
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
-        self.core = client.CoreV1Api()
+            try:
+                config.load_incluster_config()
+            except config.ConfigException:
+                config.load_kube_config()
+            api = client.CoreV1Api()
+        self.core = api
         self.extender = extender
         self.loop = loop
+        self.to_loop = _ToLoop(loop)
         self._stop = threading.Event()
+        s = extender.settings
+        self.keeper = (
+            TaintKeeper(extender.floor, extender.nodes, extender.clock)
+            if s.taint_floor and extender.active
+            else None
+        )
+        self._plan_scheduled = False
+        self._tick: asyncio.TimerHandle | None = None
+        pending = f"spec.schedulerName={s.scheduler_name},spec.nodeName=,{NOT_FINISHED}"
+        sized: dict[str, tuple[str, PodRequest]] = {}
+        self.watches = [
+            (NODES, api.list_node, None, _Nodes(extender, self.to_loop)),
+            (BOUND, api.list_pod_for_all_namespaces, f"spec.nodeName!=,{NOT_FINISHED}",
+             _Pods(extender, self.to_loop, pending=False, sized=sized)),
+            (PENDING, api.list_pod_for_all_namespaces, pending,
+             _Pods(extender, self.to_loop, pending=True, sized=sized)),
+        ]  # fmt: skip
 
     def start(self) -> Callable[[], None]:
-        """Start both watches and hook recoveries; returns the stop function."""
-        sources = (
-            (self.core.list_node, apply_node_event),
-            (self.core.list_pod_for_all_namespaces, apply_pod_event),
-        )
-        for lister, apply in sources:
-            threading.Thread(target=self._run, args=(lister, apply), daemon=True).start()
-        self.extender.on_recovery = self._announce
-        return self._stop.set
+        """Start the watches (each is down until it has listed); returns the stop function."""
+        for name, call, selector, feed in self.watches:
+            self._set_health(name, "not listed yet", None)
+            watch = ListWatch(name, call, selector, feed, self._health(name), self._stop)
+            threading.Thread(target=watch.run, name=f"watch {name}", daemon=True).start()
+        if self.keeper is not None:
+            self.extender.on_floor_change = self.schedule_plan
+            self._tick = self.loop.call_later(TAINT_PERIOD_S, self._on_tick)
+        return self.stop
 
-    def _run(
-        self, lister: Callable[..., Any], apply: Callable[[Extender, str, dict], None]
+    def stop(self) -> None:
+        """Stop the watches and the taint keeper."""
+        self._stop.set()
+        if self._tick is not None:
+            self._tick.cancel()
+
+    def _health(self, name: str) -> Callable[[str | None, str | None], None]:
+        def report(down: str | None, failure: str | None) -> None:
+            self.to_loop.put(lambda: self._set_health(name, down, failure))
+
+        return report
+
+    def _set_health(self, name: str, down: str | None, failure: str | None) -> None:
+        self.extender.watch_health[name] = down
+        metrics = self.extender.metrics
+        metrics.watch_up.labels(name).set(0 if down else 1)
+        if failure is not None:
+            metrics.watch_failures.labels(name, failure).inc()
+        if down is None and name == NODES:
+            self.schedule_plan()
+
+    # ---- floor taints ------------------------------------------------------------------------
+
+    def schedule_plan(self) -> None:
+        """Plan the taints once the loop is free (however many changes asked meanwhile)."""
+        if self.keeper is not None and not self._plan_scheduled:
+            self._plan_scheduled = True
+            self.loop.call_soon(self._plan)
+
+    def _on_tick(self) -> None:
+        self.schedule_plan()
+        self._tick = self.loop.call_later(TAINT_PERIOD_S, self._on_tick)
+
+    def _plan(self) -> None:
+        self._plan_scheduled = False
+        if self.keeper is None or self.extender.watch_health.get(NODES):
+            return  # without the node objects there is nothing to patch against
+        for patch in self.keeper.plan():
+            future = self.loop.run_in_executor(None, self._send, patch)
+            future.add_done_callback(functools.partial(self._answered, patch))
+
+    def _send(self, patch: TaintPatch) -> tuple[bool, dict[str, Any]]:
+        """Send one patch: ``(True, patched node)``, or ``(False, current node)`` after a 409
+        Conflict (the node changed since the extender's copy; the next plan starts from it)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            response = self.core.patch_node(
+                patch.node, patch.body, _content_type=MERGE_PATCH, _preload_content=False
+            )
+            applied = True
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            response = self.core.read_node(patch.node, _preload_content=False)
+            applied = False
+        try:
+            return applied, _decode_dict(response.data)
+        finally:
+            response.release_conn()
+
+    def _answered(
+        self, patch: TaintPatch, future: asyncio.Future[tuple[bool, dict[str, Any]]]
     ) -> None:
-        from kubernetes import watch
-
-        serialise = self.core.api_client.sanitize_for_serialization
-        while not self._stop.is_set():
-            stream = watch.Watch()
-            try:
-                for event in stream.stream(lister, timeout_seconds=WATCH_TIMEOUT_S):
-                    if self._stop.is_set():
-                        stream.stop()
-                        break
-                    obj = serialise(event["object"])
-                    self.loop.call_soon_threadsafe(apply, self.extender, event["type"], obj)
-            except Exception:
-                log.exception("watch of %s failed; retrying in %.0f s", lister.__name__, RETRY_S)
-                self._stop.wait(RETRY_S)
-
-    def _announce(self, node: str) -> None:
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        body = {"metadata": {"annotations": {RECOVERED_ANNOTATION: stamp}}}
-        future = self.loop.run_in_executor(None, self.core.patch_node, node, body)
-
-        def report(f: asyncio.Future[Any]) -> None:
-            if f.exception():
-                log.warning("annotating %s failed: %s", node, f.exception())
-
-        future.add_done_callback(report)
+        assert self.keeper is not None
+        metrics = self.extender.metrics
+        error = future.exception()
+        if error is not None:
+            self.keeper.answered(patch, None)
+            metrics.taints.labels(patch.action, "error").inc()
+            log.warning("node %s: headroom taint %s failed: %s", patch.node, patch.action, error)
+            return
+        applied, node = future.result()
+        self.keeper.answered(patch, node)
+        metrics.taints.labels(patch.action, "ok" if applied else "conflict").inc()
+        if not applied:
+            self.schedule_plan()
+            return
+        if patch.action == "remove":
+            metrics.recoveries.inc()
+        log.info("node %s: headroom taint %s", patch.node, patch.action)
 
 
 def start_watch(extender: Extender) -> Callable[[], None]:

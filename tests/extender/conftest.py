@@ -139,9 +139,6 @@ async def make_client(calibrations_dir: Path, clock: FakeClock) -> AsyncIterator
 
     async def factory(**overrides: Any) -> httpx.AsyncClient:
         overrides.setdefault("calibrations_dir", calibrations_dir)
-        # Tests assert what a clearing decides, not how fast: a long grace keeps a pod waiting
-        # for its window's clearing even on a loaded machine (the timeout path has its own test).
-        overrides.setdefault("grace_ms", 5000.0)
         app = create_app(Settings(**overrides), clock=clock)
         lifespan = app.router.lifespan_context(app)
         await lifespan.__aenter__()

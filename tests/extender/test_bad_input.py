@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.extender.conftest import T0_S, args_names, pod_object, post_json, sample
+from tests.extender.conftest import T0_S, args_names, node_object, pod_object, post_json, sample
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +52,7 @@ async def test_bad_requests_are_400_with_a_reason(
 
 async def test_unknown_fields_are_ignored(make_client) -> None:
     client = await make_client(mode="active", window_ms=0)
+    await post_json(client, "/nodes", {"items": [node_object("node-a")]})
     body = {**args_names(pod_object("p"), ["node-a"]), "Future": {"x": 1}}
     body["Pod"]["spec"]["newField"] = [1, 2]
     response = await post_json(client, "/filter", body)
@@ -156,12 +157,14 @@ async def test_garbage_never_gets_a_500(make_client, path: str, body: bytes) -> 
 
 async def test_internal_failures_fail_open(make_client, monkeypatch) -> None:
     client = await make_client(mode="active", window_ms=0)
+    await post_json(client, "/nodes", {"items": [node_object("node-a")]})
     extender = client.app.state.extender
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("injected fault")
 
-    # The only way to provoke a bug on purpose: replace the market's node view.
+    # The only way to provoke a bug on purpose: replace the floor's and the market's views.
+    monkeypatch.setattr(extender.floor, "below", broken)
     monkeypatch.setattr(extender.market, "view", broken)
     filtered = await post_json(client, "/filter", args_names(pod_object("p"), ["node-a", "node-b"]))
     assert filtered.status_code == 200 and filtered.json()["NodeNames"] == ["node-a", "node-b"]

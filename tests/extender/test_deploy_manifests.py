@@ -81,16 +81,11 @@ EXTENDER_KEYS = {
     "managedResources",
     "ignorable",
 }
-# Default score plugins and weights (reference §2.4, DEFAULTS default_plugins.go).
-DEFAULT_SCORE_WEIGHTS = {
-    "TaintToleration": 3,
-    "NodeAffinity": 2,
-    "NodeResourcesFit": 1,
-    "PodTopologySpread": 2,
-    "InterPodAffinity": 2,
-    "NodeResourcesBalancedAllocation": 1,
-    "ImageLocality": 1,
-}
+# Default Score plugins and weights per supported kube-scheduler version (reference §2.4,
+# DEFAULTS default_plugins.go; v1.36 adds DynamicResources, issue 15).
+IN_TREE = json.loads((DEPLOY / "in-tree-scores.json").read_text())
+TARGET_PODS_PER_S = 150  # issue 15: the rate the extender sustains on one core
+REQUESTS_PER_POD = 2  # kube-scheduler's bind and its Scheduled event
 MODELS = {
     ("v1", "ServiceAccount"): "V1ServiceAccount",
     ("v1", "ConfigMap"): "V1ConfigMap",
@@ -172,7 +167,7 @@ def _duration_s(text: str) -> float:
     return float(match[1]) * units[match[2]]
 
 
-def test_extender_settings_let_the_cleared_node_win_and_fail_open() -> None:
+def test_extender_settings_fail_open_and_leave_the_floor_to_the_taint() -> None:
     config = _scheduler_config()
     assert config["leaderElection"] == {"leaderElect": False}
     assert config["percentageOfNodesToScore"] == 100
@@ -180,14 +175,46 @@ def test_extender_settings_let_the_cleared_node_win_and_fail_open() -> None:
     assert profile["schedulerName"] == Settings().scheduler_name
     (extender,) = config["extenders"]
     assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True
-    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
+    # The floor is a taint (TaintToleration enforces it): prioritize is the only call per pod.
+    assert "filterVerb" not in extender and extender["prioritizeVerb"] == "prioritize"
+    assert Settings().taint_floor
     settings = Settings()
     timeout_s = _duration_s(extender["httpTimeout"])
-    assert (settings.window_ms + settings.grace_ms) / 1000 < timeout_s <= 5.0
-    disabled = {p["name"] for p in profile["plugins"]["score"]["disabled"]}
-    in_tree_max = 100 * sum(w for name, w in DEFAULT_SCORE_WEIGHTS.items() if name not in disabled)
-    # The cleared node scores 10, the rest ≤ 9: its lead, weight × 10, beats any in-tree spread.
-    assert extender["weight"] * 10 > in_tree_max
+    assert settings.window_ms / 1000 < timeout_s <= 5.0  # no call waits for a window
+    # The API client's rate limit must not cap binds below the target rate (it did at 50).
+    client = config["clientConnection"]
+    assert (
+        client["qps"] >= REQUESTS_PER_POD * TARGET_PODS_PER_S and client["burst"] >= client["qps"]
+    )
+
+
+@pytest.mark.parametrize("version", sorted(IN_TREE["versions"]))
+def test_the_cleared_node_outscores_every_in_tree_total(version: str) -> None:
+    """Recomputed from the config file: the cleared node (10) leads every other node (≤ 9) by
+    weight × 10 points (MaxNodeScore / MaxExtenderPriority), more than the largest spread the
+    enabled in-tree scores of ``version`` can make (each plugin scores 0–100, times its weight).
+    """
+    config = _scheduler_config()
+    (profile,) = config["profiles"]
+    (extender,) = config["extenders"]
+    disabled = {p["name"] for p in profile["plugins"]["score"].get("disabled", [])}
+    enabled = profile["plugins"]["score"].get("enabled", [])
+    weights = {n: w for n, w in IN_TREE["versions"][version].items() if n not in disabled}
+    weights.update({p["name"]: p.get("weight", 1) for p in enabled})
+    in_tree_max = IN_TREE["max_plugin_score"] * sum(weights.values())
+    lead = extender["weight"] * 10 * (10 - 9)
+    assert lead > in_tree_max, f"{version}: lead {lead} ≤ in-tree maximum {in_tree_max}"
+
+
+def test_the_pinned_kube_scheduler_is_a_supported_version() -> None:
+    deployment = _one("Deployment")
+    (scheduler,) = [
+        c
+        for c in deployment["spec"]["template"]["spec"]["containers"]
+        if c["name"] == "kube-scheduler"
+    ]
+    tag = scheduler["image"].rsplit(":", 1)[1]
+    assert ".".join(tag.split(".")[:2]) in IN_TREE["versions"]
 
 
 def test_deployment_wires_scheduler_and_extender_together() -> None:

@@ -104,6 +104,13 @@ async def test_zero_nodes_and_five_thousand_nodes(make_client, clock) -> None:
     empty_full = (await post_json(client, "/filter", args_full(pod_object("p"), []))).json()
     assert empty_full["Nodes"] == {"metadata": {}, "items": []}
     many = [f"n{i:04d}" for i in range(5000)]
+    # Names the extender has never heard of: it steps aside (issue 15) rather than score all 0.
+    blind = await post_json(client, "/filter", args_names(pod_object("p"), many))
+    assert blind.status_code == 503
+    assert blind.json()["Error"] == (
+        "eams: stepping aside: none of the 5000 candidate nodes is known"
+    )
+    await post_json(client, "/nodes", {"items": [node_object(n) for n in many]})
     big = await post_json(client, "/filter", args_names(pod_object("p"), many))
     assert big.status_code == 200 and big.json()["NodeNames"] == many
     objects = [node_object(n, cpu="3900m", memory="16318064Ki") for n in many]

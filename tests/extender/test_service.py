@@ -11,7 +11,7 @@ from eams.scheduler.extender.app import OFF_LOOP_BYTES, STORE_CHUNK
 from eams.scheduler.extender.calibrations import load_calibrations
 from eams.scheduler.extender.errors import ExtenderConfigError
 from eams.scheduler.extender.settings import Settings
-from tests.extender.conftest import post_json, sample, write_calibration
+from tests.extender.conftest import node_object, post_json, sample, write_calibration
 
 pytestmark = pytest.mark.anyio
 
@@ -34,6 +34,10 @@ METRIC_NAMES = (
     "eams_extender_node_speed_ratio",
     "eams_extender_ready",
     "eams_extender_recommendations_total",
+    "eams_extender_taint_patches_total",
+    "eams_extender_stepped_aside_total",
+    "eams_extender_watch_up",
+    "eams_extender_watch_failures_total",
 )
 
 
@@ -47,9 +51,11 @@ async def test_ready_only_with_calibrations_and_telemetry(
     assert [m.split(" (")[0] for m in answer.json()["missing"]] == [
         "no calibration loaded",
         "no telemetry received yet",
+        "no node known yet",
     ]
 
     client = await make_client()
+    await post_json(client, "/nodes", {"items": [node_object("node-a")]})
     assert (await client.get("/readyz")).json()["missing"] == [
         "no telemetry received yet (agents POST /telemetry)"
     ]

@@ -39,6 +39,12 @@ def test_served_over_a_socket(server: ExtenderServer) -> None:
             ).status_code
             == 202
         )
+        assert http.get("/readyz").json()["missing"] == [
+            "no node known yet (no watch list, no POST /nodes)"
+        ]
+        assert (
+            http.post("/nodes", json={"items": [node_object(n) for n in names]}).status_code == 202
+        )
         assert http.get("/readyz").json() == {"ready": True, "missing": []}
         nodes = [node_object(n) for n in names]
         full = http.post("/filter", json=args_full(pod_object("p1"), nodes))

@@ -1,0 +1,364 @@
+"""The extender behind kube-scheduler's own cycle: one pod at a time, fed by its watch (issue 15).
+
+``eams extender serve --mode active --watch`` (uvicorn, its own process, pinned to one core)
+lists and watches nodes and pods on a stand-in kube-apiserver (``tests/extender/apiserver.py``:
+the published list/watch shapes, real node and pod objects from ``k8s/honeycomb_*.json``, no
+kube-apiserver can run here). Pods are created open-loop (Poisson, ``--rate``); the extender's
+watch and the emulated kube-scheduler (:mod:`eams.scheduler.bench.kube_cycle`, the shipped
+``deploy/k3s`` extender entry) see each creation, and the scheduler takes the pods one at a
+time through the extender's verbs over one keep-alive connection, then binds through the
+stand-in apiserver (which the extender's watch sees too).
+
+Reported per node count: extender time per pod cycle (both calls, p50/p99), pod latency from
+creation to bind (p50/p99; AR-2: p99 ≤ 250 ms with the 200 ms window), extender CPU per pod
+(``/proc``, watch included), errors, and the sustainable rate on one core (a saturating
+offered load, pods bound per second while the queue never empties). Reference in the same
+run: serial ``GET /healthz`` round trips on the same connection (the bare HTTP cost).
+
+Usage::
+
+    .venv/bin/python benchmarks/extender_cycle.py [--nodes 1000,5000] [--rate 100]
+        [--duration-s 12] [--saturate-rate 400] [--saturate-s 5] [--window-ms 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import uvloop
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eams.datasets import data_file  # noqa: E402
+from eams.scheduler.bench.kube_cycle import ExtenderConfig, KubeCycle  # noqa: E402
+from eams.scheduler.bench.kube_wire import KeepAliveConnection  # noqa: E402
+from tests.extender.apiserver import FakeApiServer  # noqa: E402
+from tests.extender.conftest import sample, write_calibration  # noqa: E402
+from tests.servers.uvicorn import ExtenderServer  # noqa: E402
+
+AR2_P99_S = 0.250
+CONFIG = ROOT / "deploy" / "k3s" / "scheduler-config.yaml"
+
+
+def shipped_extender(port: int) -> ExtenderConfig:
+    """The shipped ``extenders[0]`` entry, pointed at ``port``."""
+    config_map = yaml.safe_load(CONFIG.read_text())
+    entry = yaml.safe_load(config_map["data"]["scheduler-config.yaml"])["extenders"][0]
+    return ExtenderConfig.from_entry({**entry, "urlPrefix": f"http://127.0.0.1:{port}"})
+
+
+def real_objects() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A real node and a real pod (a Deployment's), the pod made pending for EAMS."""
+    nodes = json.loads(data_file("k8s/honeycomb_eks_nodes.json").read_text())["items"]
+    pods = json.loads(data_file("k8s/honeycomb_pods.json").read_text())["items"]
+    pod = copy.deepcopy(next(p for p in pods if p["metadata"]["name"].startswith("controller-")))
+    pod["spec"].pop("nodeName", None)
+    pod["spec"]["schedulerName"] = "eams-scheduler"
+    pod["status"] = {"phase": "Pending", "qosClass": pod["status"].get("qosClass", "Burstable")}
+    return nodes[0], pod
+
+
+def make_nodes(template: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    nodes = []
+    for i in range(count):
+        node = copy.deepcopy(template)
+        name = f"node-{i:05d}"
+        node["metadata"]["name"] = name
+        node["metadata"]["uid"] = f"uid-{name}"
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+        nodes.append(node)
+    return nodes
+
+
+def make_pod(template: dict[str, Any], name: str) -> dict[str, Any]:
+    meta = {**template["metadata"], "name": name, "uid": f"uid-{name}", "namespace": "bench"}
+    meta.pop("resourceVersion", None)
+    return {**template, "metadata": meta}
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (``/proc/PID/stat`` fields 14, 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _ms(values: list[float]) -> tuple[float, float]:
+    if not values:
+        return float("nan"), float("nan")
+    p50, p99 = np.percentile(np.asarray(values), [50, 99])
+    return 1e3 * float(p50), 1e3 * float(p99)
+
+
+async def reference(port: int, count: int = 400) -> tuple[float, float]:
+    """Serial ``GET /healthz`` on one keep-alive connection: p50/p99, ms."""
+    connection = KeepAliveConnection("127.0.0.1", port)
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        status, _ = await connection.request("GET", "/healthz")
+        times.append(time.perf_counter() - t0)
+        assert status == 200
+    connection.close()
+    return _ms(times)
+
+
+async def offer(
+    api: FakeApiServer,
+    cycle: KubeCycle,
+    template: dict[str, Any],
+    prefix: str,
+    rate: float,
+    duration_s: float,
+    seed: int,
+) -> int:
+    """Create pods at Poisson times: the apiserver (so the extender's watch) and the scheduler's
+    queue see each one at its creation. Returns how many were created."""
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1.0 / rate, size=int(rate * duration_s * 2) + 10))
+    arrivals = arrivals[arrivals < duration_s]
+    start = time.perf_counter()
+    for i, at in enumerate(arrivals):
+        delay = start + at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        pod = make_pod(template, f"{prefix}-{i}")
+        api.put("pods", pod)
+        cycle.add(pod)
+    return len(arrivals)
+
+
+async def run_load(
+    api: FakeApiServer,
+    server: ExtenderServer,
+    template: dict[str, Any],
+    names: list[str],
+    prefix: str,
+    rate: float,
+    duration_s: float,
+) -> dict[str, Any]:
+    """One open-loop run; the figures of its pods."""
+
+    async def bind(pod: dict[str, Any], node: str) -> None:
+        api.bind(pod["metadata"]["namespace"], pod["metadata"]["name"], node)
+
+    cycle = KubeCycle(
+        shipped_extender(server.port), lambda: names, bind=bind, percentage_of_nodes_to_score=100
+    )
+    assert server.process is not None
+    cpu0_s, wall0_s = _cpu_s(server.process.pid), time.perf_counter()
+    client0_s = time.process_time()
+    producer = asyncio.create_task(offer(api, cycle, template, prefix, rate, duration_s, seed=1))
+    scheduled = 0
+    while not producer.done() or len(cycle):
+        try:
+            pod, created_s = await asyncio.wait_for(cycle.next_pod(), 0.05)
+        except TimeoutError:
+            continue
+        await cycle.schedule_one(pod, created_s)
+        scheduled += 1
+    created = await producer
+    await cycle.drain()
+    await asyncio.sleep(0.3)  # let the watch deliver the last binds before reading the CPU
+    cpu_s, wall_s = _cpu_s(server.process.pid) - cpu0_s, time.perf_counter() - wall0_s
+    client_s = time.process_time() - client0_s
+    cycle.close()
+    records = cycle.records
+    bound = [r for r in records if r.bound_s is not None]
+    first = min(r.started_s for r in records)
+    last = max(r.bound_s or r.ended_s for r in records)
+    return {
+        "created": created,
+        "scheduled": scheduled,
+        "errors": sum(len(r.errors) for r in records),
+        "error_kinds": sorted(
+            {e.split(":")[0] + ":" + e.split(":")[1] for r in records for e in r.errors}
+        )[:3],
+        "unbound": created - len(bound),
+        "cycle_ms": _ms([r.extender_s for r in records]),
+        "filter_ms": _ms([r.filter_s for r in records]),
+        "prioritize_ms": _ms([r.prioritize_s for r in records]),
+        "latency_ms": _ms([r.bound_s - r.created_s for r in bound]),
+        "queue_ms": _ms([r.started_s - r.created_s for r in records]),
+        "cpu_ms_per_pod": 1e3 * cpu_s / max(1, created),
+        "client_cpu_ms_per_pod": 1e3 * client_s / max(1, created),
+        "cpu_share": cpu_s / wall_s,
+        "bound_per_s": len(bound) / max(1e-9, last - first),
+    }
+
+
+def _metrics(port: int) -> dict[str, float]:
+    import httpx
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    series = {}
+    for line in text.splitlines():
+        if line.startswith("eams_extender_"):
+            name, _, value = line.rpartition(" ")
+            series[name] = float(value)
+    return series
+
+
+async def bench_nodes(count: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    node_template, pod_template = real_objects()
+    nodes = make_nodes(node_template, count)
+    names = [n["metadata"]["name"] for n in nodes]
+    api = FakeApiServer()
+    await api.serve()
+    for node in nodes:
+        api.put("nodes", node)
+    cal = folder / f"cal-{count}"
+    cal.mkdir()
+    for i, name in enumerate(names):
+        write_calibration(cal, name, 40.0 + i % 5 * 10, 150.0 + i % 11 * 15, 0.8 + i % 3 * 0.2)
+    os.environ["KUBECONFIG"] = str(api.kubeconfig(folder / f"kubeconfig-{count}"))
+    log = folder / f"extender-{count}.log"
+    server = ExtenderServer(log, mode="active", calibrations_dir=cal, window_ms=args.window_ms)
+    server.argv += ["--watch", *args.extender_arg]
+    server.start_timeout_s = 120.0
+    try:
+        await asyncio.to_thread(server.start)
+    except RuntimeError:
+        print(log.read_text()[-3000:], file=sys.stderr)
+        raise
+    try:
+        assert server.process is not None
+        if args.pin:
+            os.sched_setaffinity(server.process.pid, {0})
+            os.sched_setaffinity(0, {1})
+        import httpx
+
+        async with httpx.AsyncClient(timeout=60) as http:
+            samples = [sample(n, time.time(), 0.3 + 0.5 * (i % 7) / 7) for i, n in enumerate(names)]
+            response = await http.post(f"{server.url}/telemetry", json={"samples": samples})
+            response.raise_for_status()
+            deadline = time.monotonic() + 60
+            while (await http.get(f"{server.url}/readyz")).status_code != 200:
+                assert time.monotonic() < deadline, (await http.get(f"{server.url}/readyz")).text
+                await asyncio.sleep(0.2)
+        idle0_s = _cpu_s(server.process.pid)
+        await asyncio.sleep(args.idle_s)
+        idle_share = (_cpu_s(server.process.pid) - idle0_s) / args.idle_s
+        ref = await reference(server.port)
+        load = await run_load(
+            api, server, pod_template, names, f"p{count}", args.rate, args.duration_s
+        )
+        metrics = await asyncio.to_thread(_metrics, server.port)
+        saturated = None
+        if args.saturate_s > 0:
+            saturated = await run_load(
+                api, server, pod_template, names, f"s{count}", args.saturate_rate, args.saturate_s
+            )
+    finally:
+        server.stop()
+        await api.close()
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    return {
+        "nodes": count,
+        "ref": ref,
+        "idle_share": idle_share,
+        "load": load,
+        "saturated": saturated,
+        "metrics": metrics,
+    }
+
+
+def _server_share(metrics: dict[str, float], le: str) -> float:
+    """Share of 200 /prioritize answers the extender itself timed at ≤ ``le`` s (its histogram)."""
+    total = within = 0.0
+    for series, value in metrics.items():
+        if 'path="/prioritize"' in series and 'code="200"' in series:
+            if series.startswith("eams_extender_request_duration_seconds_count"):
+                total = value
+            elif f'le="{le}"' in series and "_bucket" in series:
+                within = value
+    return within / total if total else float("nan")
+
+
+def report(result: dict[str, Any], args: argparse.Namespace) -> None:
+    """Print one node count's figures."""
+    load, ref, m = result["load"], result["ref"], result["metrics"]
+    clearings = m.get("eams_extender_clearing_duration_seconds_count", 0.0)
+    clearing_ms = (
+        1e3 * m.get("eams_extender_clearing_duration_seconds_sum", 0.0) / max(1, clearings)
+    )
+    pods = m.get("eams_extender_batch_pods_sum", 0.0)
+    ok = load["latency_ms"][1] <= AR2_P99_S * 1e3 and load["errors"] == 0 and not load["unbound"]
+    cycle, latency = load["cycle_ms"], load["latency_ms"]
+    lines = [
+        f"{result['nodes']} nodes, {args.rate:g} pods/s offered for {args.duration_s:g} s",
+        f"  pods created / errors / unbound : {load['created']} / {load['errors']}"
+        f" / {load['unbound']}",
+        *(f"    error: {kind}" for kind in load["error_kinds"]),
+        f"  extender calls per cycle p50/p99: {cycle[0]:.2f} / {cycle[1]:.2f} ms (filter"
+        f" {load['filter_ms'][0]:.2f}/{load['filter_ms'][1]:.2f}, prioritize"
+        f" {load['prioritize_ms'][0]:.2f}/{load['prioritize_ms'][1]:.2f}); answered by the"
+        f" extender within 2.5 ms: {100 * _server_share(m, '0.0025'):.0f} %, 10 ms:"
+        f" {100 * _server_share(m, '0.01'):.0f} %",
+        f"  reference GET /healthz p50/p99  : {ref[0]:.2f} / {ref[1]:.2f} ms; cycle p50 ="
+        f" {cycle[0] / ref[0]:.1f}x the healthz p50",
+        f"  pod latency created→bound       : p50 {latency[0]:.1f} ms, p99 {latency[1]:.1f} ms"
+        f" (queue p99 {load['queue_ms'][1]:.1f} ms); AR-2 {'ok' if ok else 'MISS'}",
+        f"  extender CPU per pod (watch in) : {load['cpu_ms_per_pod']:.2f} ms"
+        f" ({100 * load['cpu_share']:.0f} % of a core; idle {100 * result['idle_share']:.1f} %);"
+        f" client {load['client_cpu_ms_per_pod']:.2f} ms",
+        f"  clearings                       : {clearings:.0f}, {pods / max(1, clearings):.1f}"
+        f" pods each, mean {clearing_ms:.2f} ms",
+    ]
+    sat = result["saturated"]
+    if sat is not None:
+        lines.append(
+            f"  offered {args.saturate_rate:g} pods/s for {args.saturate_s:g} s   :"
+            f" {sat['bound_per_s']:.0f} pods/s bound, extender {100 * sat['cpu_share']:.0f} %"
+            f" of a core, {sat['cpu_ms_per_pod']:.2f} ms CPU/pod (so"
+            f" {1e3 / sat['cpu_ms_per_pod']:.0f} pods/s per core), cycle p50/p99"
+            f" {sat['cycle_ms'][0]:.2f}/{sat['cycle_ms'][1]:.2f} ms, errors {sat['errors']},"
+            f" client {sat['client_cpu_ms_per_pod']:.2f} ms CPU/pod"
+        )
+    print("\n" + "\n".join(lines), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", default="1000,5000")
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--duration-s", type=float, default=12.0)
+    parser.add_argument("--saturate-rate", type=float, default=400.0)
+    parser.add_argument("--saturate-s", type=float, default=5.0)
+    parser.add_argument("--window-ms", type=float, default=200.0)
+    parser.add_argument("--idle-s", type=float, default=3.0, help="idle CPU measured first")
+    parser.add_argument(
+        "--no-pin",
+        dest="pin",
+        action="store_false",
+        help="do not pin the extender to core 0 and this process to core 1",
+    )
+    parser.add_argument(
+        "--extender-arg",
+        action="append",
+        default=[],
+        help="extra argument for eams extender serve (repeatable)",
+    )
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for count in (int(c) for c in args.nodes.split(",")):
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                result = runner.run(bench_nodes(count, args, Path(tmp)))
+            report(result, args)
+    print(f"\nload average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

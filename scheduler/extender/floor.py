@@ -1,0 +1,103 @@
+"""The hard power-headroom floor: which nodes are under it, and the taint that keeps pods off.
+
+A node is *under the floor* when its fresh headroom (telemetry ≤ ``stale_after_s`` old, minus
+the herding reservations, ``herding.py``) is below ``headroom_floor``; it is *recovered* once
+that headroom is at least floor + ``recovery_margin`` again, or once it has no fresh reading
+(a node without a fresh reading is never kept off: scores rank it instead, AR-6).
+
+In a cluster the floor is enforced by kube-scheduler itself: the extender puts the taint
+:data:`TAINT_KEY` with effect ``NoSchedule`` on a node under the floor and removes it when the
+node recovers (``watch.py`` patches the node). kube-scheduler's TaintToleration filter then
+keeps new pods off that node without a ``/filter`` call per pod, and the taint's removal is a
+Node update event that requeues the pods it held back by itself (kubernetes issue 122019 —
+the annotation ``eams.io/headroom-recovered-at`` that did this before is retired). The taint
+is honoured by every profile, not only ``eams-scheduler``: a node at its power cap takes no new
+pod from any scheduler while it lasts. ``/filter`` answers the same set for configurations that
+still call it (shadow mode only records it).
+
+The set is computed over every node at once (numpy) and kept until a sample arrives, a
+reservation is added, ends or expires, or a node under the floor would turn stale: a request
+costs a set lookup, not a pass over the table.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from eams.scheduler.extender.herding import HerdGuard
+from eams.scheduler.extender.table import NodeTable
+
+TAINT_KEY = "eams.io/power-headroom-low"
+TAINT_EFFECT = "NoSchedule"
+TAINT = {"key": TAINT_KEY, "effect": TAINT_EFFECT}
+
+
+class NodeMask:
+    """A set of node names held as a boolean column over the table's rows (``in`` only)."""
+
+    def __init__(self, index: dict[str, int], mask: np.ndarray) -> None:
+        self._index, self._mask = index, mask
+
+    def __contains__(self, name: object) -> bool:
+        i = self._index.get(name)  # type: ignore[call-overload]
+        return i is not None and i < self._mask.size and bool(self._mask[i])
+
+
+class HeadroomFloor:
+    """Nodes under the floor and nodes recovered from it, from the table (samples and the
+    herding reservations' columns).
+
+    Parameters
+    ----------
+    table : NodeTable
+    herd : HerdGuard
+    floor : float
+        ``headroom_floor`` (0–1).
+    margin : float
+        ``recovery_margin``: hysteresis against flapping.
+    stale_after_s : float
+        Readings older than this never keep a node off (AR-6), s.
+    """
+
+    def __init__(
+        self, table: NodeTable, herd: HerdGuard, floor: float, margin: float, stale_after_s: float
+    ) -> None:
+        self.table, self.herd = table, herd
+        self.floor, self.margin, self.stale_after_s = floor, margin, stale_after_s
+        self._key: tuple[int, int, int] = (-1, -1, -1)
+        self._until_s = -math.inf
+        self._below: frozenset[str] = frozenset()
+        self._recovered = NodeMask({}, np.zeros(0, dtype=bool))
+
+    def _refresh(self, now_s: float) -> None:
+        self.herd.expire(now_s)  # a reservation ending is a new version
+        key = (self.table.samples_version, self.herd.version, len(self.table.index))
+        if key == self._key and now_s < self._until_s:
+            return
+        size = len(self.table.index)
+        cols = self.table.cols
+        headroom = cols["headroom"][:size] - cols["reserved_w"][:size] / cols["power_cap_w"][:size]
+        measured_s = cols["measured_at_s"][:size]
+        fresh = now_s - measured_s <= self.stale_after_s  # NaN (never measured) compares False
+        headroom = np.where(fresh, headroom, np.nan)
+        with np.errstate(invalid="ignore"):
+            below = headroom < self.floor
+            recovered = ~(headroom < self.floor + self.margin)  # NaN: not fresh, recovered
+        names = list(self.table.index)
+        self._below = frozenset(names[i] for i in np.flatnonzero(below))
+        self._recovered = NodeMask(self.table.index, recovered)
+        turning_stale_s = float((measured_s[fresh] + self.stale_after_s).min(initial=math.inf))
+        self._until_s = min(turning_stale_s + 1e-6, self.herd.next_expiry_s)
+        self._key = key
+
+    def below(self, now_s: float) -> frozenset[str]:
+        """Nodes under the floor now."""
+        self._refresh(now_s)
+        return self._below
+
+    def recovered(self, now_s: float) -> NodeMask:
+        """Nodes at floor + margin or above, or without a fresh reading (``name in ...``)."""
+        self._refresh(now_s)
+        return self._recovered
