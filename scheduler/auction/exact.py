@@ -30,16 +30,13 @@ same way.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
-from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+from eams.scheduler.auction.flow import Flow, min_cost_flow, min_prices
 
 LIST_LEN = 6
 MAX_PASSES = 16
-# listed (row, node) pairs per row beyond which the passes cost more than the auction they
-# would save: warm starts stay at 6–8 per row; a cold 500 × 1,000 × 8 batch needs 62 (0.7 s,
-# still cheaper than the auction); cold bundles reach 90+ and seconds before certifying
-MAX_PAIRS_PER_ROW = 64
+MAX_EDGES = 4_000_000  # listed (pod, node) edges beyond which the flow is not built (memory)
 TOL_REL = 1e-9  # gains this close (relative to the largest value) count as ties
 
 
@@ -69,66 +66,46 @@ def _edges(values: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return rows[ok], cols[ok]
 
 
-def _match(
-    n_rows: int, capacity: np.ndarray, row: np.ndarray, node: np.ndarray, val: np.ndarray
-) -> np.ndarray:
-    """Optimal assignment restricted to the edges (row, node) of value ``val``: node per row,
-    −1 = out."""
-    copies = np.minimum(capacity, np.bincount(node, minlength=capacity.size))
-    offset = np.concatenate([[0], np.cumsum(copies)])
-    rep = copies[node]
-    rows = np.repeat(row, rep)
-    slot = np.arange(rows.size) - np.repeat(np.cumsum(rep) - rep, rep)
-    cols = np.repeat(offset[node], rep) + slot
-    # costs must be > 0 (an explicit 0 is no edge): cost = top − value, staying out = top
-    top = 2.0 * float(val.max(initial=1.0)) + 1.0
-    outside = int(offset[-1])
-    graph = sp.csr_matrix(
-        (
-            np.concatenate([top - np.repeat(val, rep), np.full(n_rows, top)]),
-            (
-                np.concatenate([rows, np.arange(n_rows)]),
-                np.concatenate([cols, outside + np.arange(n_rows)]),
-            ),
-        ),
-        shape=(n_rows, outside + n_rows),
-    )
-    matched_rows, matched_cols = min_weight_full_bipartite_matching(graph)
-    assign = np.full(n_rows, -1, dtype=np.int64)
-    on = matched_cols < outside
-    assign[matched_rows[on]] = np.searchsorted(offset, matched_cols[on], side="right") - 1
-    return assign
+def _sufficient(values: np.ndarray, capacity: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Per pod, its best nodes by value until their free units reach the batch's demand, (J, k).
 
-
-def _prices(
-    assign: np.ndarray,
-    own: np.ndarray,
-    row: np.ndarray,
-    node: np.ndarray,
-    val: np.ndarray,
-    n_nodes: int,
-    tol: float,
-) -> np.ndarray | None:
-    """Minimal competitive prices of a restricted optimum (longest paths, Bellman–Ford):
-    p_node ≥ p_home + val − own over the edges (p_home = 0 for a row left out, own = 0).
-
-    ``None`` if they do not settle within n_nodes + 1 sweeps (a positive cycle from rounding).
+    These lists provably hold an optimum (at zero prices): take an optimal flow with the most
+    units on listed edges; a unit of pod j on an unlisted node would mean every node on j's
+    list is full (else the unit moves there, no worse, onto a listed edge), i.e. at least D
+    units plus that one in a batch of D units. k is the same for every pod: the fewest nodes
+    whose *smallest* capacities reach D (pods with fewer allowed nodes list them all).
     """
-    order = np.argsort(node, kind="stable")
-    row, node = row[order], node[order]
-    edge_v = val[order] - own[row]
-    on = assign[row] >= 0
-    home = np.maximum(assign[row], 0)
-    starts = np.flatnonzero(np.r_[True, node[1:] != node[:-1]])
-    heads = node[starts]
-    prices = np.zeros(n_nodes)
-    for _ in range(n_nodes + 1):
-        reach = edge_v + np.where(on, prices[home], 0.0)
-        new = np.maximum(prices[heads], np.maximum.reduceat(reach, starts))
-        if not (new > prices[heads] + tol).any():
-            return prices
-        prices[heads] = new
-    return None
+    n_pods, n_nodes = values.shape
+    placeable = np.isfinite(values).any(axis=1)
+    demand = int(units[placeable].sum())
+    open_caps = np.sort(capacity[capacity > 0])
+    k = int(np.searchsorted(np.cumsum(open_caps), demand)) + 1
+    if k >= n_nodes:
+        return np.broadcast_to(np.arange(n_nodes), values.shape)
+    return np.argpartition(values, n_nodes - k, axis=1)[:, n_nodes - k :]
+
+
+def _profits(flow: Flow, prices: np.ndarray, n_pods: int) -> np.ndarray:
+    """Profit per unit of each pod at ``prices``: 0 for a pod with units left out or none
+    placed, else the least over its homes (all equal at an optimum)."""
+    home = np.flatnonzero(flow.units > 0)
+    profit = np.full(n_pods, np.inf)
+    np.minimum.at(profit, flow.pod[home], flow.gain[home] - prices[flow.node[home]])
+    profit[np.isinf(profit) | (flow.out > 0)] = 0.0
+    return profit
+
+
+def _rows(flow: Flow, units: np.ndarray) -> np.ndarray:
+    """The flow as a node per unit row (rows of pod j consecutive, placed units first), −1 =
+    out."""
+    home = np.flatnonzero(flow.units > 0)
+    home = home[np.argsort(flow.pod[home], kind="stable")]
+    pod = np.repeat(flow.pod[home], flow.units[home])
+    placed = np.bincount(pod, minlength=units.size)
+    within = np.arange(pod.size) - (np.cumsum(placed) - placed)[pod]
+    rows = np.full(int(units.sum()), -1, dtype=np.int64)
+    rows[(np.cumsum(units) - units)[pod] + within] = np.repeat(flow.node[home], flow.units[home])
+    return rows
 
 
 def transport(
@@ -151,64 +128,51 @@ def transport(
     v_max : float > 0
         The largest value: gains within ``TOL_REL · v_max`` count as ties.
     start_prices : (N,) float ≥ 0, optional
-        Prices that pick the first candidate lists (the warm start); default 0.
+        Prices that pick the first candidate lists: each pod's ``list_len`` best nodes by net
+        value (the warm start). ``None``: the lists that provably hold an optimum
+        (:func:`_sufficient`), so a cold start needs no passes to find it.
     units : (J,) int ≥ 1, optional
-        Units per pod (default 1): pod j stands for ``units[j]`` identical rows, which may go
-        to different nodes (the per-slot relaxation of bundles, :mod:`.bundles`). Lists and
-        the certificate are computed per pod, the matching per row.
+        Units per pod (default 1): pod j supplies ``units[j]`` units, which may go to
+        different nodes (the per-slot relaxation of bundles, :mod:`.bundles`).
     list_len : int
-        Nodes per pod in the first lists (and added per pass for pods that would gain).
+        Nodes added per pass for pods that would gain (and the first lists' length when
+        ``start_prices`` is given).
     max_passes : int
         Restricted solves before giving up.
 
     Returns
     -------
     (assignment, prices, passes) or None
-        assignment (Σ units,) node per row (rows of pod j are consecutive), −1 = out; prices
-        (N,) ≥ 0 per unit, 0 on nodes with a free unit, certifying optimality (0-CS); passes
-        run. ``None`` when the pass cap or ``MAX_PAIRS_PER_ROW`` is hit or rounding breaks the
+        assignment (Σ units,) node per unit row (rows of pod j are consecutive), −1 = out;
+        prices (N,) ≥ 0 per unit, 0 on nodes with a free unit, certifying optimality (0-CS);
+        passes run. ``None`` when the pass cap or ``MAX_EDGES`` is hit or rounding breaks the
         certificate: the caller must use another method.
     """
     n_pods, n_nodes = values.shape
     units = np.ones(n_pods, dtype=np.int64) if units is None else units
-    owner = np.repeat(np.arange(n_pods), units)
-    first_row = np.cumsum(units) - units
     tol = TOL_REL * v_max
-    slots_per_node = float(capacity[capacity > 0].mean()) if (capacity > 0).any() else 1.0
-    if start_prices is None and owner.size > max_passes * list_len * slots_per_node:
-        # cold: all pods list the same nodes and each pass opens ~list_len more per pod, so
-        # the passes needed grow like rows / (list_len · slots per node): do not start
-        return None
-    prices: np.ndarray | None  # None when _prices finds no equilibrium
-    prices = np.zeros(n_nodes) if start_prices is None else start_prices
-    pod, node = _edges(values, _top(values - prices[None, :], np.arange(n_pods), list_len, tol))
+    if start_prices is None:
+        cols = _sufficient(values, capacity, units)
+    else:
+        cols = _top(values - start_prices[None, :], np.arange(n_pods), list_len, tol)
+    pod, node = _edges(values, cols)
     for passes in range(1, max_passes + 1):
-        rep = units[pod]
-        row = (
-            np.repeat(first_row[pod], rep)
-            + np.arange(rep.sum())
-            - np.repeat(np.cumsum(rep) - rep, rep)
-        )
-        row_node = np.repeat(node, rep)
-        val = np.repeat(values[pod, node], rep)
-        if row.size > MAX_PAIRS_PER_ROW * owner.size:
+        if pod.size > MAX_EDGES:
             return None
-        assign = _match(owner.size, capacity, row, row_node, val)
-        on = np.flatnonzero(assign >= 0)
-        own = np.zeros(owner.size)
-        own[on] = values[owner[on], assign[on]]
-        prices = _prices(assign, own, row, row_node, val, n_nodes, tol)
+        flow = min_cost_flow(units, capacity, pod, node, values[pod, node], v_max)
+        if flow is None:
+            return None
+        prices = min_prices(flow, n_nodes, tol)
         if prices is None:
             return None
-        used = np.bincount(assign[on], minlength=n_nodes)
+        used = np.bincount(node, weights=flow.units, minlength=n_nodes)
         if (prices[used < capacity] > tol).any():
             return None
+        profit = _profits(flow, prices, n_pods)
         net = values - prices[None, :]
-        profit = own.copy()
-        profit[on] -= prices[assign[on]]
-        gaining = np.flatnonzero(net.max(axis=1) > np.minimum.reduceat(profit, first_row) + tol)
+        gaining = np.flatnonzero(net.max(axis=1) > profit + tol)
         if gaining.size == 0:
-            return assign, prices, passes
+            return _rows(flow, units), prices, passes
         more = _top(net[gaining], gaining, list_len, tol)
         more_pod, more_node = _edges(values[gaining], more)
         pairs = np.unique(
@@ -244,13 +208,13 @@ def dense(
     taken = expanded[rows, cols] > 0  # a disallowed pair (worth 0) is staying out
     assign[rows[taken]] = slot_node[cols[taken]]
     pod, node = np.nonzero(np.isfinite(values))
-    on = np.flatnonzero(assign >= 0)
-    own = np.zeros(n_pods)
-    own[on] = values[on, assign[on]]
-    prices = _prices(assign, own, pod, node, values[pod, node], n_nodes, TOL_REL * v_max)
+    placed = (assign[pod] == node).astype(np.int64)
+    flow = Flow(pod, node, values[pod, node], placed, (assign < 0).astype(np.int64))
+    tol = TOL_REL * v_max
+    prices = min_prices(flow, n_nodes, tol)
     if prices is None:
         return None
-    used = np.bincount(assign[on], minlength=n_nodes)
-    if (prices[used < capacity] > TOL_REL * v_max).any():
+    used = np.bincount(assign[assign >= 0], minlength=n_nodes)
+    if (prices[used < capacity] > tol).any():
         return None
     return assign, prices
