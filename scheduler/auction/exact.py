@@ -1,30 +1,26 @@
-"""Exact transportation clearing: sparse shortest augmenting paths on short candidate lists,
-priced and certified by the LP dual.
+"""Exact single-slot clearing: a min-cost flow on candidate lists, priced and certified by the
+LP dual.
 
 Single-slot pods on nodes with capacities form a transportation problem, which is totally
-unimodular. Here it is solved *exactly* by column generation around scipy's sparse
-Jonker–Volgenant solver (``scipy.sparse.csgraph.min_weight_full_bipartite_matching``, LAPJVsp;
-Crouse, *On implementing 2D rectangular assignment algorithms*, IEEE TAES 52(4), 2016):
+unimodular. Here it is solved *exactly* by column generation around a min-cost flow
+(:mod:`.flow`: OR-tools' ``SimpleMinCostFlow``, which takes the node capacities as they are,
+no slot columns):
 
-1. Each pod lists the ``list_len`` nodes of highest net value v_jn − p_n under the current
-   prices p (first the warm start, then the duals of the last pass). A node is expanded into
-   as many slot columns as it has free slots, at most as many as pods list it; each pod has a
-   private "stay out" column of value 0, so a full matching always exists.
-2. The restricted problem is solved exactly; its minimal competitive prices are the longest
-   paths p_m = max(0, v_jm for pods left out, p_n + v_jm − v_jn for pod j on n) over the listed
-   edges (Bellman–Ford; the restricted optimum has no positive cycle).
+1. Each pod lists nodes. With starting prices p (the warm start), its ``list_len`` nodes of
+   highest net value v_jn − p_n. Cold, the lists that provably hold an optimum: its best nodes
+   by value until their free slots reach the batch's demand (:func:`_sufficient`).
+2. The restricted problem is solved exactly; its minimal competitive prices are longest paths
+   (:func:`.flow.min_prices`).
 3. Certificate: if no pod gains more than its profit on *any* node at those prices, the prices
    are LP-dual feasible, free slots cost 0, and the dual objective equals the value — the
    assignment is optimal (0-complementary slackness, Bertsekas 1998 §7.1). Otherwise the pods
-   that would gain get their best nodes at the new prices added, and the restricted problem is
-   solved again.
+   that would gain get more of their best nodes at the new prices (``list_len`` · 2^(pass−1))
+   and the restricted problem is solved again.
 
-Pods may stand for several identical unit rows (``units``: the per-slot relaxation of
-bundles); lists and certificate are then per pod, the matching per row. The passes and the
-listed pairs are capped and hopeless cold starts declined; the caller falls back to the
-ε-auction then, or when floats break the certificate (``None``). :func:`dense` is the small
-cold-batch variant: scipy's ``linear_sum_assignment`` on the slot-expanded values, priced the
-same way.
+The passes and the listed pairs are capped; the caller falls back to the ε-auction then, when
+floats break the certificate, or when the budget is spent (``None``). :func:`dense` is the
+small cold-batch variant: scipy's ``linear_sum_assignment`` on the slot-expanded values,
+priced the same way.
 """
 
 from __future__ import annotations
@@ -32,10 +28,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from eams.scheduler.auction.budget import NO_DEADLINE, Deadline
 from eams.scheduler.auction.flow import Flow, min_cost_flow, min_prices
 
 LIST_LEN = 6
 MAX_PASSES = 16
+GROWTH = 2  # pods that would gain add list_len · GROWTH^(pass − 1) nodes
+ARGMAX_TOP = 12  # lists up to this long are found by repeated row maxima
 MAX_EDGES = 4_000_000  # listed (pod, node) edges beyond which the flow is not built (memory)
 TOL_REL = 1e-9  # gains this close (relative to the largest value) count as ties
 
@@ -45,7 +44,7 @@ def _top(net: np.ndarray, rows: np.ndarray, length: int, tol: float) -> np.ndarr
 
     When a few sample rows show exactly tied columns (identical nodes), ties (within ``tol``)
     are broken by a fixed low-discrepancy jitter of (row, column), so identical pods list
-    different identical nodes instead of all the lowest indices.
+    different identical nodes instead of all the lowest indices. ``net`` may be overwritten.
     """
     n_cols = net.shape[1]
     if length >= n_cols:
@@ -56,7 +55,15 @@ def _top(net: np.ndarray, rows: np.ndarray, length: int, tol: float) -> np.ndarr
         # additive recurrence with the plastic number's reciprocals (spread in two dimensions)
         spread = np.modf(rows[:, None] * 0.7548776662 + np.arange(n_cols)[None, :] * 0.5698402910)
         net = net + tol * spread[0]
-    return np.argpartition(net, n_cols - length, axis=1)[:, n_cols - length :]
+    if length > ARGMAX_TOP:
+        return np.argpartition(net, n_cols - length, axis=1)[:, n_cols - length :]
+    # a few row maxima are cheaper than a partition of every row (``net`` is overwritten)
+    top = np.empty((net.shape[0], length), dtype=np.int64)
+    every = np.arange(net.shape[0])
+    for i in range(length):
+        top[:, i] = net.argmax(axis=1)
+        net[every, top[:, i]] = -np.inf
+    return top
 
 
 def _edges(values: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,46 +73,34 @@ def _edges(values: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return rows[ok], cols[ok]
 
 
-def _sufficient(values: np.ndarray, capacity: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """Per pod, its best nodes by value until their free units reach the batch's demand, (J, k).
+def _sufficient(values: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Per pod, (at least) its best nodes by value until their free slots reach the number of
+    pods that can be placed, as a (J, N) bool mask.
 
-    These lists provably hold an optimum (at zero prices): take an optimal flow with the most
-    units on listed edges; a unit of pod j on an unlisted node would mean every node on j's
-    list is full (else the unit moves there, no worse, onto a listed edge), i.e. at least D
-    units plus that one in a batch of D units. k is the same for every pod: the fewest nodes
-    whose *smallest* capacities reach D (pods with fewer allowed nodes list them all).
+    These lists provably hold an optimum: take an optimal assignment with the most pods on
+    listed pairs; a pod on an unlisted node would mean every node on its list is full (else
+    it moves there, no worse, onto a listed pair), i.e. at least J other pods, in a batch of
+    J. The list length k is the same for every pod: the fewest nodes whose *smallest*
+    capacities reach J (pods with fewer allowed nodes list them all); any superset is as
+    good, and a row threshold from a column sample finds one faster than a partition.
     """
     n_pods, n_nodes = values.shape
-    placeable = np.isfinite(values).any(axis=1)
-    demand = int(units[placeable].sum())
+    demand = int(np.isfinite(values).any(axis=1).sum())
     open_caps = np.sort(capacity[capacity > 0])
     k = int(np.searchsorted(np.cumsum(open_caps), demand)) + 1
-    if k >= n_nodes:
-        return np.broadcast_to(np.arange(n_nodes), values.shape)
-    return np.argpartition(values, n_nodes - k, axis=1)[:, n_nodes - k :]
-
-
-def _profits(flow: Flow, prices: np.ndarray, n_pods: int) -> np.ndarray:
-    """Profit per unit of each pod at ``prices``: 0 for a pod with units left out or none
-    placed, else the least over its homes (all equal at an optimum)."""
-    home = np.flatnonzero(flow.units > 0)
-    profit = np.full(n_pods, np.inf)
-    np.minimum.at(profit, flow.pod[home], flow.gain[home] - prices[flow.node[home]])
-    profit[np.isinf(profit) | (flow.out > 0)] = 0.0
-    return profit
-
-
-def _rows(flow: Flow, units: np.ndarray) -> np.ndarray:
-    """The flow as a node per unit row (rows of pod j consecutive, placed units first), −1 =
-    out."""
-    home = np.flatnonzero(flow.units > 0)
-    home = home[np.argsort(flow.pod[home], kind="stable")]
-    pod = np.repeat(flow.pod[home], flow.units[home])
-    placed = np.bincount(pod, minlength=units.size)
-    within = np.arange(pod.size) - (np.cumsum(placed) - placed)[pod]
-    rows = np.full(int(units.sum()), -1, dtype=np.int64)
-    rows[(np.cumsum(units) - units)[pod] + within] = np.repeat(flow.node[home], flow.units[home])
-    return rows
+    if 4 * k >= n_nodes:
+        return np.ones(values.shape, dtype=bool)
+    # a row threshold from every 4th column (its k/4 + 2 largest), lowered where it keeps
+    # fewer than k nodes
+    sample = values[:, ::4]
+    cut = sample.shape[1] - (k // 4 + 2)
+    threshold = np.partition(sample, cut, axis=1)[:, cut]
+    keep = values >= threshold[:, None]
+    short = np.flatnonzero(keep.sum(axis=1) < k)
+    if short.size:
+        exact = np.partition(values[short], n_nodes - k, axis=1)[:, n_nodes - k]
+        keep[short] = values[short] >= exact[:, None]
+    return keep
 
 
 def transport(
@@ -113,67 +108,70 @@ def transport(
     capacity: np.ndarray,
     v_max: float,
     start_prices: np.ndarray | None = None,
-    units: np.ndarray | None = None,
     list_len: int = LIST_LEN,
     max_passes: int = MAX_PASSES,
+    deadline: Deadline = NO_DEADLINE,
 ) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """Optimal assignment of unit demands to nodes with capacities, and its dual prices.
+    """Optimal assignment of single-slot pods to nodes with capacities, and its dual prices.
 
     Parameters
     ----------
     values : (J, N) float
-        Value of one unit of pod j on node n, > 0 where allowed, −inf where not.
+        Value of pod j on node n, > 0 where allowed, −inf where not.
     capacity : (N,) int ≥ 0
-        Units per node.
+        Free slots per node.
     v_max : float > 0
         The largest value: gains within ``TOL_REL · v_max`` count as ties.
     start_prices : (N,) float ≥ 0, optional
         Prices that pick the first candidate lists: each pod's ``list_len`` best nodes by net
         value (the warm start). ``None``: the lists that provably hold an optimum
-        (:func:`_sufficient`), so a cold start needs no passes to find it.
-    units : (J,) int ≥ 1, optional
-        Units per pod (default 1): pod j supplies ``units[j]`` units, which may go to
-        different nodes (the per-slot relaxation of bundles, :mod:`.bundles`).
+        (:func:`_sufficient`).
     list_len : int
-        Nodes added per pass for pods that would gain (and the first lists' length when
-        ``start_prices`` is given).
+        Nodes per pod in the first lists (with ``start_prices``), and the first growth step.
     max_passes : int
         Restricted solves before giving up.
+    deadline : Deadline
+        The wall-clock budget (:mod:`.budget`), checked before every pass.
 
     Returns
     -------
     (assignment, prices, passes) or None
-        assignment (Σ units,) node per unit row (rows of pod j are consecutive), −1 = out;
-        prices (N,) ≥ 0 per unit, 0 on nodes with a free unit, certifying optimality (0-CS);
-        passes run. ``None`` when the pass cap or ``MAX_EDGES`` is hit or rounding breaks the
-        certificate: the caller must use another method.
+        assignment (J,) node per pod, −1 = out; prices (N,) ≥ 0, 0 on nodes with a free slot,
+        certifying optimality (0-CS); passes run. ``None`` when the pass cap or ``MAX_EDGES``
+        is hit, rounding breaks the certificate, or the budget is spent: the caller must use
+        another method.
     """
     n_pods, n_nodes = values.shape
-    units = np.ones(n_pods, dtype=np.int64) if units is None else units
+    ones = np.ones(n_pods, dtype=np.int64)
     tol = TOL_REL * v_max
     if start_prices is None:
-        cols = _sufficient(values, capacity, units)
+        pod, node = np.nonzero(_sufficient(values, capacity) & np.isfinite(values))
     else:
-        cols = _top(values - start_prices[None, :], np.arange(n_pods), list_len, tol)
-    pod, node = _edges(values, cols)
+        pod, node = _edges(
+            values, _top(values - start_prices[None, :], np.arange(n_pods), list_len, tol)
+        )
     for passes in range(1, max_passes + 1):
-        if pod.size > MAX_EDGES:
+        if pod.size > MAX_EDGES or deadline.expired():
             return None
-        flow = min_cost_flow(units, capacity, pod, node, values[pod, node], v_max)
+        flow = min_cost_flow(ones, capacity, pod, node, values[pod, node], v_max)
         if flow is None:
             return None
         prices = min_prices(flow, n_nodes, tol)
         if prices is None:
             return None
-        used = np.bincount(node, weights=flow.units, minlength=n_nodes)
+        on = flow.units > 0
+        assign = np.full(n_pods, -1, dtype=np.int64)
+        assign[pod[on]] = node[on]
+        used = np.bincount(node[on], minlength=n_nodes)
         if (prices[used < capacity] > tol).any():
             return None
-        profit = _profits(flow, prices, n_pods)
+        profit = np.zeros(n_pods)
+        profit[pod[on]] = flow.gain[on] - prices[node[on]]
         net = values - prices[None, :]
         gaining = np.flatnonzero(net.max(axis=1) > profit + tol)
         if gaining.size == 0:
-            return _rows(flow, units), prices, passes
-        more = _top(net[gaining], gaining, list_len, tol)
+            return assign, prices, passes
+        more = _top(net[gaining], gaining, list_len * GROWTH ** (passes - 1), tol)
         more_pod, more_node = _edges(values[gaining], more)
         pairs = np.unique(
             np.concatenate([pod * n_nodes + node, gaining[more_pod] * n_nodes + more_node])
@@ -186,8 +184,8 @@ def dense(
     values: np.ndarray, capacity: np.ndarray, v_max: float
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Small single-slot batches: scipy's ``linear_sum_assignment`` on the slot-expanded values
-    (dense Jonker–Volgenant, O(J²·ΣK): cheaper than list passes below ~10⁶), priced by the
-    same longest paths over all allowed pairs.
+    (dense Jonker–Volgenant, O(J²·ΣK): cheaper than building a flow below ~10⁶), priced by
+    the same longest paths over all allowed pairs (:func:`.flow.min_prices`).
 
     Parameters
     ----------

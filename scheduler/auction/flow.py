@@ -81,16 +81,20 @@ def min_cost_flow(
         ``None`` if OR-tools does not report an optimum (it cannot for a well-formed network;
         the caller then uses another method).
     """
-    n_pods, n_nodes = supply.size, capacity.size
+    n_pods = supply.size
+    listed, node_row = np.unique(node, return_inverse=True)  # only listed nodes enter
+    n_nodes = listed.size
     source, sink = n_pods + n_nodes, n_pods + n_nodes + 1
     total = int(supply.sum())
-    pods = np.arange(n_pods)
-    nodes = np.arange(n_nodes)
     graph = SimpleMinCostFlow()
     graph.add_arcs_with_capacity_and_unit_cost(
-        np.concatenate([pod, np.full(n_pods, source), n_pods + nodes, [source]]).astype(np.int32),
-        np.concatenate([n_pods + node, pods, np.full(n_nodes, sink), [sink]]).astype(np.int32),
-        np.concatenate([supply[pod], supply, capacity, [total]]).astype(np.int64),
+        np.concatenate(
+            [pod, np.full(n_pods, source), n_pods + np.arange(n_nodes), [source]]
+        ).astype(np.int32),
+        np.concatenate(
+            [n_pods + node_row, np.arange(n_pods), np.full(n_nodes, sink), [sink]]
+        ).astype(np.int32),
+        np.concatenate([supply[pod], supply, capacity[listed], [total]]).astype(np.int64),
         np.concatenate(
             [
                 -np.rint(gain * (COST_SCALE / g_max)).astype(np.int64),
@@ -109,6 +113,12 @@ def min_prices(flow: Flow, n_nodes: int, tol: float) -> np.ndarray | None:
     """Minimal competitive per-unit prices of an optimal ``flow`` (longest paths, see the
     module docstring).
 
+    The paths run over nodes and pods: a pod's profit π_j is at most w_jh − p_h at each of its
+    homes h (and 0 when units are left out), every listed node m costs at least w_jm − π_j, and
+    p ≥ 0. Each sweep updates the pods from their homes, then the nodes from the pods listing
+    them, so a sweep moves a price one pod along its path; at the fixed point the homes of a
+    split pod agree on π_j.
+
     Parameters
     ----------
     flow : Flow
@@ -120,49 +130,33 @@ def min_prices(flow: Flow, n_nodes: int, tol: float) -> np.ndarray | None:
     -------
     (N,) float ≥ 0 or None
         ``None`` if they do not settle within ``n_nodes + 1`` sweeps (a positive cycle: the
-        flow is not optimal for the float gains, which rounding can cause).
+        flow is not optimal for the float gains, which rounding can cause) or a placed pod's
+        profit is negative.
     """
     pod, node, gain = flow.pod, flow.node, flow.gain
+    n_pods = flow.out.size
     home = np.flatnonzero(flow.units > 0)
-    # pods with one home (nearly all) reach their listed nodes from it; a pod split over k
-    # homes needs the paths from each (its profit is one number), so its edges repeat k times
-    homes_of = np.bincount(pod[home], minlength=flow.out.size)
-    first = np.full(flow.out.size, -1, dtype=np.int64)
-    first[pod[home[::-1]]] = home[::-1]  # the first home edge of each pod
-    tails = [np.where(homes_of[pod] > 0, node[np.maximum(first[pod], 0)], -1)]
-    lengths = [gain - np.where(homes_of[pod] > 0, gain[np.maximum(first[pod], 0)], 0.0)]
-    heads = [node]
-    split = np.flatnonzero(homes_of > 1)
-    if split.size:
-        extra = home[np.isin(pod[home], split) & (home != first[pod[home]])]
-        for h in extra:  # few: a basic optimal flow splits at most one pod per full node
-            mine = np.flatnonzero(pod == pod[h])
-            tails.append(np.full(mine.size, node[h]))
-            lengths.append(gain[mine] - gain[h])
-            heads.append(node[mine])
-    left_out = np.flatnonzero((flow.out[pod] > 0) & (homes_of[pod] > 0))  # profit 0 as well
-    tails.append(np.full(left_out.size, -1))
-    lengths.append(gain[left_out])
-    heads.append(node[left_out])
-    tail = np.concatenate(tails)
-    length = np.concatenate(lengths)
-    head = np.concatenate(heads)
-    order = np.argsort(head, kind="stable")
-    tail, length, head = tail[order], length[order], head[order]
-    from_source = tail < 0
-    base = np.zeros(n_nodes)
-    np.maximum.at(base, head[from_source], length[from_source])
-    tail, length, head = tail[~from_source], length[~from_source], head[~from_source]
-    prices = base
-    if head.size == 0:
-        return prices
-    starts = np.flatnonzero(np.r_[True, head[1:] != head[:-1]])
-    targets = head[starts]
+    home = home[np.argsort(pod[home], kind="stable")]
+    home_pod, home_node, home_gain = pod[home], node[home], gain[home]
+    pod_starts = np.flatnonzero(np.r_[True, home_pod[1:] != home_pod[:-1]]) if home.size else home
+    homed = home_pod[pod_starts]
+    order = np.argsort(node, kind="stable")
+    edge_pod, edge_gain = pod[order], gain[order]
+    node_starts = np.flatnonzero(np.r_[True, node[order][1:] != node[order][:-1]])
+    listed = node[order][node_starts]
+    base = np.where(flow.out > 0, 0.0, -np.inf)  # −π: 0 for a pod with units left out
+    prices = np.zeros(n_nodes)
     for _ in range(n_nodes + 1):
-        reach = np.maximum.reduceat(prices[tail] + length, starts)
-        new = np.maximum(prices[targets], reach)
-        if not (new > prices[targets] + tol).any():
+        minus_profit = base.copy()
+        if home.size:
+            reach = np.maximum.reduceat(prices[home_node] - home_gain, pod_starts)
+            minus_profit[homed] = np.maximum(minus_profit[homed], reach)
+        new = np.maximum(
+            prices[listed], np.maximum.reduceat(minus_profit[edge_pod] + edge_gain, node_starts)
+        )
+        if not (new > prices[listed] + tol).any():
+            if (minus_profit[homed] > tol).any():
+                return None  # a placed pod would rather stay out
             return prices
-        prices = prices.copy()
-        prices[targets] = new
+        prices[listed] = new
     return None
