@@ -39,7 +39,7 @@ from eams.scheduler.errors import AuctionInputError
 # (measured here at 100 × 100 × 4 = 4·10⁶: 3 ms, cold passes 10 ms, warm passes 2 ms)
 DENSE_WORK = 4_000_000
 QUICK_ROUNDS = 20  # auction rounds tried on exactly rank-one bids before the matching
-POLISH_ROUNDS = 20  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
+POLISH_ROUNDS = 10  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
 # certified gap (share of the value) above which the polish runs: below 2 % it never won on
 # the benchmark batches (scheduler/auction/README.md), above it it gained up to 0.3 %
 POLISH_GAP = 0.02
