@@ -162,6 +162,19 @@ def _swap(values: np.ndarray, demand: np.ndarray, assign: np.ndarray, room: np.n
             assign[j] = n
 
 
+def _repaired(
+    values: np.ndarray, demand: np.ndarray, capacity: np.ndarray, assign: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """Steps 3–4 on a feasible assignment: swap repair, greedy completion; and its value."""
+    room = capacity - np.bincount(
+        assign[assign >= 0], weights=demand[assign >= 0], minlength=capacity.size
+    ).astype(np.int64)
+    _swap(values, demand, assign, room)
+    assign = greedy_complete(values, demand, capacity, assign)
+    on = np.flatnonzero(assign >= 0)
+    return assign, float(values[on, assign[on]].sum())
+
+
 def relax_round_repair(
     values: np.ndarray,
     guess: np.ndarray | None,
@@ -195,15 +208,16 @@ def relax_round_repair(
     """
     prices = rank_one_prices(values if guess is None else guess, demand, capacity)[0]
     assign, ranked, bound = priced_greedy(values, demand, capacity, prices)
-    room = capacity - np.bincount(
-        assign[assign >= 0], weights=demand[assign >= 0], minlength=capacity.size
-    ).astype(np.int64)
-    _swap(values, demand, assign, room)
-    assign = greedy_complete(values, demand, capacity, assign)
+    assign, value = _repaired(values, demand, capacity, assign)
     if deadline.expired():
         return assign, prices, bound
-    on = np.flatnonzero(assign >= 0)
-    refined = refine(values, demand, capacity, prices, ranked, float(values[on, assign[on]].sum()))
+    # the same greedy at zero prices (by value alone) wins on some small batches
+    plain, plain_value = _repaired(
+        values, demand, capacity, priced_greedy(values, demand, capacity, 0.0 * prices)[0]
+    )
+    if plain_value > value:
+        assign, value = plain, plain_value
+    refined = refine(values, demand, capacity, prices, ranked, value)
     tighter = allowed_bound(values, demand, capacity, refined)
     if tighter < bound:
         prices, bound = refined, tighter
