@@ -33,9 +33,7 @@ class Deadline:
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
 
     @classmethod
-    def after(
-        cls, budget_s: float | None, clock: Callable[[], float] = time.monotonic
-    ) -> Deadline:
+    def after(cls, budget_s: float | None, clock: Callable[[], float] = time.monotonic) -> Deadline:
         """The deadline ``budget_s`` seconds from now (None: none).
 
         Raises

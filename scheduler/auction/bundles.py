@@ -31,6 +31,7 @@ import numpy as np
 
 from eams.scheduler.auction.budget import NO_DEADLINE, Deadline
 from eams.scheduler.auction.dual import allowed_bound
+from eams.scheduler.auction.exact import ranked as ranked_nodes
 from eams.scheduler.auction.greedy import greedy_complete
 from eams.scheduler.auction.warmstart import rank_one_prices
 
@@ -39,18 +40,6 @@ SWAP_NODES = 8  # nodes tried per pod, its best first
 RANKED = 12  # nodes per pod ranked by net value: the greedy's first choices, the refinement's
 REFINE_STEPS = 40  # subgradient steps on the ranked nodes (≈ 0.1 ms each at 500 pods)
 REFINE_DAMPING = 0.5  # of Polyak's step
-
-
-def _ranked(net: np.ndarray, length: int) -> np.ndarray:
-    """Per row, the columns of the ``length`` largest entries of ``net`` in descending order
-    (repeated row maxima; ``net`` is overwritten), (J, length)."""
-    length = min(length, net.shape[1])
-    top = np.empty((net.shape[0], length), dtype=np.int64)
-    every = np.arange(net.shape[0])
-    for i in range(length):
-        top[:, i] = net.argmax(axis=1)
-        net[every, top[:, i]] = -np.inf
-    return top
 
 
 def priced_greedy(
@@ -75,7 +64,7 @@ def priced_greedy(
     net = values - demand[:, None] * prices[None, :]
     profit = net.max(axis=1)
     bound = float(np.maximum(profit, 0.0).sum() + (capacity * prices).sum())  # dual_bound
-    ranked = _ranked(net.copy(), RANKED)
+    ranked = ranked_nodes(net.copy(), RANKED)
     assign = np.full(values.shape[0], -1, dtype=np.int64)
     room = capacity.copy()
     rooms = capacity.tolist()  # the same, as Python ints for the scan of the ranked lists

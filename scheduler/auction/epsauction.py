@@ -29,8 +29,8 @@ from dataclasses import replace
 import numpy as np
 
 from eams.scheduler.auction import epsilon
-from eams.scheduler.auction.budget import NO_DEADLINE, Deadline
 from eams.scheduler.auction.book import OrderBook
+from eams.scheduler.auction.budget import NO_DEADLINE, Deadline
 from eams.scheduler.auction.dual import certified_gap
 from eams.scheduler.auction.greedy import greedy_complete
 from eams.scheduler.auction.model import AuctionParams, Clearing

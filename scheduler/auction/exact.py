@@ -57,7 +57,13 @@ def _top(net: np.ndarray, rows: np.ndarray, length: int, tol: float) -> np.ndarr
         net = net + tol * spread[0]
     if length > ARGMAX_TOP:
         return np.argpartition(net, n_cols - length, axis=1)[:, n_cols - length :]
-    # a few row maxima are cheaper than a partition of every row (``net`` is overwritten)
+    return ranked(net, length)  # a few row maxima are cheaper than a partition of every row
+
+
+def ranked(net: np.ndarray, length: int) -> np.ndarray:
+    """Per row, the columns of the ``length`` largest entries of ``net`` in descending order,
+    by repeated row maxima (``net`` is overwritten), (J, min(length, N))."""
+    length = min(length, net.shape[1])
     top = np.empty((net.shape[0], length), dtype=np.int64)
     every = np.arange(net.shape[0])
     for i in range(length):
@@ -84,7 +90,7 @@ def _sufficient(values: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     capacities reach J (pods with fewer allowed nodes list them all); any superset is as
     good, and a row threshold from a column sample finds one faster than a partition.
     """
-    n_pods, n_nodes = values.shape
+    n_nodes = values.shape[1]
     demand = int(np.isfinite(values).any(axis=1).sum())
     open_caps = np.sort(capacity[capacity > 0])
     k = int(np.searchsorted(np.cumsum(open_caps), demand)) + 1

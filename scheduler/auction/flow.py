@@ -134,7 +134,6 @@ def min_prices(flow: Flow, n_nodes: int, tol: float) -> np.ndarray | None:
         profit is negative.
     """
     pod, node, gain = flow.pod, flow.node, flow.gain
-    n_pods = flow.out.size
     home = np.flatnonzero(flow.units > 0)
     home = home[np.argsort(pod[home], kind="stable")]
     home_pod, home_node, home_gain = pod[home], node[home], gain[home]

@@ -19,7 +19,7 @@ bid_values`, i.e. the energy model :mod:`eams.calibrate.energy`), so when that m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -199,6 +199,8 @@ class AuctionBatch:
         The bids (``bids.bid_values``, or :func:`request_values`).
     feasible : (J, N) bool or None
         The filter mask.
+    pod_cores : (J,) float or None
+        The CPU requests of the non-rank-one kind (None: the pods' slots).
     """
 
     kind: str
@@ -207,6 +209,13 @@ class AuctionBatch:
     params: AuctionParams
     values: np.ndarray
     feasible: np.ndarray | None
+    pod_cores: np.ndarray | None = None
+
+    def bids(self) -> np.ndarray:
+        """The bids computed again (what ``clear`` does before it clears), (J, N)."""
+        if self.pod_cores is None:
+            return bids.bid_values(self.pods, self.nodes, self.params)
+        return request_values(self.pods, self.nodes, self.pod_cores, self.params)
 
     @property
     def single_slot(self) -> bool:
@@ -254,13 +263,12 @@ def batch(kind: str, n_pods: int, n_nodes: int, slots: int, seed: int = 0) -> Au
             nodes = _fleet(np.random.default_rng(seed), n_nodes, slots)
     else:
         pods, nodes = random_batch(n_pods, n_nodes, slots, seed, 4 if sizes == "1-4" else 1)
+    request = None
     if sizes == "requests":
         params = AuctionParams(cores_per_slot=max(REQUEST_CORES))
         request = np.random.default_rng([seed, 20]).choice(REQUEST_CORES, n_pods)
-        values = request_values(pods, nodes, request, params)
-    else:
-        values = bids.bid_values(pods, nodes, params)
     feasible = None
     if masked:
         feasible = np.random.default_rng(seed + 1).random((n_pods, n_nodes)) >= MASK_FRACTION
-    return AuctionBatch(kind, pods, nodes, params, values, feasible)
+    made = AuctionBatch(kind, pods, nodes, params, np.empty((0, 0)), feasible, request)
+    return replace(made, values=made.bids())

@@ -61,7 +61,8 @@ class Solved:
 
 def _pairs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The allowed (pod, node) pairs of an allowed-values matrix (−inf = not allowed)."""
-    return np.nonzero(np.isfinite(values))
+    pod, node = np.nonzero(np.isfinite(values))
+    return pod, node
 
 
 def _clock() -> tuple[float, float]:
@@ -199,15 +200,17 @@ def lsa_optimum(values: np.ndarray, capacity: np.ndarray) -> Solved:
 
 def versions() -> dict[str, str]:
     """The reference solvers' versions, for the figures."""
-    import ortools
+    from importlib.metadata import version
 
-    return {"ortools": ortools.__version__, "scipy": scipy.__version__, "highs": _highs()}
+    return {"ortools": version("ortools"), "scipy": scipy.__version__, "highs": _highs()}
 
 
 def _highs() -> str:
     try:
         from scipy.optimize._highspy import _core  # scipy's bundled HiGHS
 
-        return f"{_core.HIGHS_VERSION_MAJOR}.{_core.HIGHS_VERSION_MINOR}.{_core.HIGHS_VERSION_PATCH}"
+        return (
+            f"{_core.HIGHS_VERSION_MAJOR}.{_core.HIGHS_VERSION_MINOR}.{_core.HIGHS_VERSION_PATCH}"
+        )
     except (ImportError, AttributeError):
         return "unknown"
