@@ -4,8 +4,9 @@ when ``"auto"`` takes it, the function that runs it), and the walk through it.
 ``AuctionParams.method = "auto"`` walks the table in order and runs the first method whose
 ``auto`` rule holds and whose ``needs`` are met; a method that gives up at run time (its
 function returns ``None``: the pass cap, rounding broke the certificate, the quick try did not
-end) hands the batch on to the next one that applies. The last row, the ε-auction, applies to
-every batch and never gives up (its round cap ends in the greedy fallback).
+end, the wall-clock budget is spent) hands the batch on to the next one that applies. The last
+row, the ε-auction, applies to every batch and never gives up (its round cap and the budget
+end in the greedy fallback).
 
 A method named in ``AuctionParams.method`` (as ``scipy.optimize.linprog(method=...)``) runs if
 its ``needs`` are met, else :class:`~eams.scheduler.errors.AuctionInputError` says why; if it
@@ -35,8 +36,9 @@ from eams.scheduler.auction.model import AuctionParams, Clearing, Method
 from eams.scheduler.auction.warmstart import rank_one_prices
 from eams.scheduler.errors import AuctionInputError
 
-# J²·ΣK below which linear_sum_assignment on the slot-expanded values beats cold list passes
-# (measured here at 100 × 100 × 4 = 4·10⁶: 3 ms, cold passes 10 ms, warm passes 2 ms)
+# J²·ΣK below which linear_sum_assignment on the slot-expanded values beats the cold flow
+# (measured here: at 100 × 100 × 4 = 4·10⁶ both ~6–7 ms; 40 × 60 × 3: 1.0 vs 1.4 ms; 200 × 200 × 4:
+# 48 vs 27 ms)
 DENSE_WORK = 4_000_000
 QUICK_ROUNDS = 20  # auction rounds tried on exactly rank-one bids before the matching
 POLISH_ROUNDS = 10  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
