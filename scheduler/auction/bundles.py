@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from eams.scheduler.auction.budget import NO_DEADLINE, Deadline
-from eams.scheduler.auction.dual import allowed_bound
+from eams.scheduler.auction.dual import allowed_bound, net_values
 from eams.scheduler.auction.exact import ranked as ranked_nodes
 from eams.scheduler.auction.greedy import greedy_complete
 from eams.scheduler.auction.warmstart import rank_one_prices
@@ -61,10 +61,10 @@ def priced_greedy(
         each pod's ``RANKED`` best nodes by net value, best first (for the bound refinement);
         bound, :func:`.dual.dual_bound` at ``prices`` (the same pass).
     """
-    net = values - demand[:, None] * prices[None, :]
+    net = net_values(values, demand, prices)
     profit = net.max(axis=1)
     bound = float(np.maximum(profit, 0.0).sum() + (capacity * prices).sum())  # dual_bound
-    ranked = ranked_nodes(net.copy(), RANKED)
+    ranked = ranked_nodes(net.copy(), RANKED)  # a copy: ``net`` may be ``values`` itself
     assign = np.full(values.shape[0], -1, dtype=np.int64)
     room = capacity.copy()
     rooms = capacity.tolist()  # the same, as Python ints for the scan of the ranked lists

@@ -55,8 +55,23 @@ def allowed_bound(
     """
     if values.size == 0:
         return 0.0
-    net = (values - demand[:, None] * prices[None, :]).max(axis=1)
-    return float(np.maximum(net, 0.0).sum() + (capacity * prices).sum())
+    best = net_values(values, demand, prices).max(axis=1)
+    return float(np.maximum(best, 0.0).sum() + (capacity * prices).sum())
+
+
+def net_values(values: np.ndarray, demand: np.ndarray, prices: np.ndarray) -> np.ndarray:
+    """v_jn − d_j·p_n, (J, N), in one temporary (``values`` itself when every price is 0).
+
+    Parameters
+    ----------
+    values : (J, N) float
+    demand : (J,) int
+    prices : (N,) float, per slot
+    """
+    if not prices.any():
+        return values
+    net = np.multiply.outer(demand.astype(float), prices)
+    return np.subtract(values, net, out=net)
 
 
 def certified_gap(
