@@ -81,3 +81,35 @@ def test_a_bad_budget_is_refused(budget: float) -> None:
     pods, nodes = random_batch(4, 3, 2, seed=0)
     with pytest.raises(AuctionInputError, match=r"time_budget_s"):
         clear(pods, nodes, time_budget_s=budget)
+
+
+def test_a_budget_that_ends_inside_the_relaxation_keeps_its_greedy_assignment() -> None:
+    """The budget ends after the relaxation's first check (each check advances the clock one
+    tick): its priced greedy assignment is returned without refinement or polish, feasible,
+    ``timed_out``, with a gap that holds against the MILP optimum."""
+    from eams.scheduler.auction.inputs import allowed
+    from eams.scheduler.auction.methods import Batch, dispatch
+
+    pods, nodes = random_batch(14, 6, 6, seed=2, max_pod_slots=3)
+    values = bids.bid_values(pods, nodes, AuctionParams())
+    v = allowed(values, pods.slots, nodes.slots, None)
+    best_row = v.max(axis=1)
+    ticks = iter(range(10_000))
+    deadline = Deadline(at_s=1.0, clock=lambda: float(next(ticks)))
+    b = Batch(
+        values,
+        v,
+        pods.slots,
+        nodes.slots,
+        AuctionParams(),
+        None,
+        best_row > -np.inf,
+        best_row,
+        float(best_row.max()),
+        deadline,
+    )
+    c = dispatch(b)
+    assert c.method == "relaxation" and c.timed_out and c.polish_rounds == 0
+    assert_feasible(values, pods.slots, nodes.slots, c)
+    best = milp_optimum(values, pods.slots, nodes.slots)
+    assert c.gap_bound is not None and best - c.value <= c.gap_bound * (1 + 1e-9) + 1e-12
