@@ -1,32 +1,28 @@
-"""The ε-auction against scipy's linear_sum_assignment at the three sizes of issue 5.
+"""The engine against the solvers a user would pick instead, on every batch kind, in one run.
 
-Run: ``.venv/bin/python benchmarks/auction_bench.py [--repeats N] [--method auto|auction]``;
-prints one JSON line per size (the figures of ``eams bench auction --json``), then the hard
-cases at 500 × 1,000 × 8 (30 % filter mask; cold start; pods of 1–4 slots, without and with
-the mask; for mixed sizes the reference is the ε-auction, ``method="auction"``).
-``PYTHONPATH=. … --bundle-milp 400``: only the gap of both methods to the HiGHS MILP on tiny
-bundle batches.
-Goal (500 × 1,000 × 8): ≤ 10 ms median, ≥ 5× faster than linear_sum_assignment on the same
-values, value gap within J·ε.
+Run: ``.venv/bin/python benchmarks/auction_bench.py [--repeats N] [--out FILE]``: for each kind
+of ``eams.scheduler.bench.auction_batches.KINDS`` at 500 pods × 1,000 nodes × 8 free slots,
+the figures of ``eams bench auction --json`` (one JSON line each, also written to ``--out``),
+then a Markdown table of them (the README's). ``PYTHONPATH=. … --bundle-milp 400``: only the
+gap of ``method="auto"`` and ``method="auction"`` to the HiGHS MILP optimum on tiny bundle
+batches.
+
+Targets (issue 18, 500 × 1,000 × 8): every single-slot kind within J·ε of the optimum and no
+slower than the min-cost flow, cold and filtered ≤ 30 ms; 1–4-slot pods ≤ 30 ms within 1 % of
+the best bound any solver found in 1 s; trace-shaped batches ≤ 50 ms within 2 % of it.
 """
 
 import argparse
 import json
+import os
 
 import numpy as np
 
 from eams.scheduler.auction import AuctionParams, bids, solve
-from eams.scheduler.bench.auction_batches import random_batch
-from eams.scheduler.bench.clearing_time import run_benchmark
+from eams.scheduler.bench.auction_batches import KINDS, random_batch
+from eams.scheduler.bench.clearing_time import compare
 
-SIZES = [(100, 100, 4), (500, 1000, 8), (2000, 1000, 8)]
-# the extender's case (AR-2): filter masks, mixed pod sizes, no warm start; 500 × 1,000 × 8
-HARD = [
-    {"mask": 0.3, "pod_slots": 1, "cold": False},
-    {"mask": 0.0, "pod_slots": 1, "cold": True},
-    {"mask": 0.0, "pod_slots": 4, "cold": False},
-    {"mask": 0.3, "pod_slots": 4, "cold": False},
-]
+SIZE = (500, 1000, 8)
 
 
 def bundle_gaps(n_instances: int) -> dict:
@@ -62,12 +58,52 @@ def bundle_gaps(n_instances: int) -> dict:
     }
 
 
+def _cell(solved: dict) -> str:
+    value = "none" if solved["value"] is None else f"{solved['value']:.1f}"
+    bound = "—" if solved["bound"] is None else f"{solved['bound']:.1f}"
+    return f"{solved['solve_ms']:,.0f} ms: {value} / {bound}"
+
+
+def table(rows: list[dict]) -> str:
+    """The figures as the README's Markdown table (CPU medians for the engine and the flow,
+    wall time of each budgeted solve; value / bound)."""
+    lines = [
+        "| batch | EAMS `clear` CPU median / p99 | method | EAMS value, certificate | "
+        "OR-tools min-cost flow (build + solve CPU): value | CP-SAT 50 ms / 200 ms / 1 s "
+        "(wall: value / bound) | HiGHS MILP 50 ms / 200 ms / 1 s | best bound (by) | "
+        "EAMS below it | load |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        e = r["eams"]
+        refs = {s["solver"]: s for s in r["references"]}
+        flow = r["references"][0]
+        flow_ms = flow["build_ms"] + flow["solve_cpu_ms"]
+        flow_text = f"{flow_ms:,.0f} ms: " + (
+            f"{flow['value']:.2f}" if flow["value"] is not None else f"LP {flow['bound']:.1f}"
+        )
+        cert = (
+            "J·ε " + f"{e['j_epsilon']:.3g}"
+            if e["gap_bound"] is None
+            else (f"gap_bound {e['gap_bound']:.2f} ({100 * e['gap_bound'] / e['value']:.2f} %)")
+        )
+        cp = " · ".join(_cell(s) for n, s in refs.items() if n.startswith("cp-sat")) or "—"
+        hi = " · ".join(_cell(s) for n, s in refs.items() if n.startswith("highs")) or "—"
+        lines.append(
+            f"| {r['kind']} ({r['pod_slots_total']} slots asked, {r['free_slots_total']} free) "
+            f"| {e['clear_cpu_ms_median']:.1f} / {e['clear_cpu_ms_p99']:.1f} ms | {e['method']} "
+            f"| {e['value']:.2f}, {cert} | {flow_text} | {cp} | {hi} "
+            f"| {r['best_bound']:.2f} ({r['best_bound_by']}) | {r['gap_to_best_bound_pct']:.2f} % "
+            f"| {r['load_avg'][0]:.1f}–{r['load_avg'][1]:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--mask", type=float, default=0.0)
-    parser.add_argument("--method", choices=["auto", "auction"], default="auto")
+    parser.add_argument("--out", default=None, help="also write the JSON lines here")
     parser.add_argument(
         "--bundle-milp", type=int, default=0, help="only the bundle-vs-MILP study, N instances"
     )
@@ -75,25 +111,16 @@ def main() -> None:
     if args.bundle_milp:
         print(json.dumps(bundle_gaps(args.bundle_milp)))
         return
-    for pods, nodes, slots in SIZES:
-        figures = run_benchmark(
-            pods, nodes, slots, args.seed, args.repeats, 1, args.mask, method=args.method
-        )
+    rows = []
+    for kind in KINDS:
+        figures = compare(kind, *SIZE, seed=args.seed, repeats=args.repeats)
+        rows.append(figures)
         print(json.dumps(figures), flush=True)
-    for case in HARD:
-        figures = run_benchmark(
-            500,
-            1000,
-            8,
-            args.seed,
-            args.repeats,
-            1,
-            case["mask"],
-            cold=case["cold"],
-            max_pod_slots=case["pod_slots"],
-            method=args.method,
-        )
-        print(json.dumps(figures), flush=True)
+        if args.out:
+            with open(args.out, "a") as handle:
+                handle.write(json.dumps(figures) + "\n")
+    print(table(rows))
+    print(f"load average at the end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

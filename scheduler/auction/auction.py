@@ -9,9 +9,12 @@ where none is; ``Clearing.method`` names the one that cleared.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from eams.scheduler.auction.bids import bid_values
+from eams.scheduler.auction.budget import Deadline
 from eams.scheduler.auction.epsauction import nothing_to_clear
 from eams.scheduler.auction.inputs import allowed, check_matrix
 from eams.scheduler.auction.methods import Batch, dispatch
@@ -26,6 +29,8 @@ def solve(
     capacity: np.ndarray,
     params: AuctionParams = DEFAULT_PARAMS,
     eligible: np.ndarray | None = None,
+    *,
+    time_budget_s: float | None = None,
 ) -> Clearing:
     """Maximise Σ v_{j,n(j)} placing each pod on at most one node within its free slots.
 
@@ -42,27 +47,37 @@ def solve(
         :class:`~.model.Method` name: :data:`.methods.METHODS`).
     eligible : (J, N) bool, optional
         The filter predicates' verdicts.
+    time_budget_s : float ≥ 0, optional, seconds
+        Wall-clock budget (:mod:`.budget`, from the call): a method that finds it spent gives
+        up, and the ε-auction, last, completes greedily and certifies the gap
+        (``Clearing.timed_out``). None (default): no budget, only the deterministic round cap
+        (AR-8), which is what the bench harness uses.
 
     Returns
     -------
     Clearing
-        ``converged`` False and ``fell_back`` True when the round cap was hit; ``method``
-        names the method that cleared. A batch where no pod can go anywhere clears at once
-        (nobody assigned, ``method`` ``"auction"``, 0 rounds) whatever method is asked.
+        ``converged`` False and ``fell_back`` True when the round cap was hit or the budget
+        ended; ``method`` names the method that cleared. A batch where no pod can go anywhere
+        clears at once (nobody assigned, ``method`` ``"auction"``, 0 rounds) whatever method
+        is asked.
 
     Raises
     ------
     AuctionInputError
         Shapes disagree, NaN or +inf values, demand < 1 or capacity < 0 (names the index);
-        the method named in ``params.method`` cannot clear this batch (says why).
+        the method named in ``params.method`` cannot clear this batch (says why);
+        ``time_budget_s`` is negative or not finite.
     """
+    deadline = Deadline.after(time_budget_s)
     raw, d, cap = check_matrix(values, demand, capacity)
     v = allowed(raw, d, cap, eligible)
     best = v.max(axis=1) if v.size else np.full(v.shape[0], -np.inf)
     placeable = best > -np.inf
     if not placeable.any():
         return nothing_to_clear(v, d, cap, params, placeable)
-    return dispatch(Batch(raw, v, d, cap, params, eligible, placeable, best, float(best.max())))
+    return dispatch(
+        Batch(raw, v, d, cap, params, eligible, placeable, best, float(best.max()), deadline)
+    )
 
 
 def clear(
@@ -70,6 +85,8 @@ def clear(
     nodes: Nodes,
     params: AuctionParams = DEFAULT_PARAMS,
     feasible: np.ndarray | None = None,
+    *,
+    time_budget_s: float | None = None,
 ) -> Clearing:
     """Clear one batch: bids from :func:`.bids.bid_values`, then :func:`solve`.
 
@@ -84,6 +101,9 @@ def clear(
     params : AuctionParams
     feasible : (J, N) bool, optional
         Filter-predicate mask (study §4: the default filters still decide feasibility).
+    time_budget_s : float ≥ 0, optional, seconds
+        Wall-clock budget of the clearing, counted from this call (bids included); see
+        :func:`solve`. The extender passes what is left of its batch window.
 
     Returns
     -------
@@ -93,11 +113,15 @@ def clear(
     ------
     AuctionInputError
         ``feasible`` has the wrong shape or dtype; the method named in ``params.method``
-        cannot clear this batch.
+        cannot clear this batch; ``time_budget_s`` is negative or not finite.
     """
+    start_s = time.monotonic()
     values = (
         bid_values(pods, nodes, params)
         if len(pods) and len(nodes)
         else np.zeros((len(pods), len(nodes)))
     )
-    return solve(values, pods.slots, nodes.slots, params, feasible)
+    left_s = time_budget_s
+    if time_budget_s is not None and time_budget_s >= 0:  # a bad budget is refused by solve
+        left_s = max(0.0, time_budget_s - (time.monotonic() - start_s))
+    return solve(values, pods.slots, nodes.slots, params, feasible, time_budget_s=left_s)

@@ -24,10 +24,13 @@ rather than guaranteed.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from eams.scheduler.auction import epsilon
 from eams.scheduler.auction.book import OrderBook
+from eams.scheduler.auction.budget import NO_DEADLINE, Deadline
 from eams.scheduler.auction.dual import certified_gap
 from eams.scheduler.auction.greedy import greedy_complete
 from eams.scheduler.auction.model import AuctionParams, Clearing
@@ -44,6 +47,7 @@ def epsilon_auction(
     first: float,
     v_max: float,
     certify: bool = True,
+    deadline: Deadline = NO_DEADLINE,
 ) -> Clearing:
     """The ε-auction from per-slot ``start`` prices, ε-scaling from ``first`` (steps 1–3).
 
@@ -67,31 +71,41 @@ def epsilon_auction(
         The largest allowed value.
     certify : bool
         False skips the dual bound (a polish whose gap the caller certifies).
+    deadline : Deadline
+        The wall-clock budget (:mod:`.budget`), checked before every round; when it is spent
+        the auction stops as at the round cap.
 
     Returns
     -------
     Clearing
-        ``method`` ``AUCTION``; ``converged`` False and ``fell_back`` True at the round cap.
+        ``method`` ``AUCTION``; ``converged`` False and ``fell_back`` True at the round cap or
+        when the budget ends (then also ``timed_out``).
     """
     book = OrderBook(v, d, cap, params.candidates, start)
     phases = epsilon.schedule(first, epsilon.final(params, v_max), params.epsilon_factor)
     rounds = 0
     lam = 0.0
+    late = False
     for phase, eps in enumerate(phases, start=1):
         if phase > 1:
             book.restart(phases[phase - 2])
         active = placeable.copy()
-        while active.any() and rounds < params.max_rounds:
+        while active.any() and rounds < params.max_rounds and not (late := deadline.expired()):
             rounds += 1
             book.forward_round(active, eps, rounds)
-        if phase == len(phases):
+        if phase == len(phases) and not late:
             book.invalidate()
             lam = floor(book, eps)
-            while rounds < params.max_rounds and reverse_round(book, eps, lam):
+            while (
+                rounds < params.max_rounds
+                and not (late := deadline.expired())
+                and reverse_round(book, eps, lam)
+            ):
                 rounds += 1
-        if rounds >= params.max_rounds:
+        if rounds >= params.max_rounds or late:
             book.assign = greedy_complete(v, d, cap, book.assign)
-            return _result(book, d, rounds, eps, False, True, placeable, phase, 0.0, certify)
+            clearing = _result(book, d, rounds, eps, False, True, placeable, phase, 0.0, certify)
+            return replace(clearing, timed_out=late)
     if (d > 1).any():
         # Bundles can leave free slots that no bid could claim (the ask of a d-slot pod counts
         # held slots too): place what still fits. Single-slot clearings never change here.

@@ -148,9 +148,7 @@ def allowed(
     narrow = np.flatnonzero(cap < d.max())  # only these nodes can be too small for a pod
     if eligible is None and narrow.size == 0 and v.min() > 0:
         return v
-    v = np.where(v > 0, v, -np.inf)
-    if eligible is not None:
-        v[~mask] = -np.inf
+    v = np.where((v > 0) & mask if eligible is not None else v > 0, v, -np.inf)
     if narrow.size:
         v[:, narrow] = np.where(d[:, None] <= cap[narrow][None, :], v[:, narrow], -np.inf)
     return v

@@ -4,8 +4,9 @@ when ``"auto"`` takes it, the function that runs it), and the walk through it.
 ``AuctionParams.method = "auto"`` walks the table in order and runs the first method whose
 ``auto`` rule holds and whose ``needs`` are met; a method that gives up at run time (its
 function returns ``None``: the pass cap, rounding broke the certificate, the quick try did not
-end) hands the batch on to the next one that applies. The last row, the ε-auction, applies to
-every batch and never gives up (its round cap ends in the greedy fallback).
+end, the wall-clock budget is spent) hands the batch on to the next one that applies. The last
+row, the ε-auction, applies to every batch and never gives up (its round cap and the budget
+end in the greedy fallback).
 
 A method named in ``AuctionParams.method`` (as ``scipy.optimize.linprog(method=...)``) runs if
 its ``needs`` are met, else :class:`~eams.scheduler.errors.AuctionInputError` says why; if it
@@ -25,6 +26,7 @@ from functools import cached_property
 import numpy as np
 
 from eams.scheduler.auction import epsilon
+from eams.scheduler.auction.budget import NO_DEADLINE, Deadline
 from eams.scheduler.auction.bundles import relax_round_repair
 from eams.scheduler.auction.dual import certified_gap
 from eams.scheduler.auction.epsauction import epsilon_auction
@@ -34,11 +36,15 @@ from eams.scheduler.auction.model import AuctionParams, Clearing, Method
 from eams.scheduler.auction.warmstart import rank_one_prices
 from eams.scheduler.errors import AuctionInputError
 
-# J²·ΣK below which linear_sum_assignment on the slot-expanded values beats cold list passes
-# (measured here at 100 × 100 × 4 = 4·10⁶: 3 ms, cold passes 10 ms, warm passes 2 ms)
+# J²·ΣK below which linear_sum_assignment on the slot-expanded values beats the cold flow
+# (measured here: at 100 × 100 × 4 = 4·10⁶ both ~6–7 ms; 40 × 60 × 3: 1.0 vs 1.4 ms; 200 × 200 × 4:
+# 48 vs 27 ms)
 DENSE_WORK = 4_000_000
 QUICK_ROUNDS = 20  # auction rounds tried on exactly rank-one bids before the matching
-POLISH_ROUNDS = 20  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
+POLISH_ROUNDS = 10  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
+# certified gap (share of the value) above which the polish runs: below 2 % it never won on
+# the benchmark batches (scheduler/auction/README.md), above it it gained up to 0.3 %
+POLISH_GAP = 0.02
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,8 @@ class Batch:
         ``values.max(axis=1)``.
     v_max : float > 0
         The largest allowed value.
+    deadline : Deadline
+        The wall-clock budget (:mod:`.budget`); every method checks it before it starts.
     """
 
     raw: np.ndarray
@@ -73,6 +81,7 @@ class Batch:
     placeable: np.ndarray
     best: np.ndarray
     v_max: float
+    deadline: Deadline = NO_DEADLINE
 
     @cached_property
     def single_slot(self) -> bool:
@@ -155,14 +164,24 @@ def _rank_one(b: Batch) -> Clearing | None:
     start, first = b.warm
     short = replace(b.params, max_rounds=QUICK_ROUNDS)
     tried = epsilon_auction(
-        b.values, b.demand, b.capacity, short, b.placeable, start, first, b.v_max, certify=False
+        b.values,
+        b.demand,
+        b.capacity,
+        short,
+        b.placeable,
+        start,
+        first,
+        b.v_max,
+        certify=False,
+        deadline=b.deadline,
     )
     return tried if tried.converged else None
 
 
 def _dense(b: Batch) -> Clearing | None:
-    """:func:`.exact.dense`; gives up if rounding breaks its certificate."""
-    solved = dense(b.values, b.capacity, b.v_max)
+    """:func:`.exact.dense`; gives up if rounding breaks its certificate or the budget is
+    spent."""
+    solved = None if b.deadline.expired() else dense(b.values, b.capacity, b.v_max)
     if solved is None:
         return None
     assignment, prices = solved
@@ -170,11 +189,12 @@ def _dense(b: Batch) -> Clearing | None:
 
 
 def _matching(b: Batch) -> Clearing | None:
-    """:func:`.exact.transport` from the warm start of the unfiltered bids; gives up at its
-    pass cap, on a hopeless cold start, or if rounding breaks the certificate."""
+    """:func:`.exact.transport`, its first lists from the warm start of the unfiltered bids
+    (cold: the provably sufficient lists); gives up at its pass cap, when rounding breaks the
+    certificate, or when the budget is spent."""
     warm = b.params.warm_start
     start = rank_one_prices(b.unfiltered, b.demand, b.capacity)[0] if warm else None
-    solved = transport(b.values, b.capacity, b.v_max, start)
+    solved = transport(b.values, b.capacity, b.v_max, start, deadline=b.deadline)
     if solved is None:
         return None
     assignment, prices, passes = solved
@@ -182,15 +202,20 @@ def _matching(b: Batch) -> Clearing | None:
 
 
 def _relaxation(b: Batch) -> Clearing | None:
-    """:func:`.bundles.relax_round_repair`, then a ``POLISH_ROUNDS`` auction from its duals;
-    the better assignment is kept. Gives up when the relaxation's exact solve does."""
-    guess = b.unfiltered if b.params.warm_start else None
-    sized = relax_round_repair(b.values, guess, b.demand, b.capacity, b.v_max)
-    if sized is None:
+    """:func:`.bundles.relax_round_repair`; when its certified gap exceeds ``POLISH_GAP`` of
+    the value, a ``POLISH_ROUNDS`` auction from its prices, the better assignment kept. Gives
+    up only when the budget is spent before it starts."""
+    if b.deadline.expired():
         return None
-    assignment, prices = sized
-    # The auction started at the relaxation's duals (near equilibrium: one phase at the final
-    # ε) often finds a better integer assignment in a few rounds; keep the better.
+    assignment, prices, bound = relax_round_repair(
+        b.values, b.unfiltered, b.demand, b.capacity, b.deadline
+    )
+    on = np.flatnonzero(assignment >= 0)
+    value = float(b.values[on, assignment[on]].sum())
+    if bound - value <= POLISH_GAP * value or b.deadline.expired():
+        return _exact(b, assignment, prices, 1, bound=bound, timed_out=b.deadline.expired())
+    # The auction started at the relaxation's prices (near equilibrium: one phase at the
+    # final ε) sometimes finds a better integer assignment in a few rounds; keep the better.
     polish = epsilon_auction(
         b.values,
         b.demand,
@@ -201,18 +226,27 @@ def _relaxation(b: Batch) -> Clearing | None:
         epsilon.final(b.params, b.v_max),
         b.v_max,
         certify=False,
+        deadline=b.deadline,
     )
-    on = np.flatnonzero(assignment >= 0)
-    if polish.value > float(b.values[on, assignment[on]].sum()):
-        return _exact(b, polish.assignment, prices, 1, polish.rounds, polish.rounds)
-    return _exact(b, assignment, prices, 1, polish.rounds)
+    if polish.value > value:
+        return _exact(b, polish.assignment, prices, 1, polish.rounds, polish.rounds, bound)
+    return _exact(b, assignment, prices, 1, polish.rounds, bound=bound)
 
 
 def _auction(b: Batch) -> Clearing:
-    """:func:`.epsauction.epsilon_auction` with the batch's parameters; never gives up."""
+    """:func:`.epsauction.epsilon_auction` with the batch's parameters; never gives up (the
+    round cap and the budget end in its greedy completion)."""
     start, first = b.warm
     return epsilon_auction(
-        b.values, b.demand, b.capacity, b.params, b.placeable, start, first, b.v_max
+        b.values,
+        b.demand,
+        b.capacity,
+        b.params,
+        b.placeable,
+        start,
+        first,
+        b.v_max,
+        deadline=b.deadline,
     )
 
 
@@ -223,14 +257,20 @@ def _exact(
     passes: int,
     rounds: int = 0,
     polish_rounds: int = 0,
+    bound: float | None = None,
+    timed_out: bool = False,
 ) -> Clearing:
     """The clearing of an exact or relaxation method: converged at the final ε; the gap is
-    certified from the prices when pods have several slots (no J·ε guarantee then)."""
+    certified from the prices when pods have several slots (no J·ε guarantee then), from
+    ``bound`` (their dual bound) when the method has it."""
     on = np.flatnonzero(assignment >= 0)
     value = float(b.values[on, assignment[on]].sum())
     gap = None
-    if not b.single_slot:  # the relaxation's duals bound every integer assignment
-        gap = certified_gap(b.values, b.demand, b.capacity, prices, value)
+    if not b.single_slot:  # the relaxation's prices bound every integer assignment
+        if bound is None:
+            gap = certified_gap(b.values, b.demand, b.capacity, prices, value)
+        else:
+            gap = max(0.0, bound - value)
     return Clearing(
         assignment=assignment,
         prices=prices,
@@ -243,6 +283,7 @@ def _exact(
         phases=passes,
         gap_bound=gap,
         polish_rounds=polish_rounds,
+        timed_out=timed_out,
     )
 
 

@@ -36,9 +36,9 @@ class Method(StrEnum):
     LINEAR_SUM_ASSIGNMENT = "linear_sum_assignment"
     """Single-slot: scipy's dense ``linear_sum_assignment`` on slot-expanded values, priced."""
     MATCHING = "matching"
-    """Single-slot: sparse shortest augmenting paths on candidate lists, dual certificate."""
+    """Single-slot: min-cost flow on candidate lists (OR-tools), dual certificate."""
     RELAXATION = "relaxation"
-    """Mixed pod sizes: per-slot LP relaxation, rounding, swap repair, then an auction polish."""
+    """Mixed pod sizes: per-slot prices of the LP relaxation, priced greedy, swap repair."""
     AUCTION = "auction"
     """The ε-auction with ε-scaling, round cap and greedy fallback; handles every batch."""
 
@@ -303,8 +303,12 @@ class Clearing:
         where no pod can go anywhere says ``AUCTION`` (0 rounds) whatever was asked.
     polish_rounds : int
         ``RELAXATION`` only: the auction rounds of the polish when its assignment beat the
-        rounded and repaired one and was kept; 0 when the rounded one was kept (and for every
-        other method).
+        priced greedy one and was kept; 0 when that one was kept or no polish ran (and for
+        every other method).
+    timed_out : bool
+        The wall-clock budget (``time_budget_s``) ended the clearing: the assignment is the
+        ε-auction's partial one completed greedily (``fell_back``), or the relaxation's
+        without its refinements; ``gap_bound`` certifies it either way.
     """
 
     assignment: np.ndarray
@@ -319,3 +323,4 @@ class Clearing:
     gap_bound: float | None = None
     method: Method = Method.AUCTION
     polish_rounds: int = 0
+    timed_out: bool = False

@@ -232,8 +232,14 @@ class Market:
             feasible[j] = self.fits(pod, names, view)[keep]
         return BatchSnapshot(pods, kept, self.pod_arrays(pods), self.nodes(view, keep), feasible)
 
-    def solve(self, snapshot: BatchSnapshot) -> tuple[Clearing, np.ndarray]:
+    def solve(
+        self, snapshot: BatchSnapshot, time_budget_s: float | None = None
+    ) -> tuple[Clearing, np.ndarray]:
         """Run the ε-auction on a snapshot and score the window (pure).
+
+        ``time_budget_s`` is the clearing's wall-clock budget (``clear``'s): when it ends the
+        engine returns its best certified assignment, ``Clearing.timed_out``. ``None`` (the
+        harness) keeps only the deterministic round cap (AR-8).
 
         Returns
         -------
@@ -241,7 +247,13 @@ class Market:
         scores : (J, N) int
             :meth:`window_scores`.
         """
-        clearing = clear(snapshot.pod_arrays, snapshot.node_arrays, self.params, snapshot.feasible)
+        clearing = clear(
+            snapshot.pod_arrays,
+            snapshot.node_arrays,
+            self.params,
+            snapshot.feasible,
+            time_budget_s=time_budget_s,
+        )
         return clearing, self.window_scores(snapshot, clearing)
 
     def apply(

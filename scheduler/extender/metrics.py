@@ -105,7 +105,7 @@ class ExtenderMetrics:
         self.fallbacks = Counter(
             "eams_extender_fallbacks_total",
             "Pods or clearings that did not get the normal auction answer, by reason "
-            "(no_row, greedy, internal).",
+            "(no_row, greedy, budget, internal).",
             ["reason"],
             registry=r,
         )

@@ -41,12 +41,17 @@ def test_masked_study_bids_are_cleared_exactly(
 
 
 def test_transport_gives_up_within_its_pass_cap() -> None:
-    # identical pods on identical nodes listed two at a time: one pass cannot find the optimum
+    # identical pods on identical nodes listed two at a time (from zero prices): one pass
+    # cannot find the optimum
     values = np.full((40, 30), 2.0)
     capacity = np.full(30, 1)
-    assert transport(values, capacity, 2.0, list_len=2, max_passes=1) is None
-    solved = transport(values, capacity, 2.0, list_len=2, max_passes=40)
+    zero = np.zeros(30)
+    assert transport(values, capacity, 2.0, zero, list_len=2, max_passes=1) is None
+    solved = transport(values, capacity, 2.0, zero, list_len=2, max_passes=40)
     assert solved is not None and (solved[0] >= 0).sum() == 30
+    # cold (no starting prices), the provably sufficient lists find it in one pass
+    cold = transport(values, capacity, 2.0, max_passes=1)
+    assert cold is not None and (cold[0] >= 0).sum() == 30 and cold[2] == 1
 
 
 def test_bundle_knapsack_trap_is_repaired() -> None:
@@ -75,15 +80,17 @@ def test_method_is_checked() -> None:
         AuctionParams(method="hungarian")
 
 
-def test_a_hopeless_cold_start_goes_to_the_auction() -> None:
-    """300 cold rows on 40 nodes of 2 slots need > 16 passes of 6 nodes: transport declines at
-    once, the dense solver is too big for its rule (300² × 80 > DENSE_WORK), so the ε-auction
-    clears (here capped and completed greedily) and the clearing says so."""
+def test_a_large_cold_start_is_cleared_exactly() -> None:
+    """300 cold rows on 40 nodes of 2 slots (more pods than slots): the old list passes
+    declined it and the capped ε-auction cleared it; the provably sufficient lists (every node
+    here) make it one exact pass, certified by its duals."""
     pods, nodes = random_batch(300, 40, 2, seed=7)
     values = bids.bid_values(pods, nodes, AuctionParams())
-    assert transport(values, nodes.slots, float(values.max())) is None
-    params = AuctionParams(warm_start=False, max_rounds=50)
-    c = solve(values, pods.slots, nodes.slots, params)
-    assert c.method == "auction"
+    solved = transport(values, nodes.slots, float(values.max()))
+    assert solved is not None and solved[2] == 1
+    c = solve(values, pods.slots, nodes.slots, AuctionParams(warm_start=False, max_rounds=50))
+    assert c.method == "matching" and c.converged and not c.fell_back
     assert_feasible(values, pods.slots, nodes.slots, c)
     assert (c.assignment >= 0).sum() == 80  # every slot taken: more pods than slots
+    assert c.value == pytest.approx(lsa_optimum(values, nodes.slots), rel=1e-12)
+    assert dual_bound(values, pods.slots, nodes.slots, c.prices) == pytest.approx(c.value)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from eams.scheduler.auction import AuctionParams, Method, bids, solve
+from eams.scheduler.auction import AuctionParams, Method, bids, exact, solve
 from eams.scheduler.auction.bundles import relax_round_repair
 from eams.scheduler.auction.inputs import allowed
 from eams.scheduler.auction.methods import METHODS
@@ -59,8 +59,8 @@ def test_every_method_is_selectable_by_name(method: Method) -> None:
         ({"n_pods": 150, "mask": 0.3}, True, Method.MATCHING),  # filtered: no quick try
         ({"n_pods": 150, "mask": 0.3}, False, Method.MATCHING),  # cold but not small
         ({"n_pods": 60, "pod_slots": 3}, True, Method.RELAXATION),  # mixed pod sizes
-        # 300 cold rows, 40 nodes of 2 slots: more than 16 passes of 6 nodes, matching declines
-        ({"n_pods": 300, "n_nodes": 40, "slots": 2, "seed": 7}, False, Method.AUCTION),
+        # 300 cold rows, 40 nodes of 2 slots: the provably sufficient lists clear it at once
+        ({"n_pods": 300, "n_nodes": 40, "slots": 2, "seed": 7}, False, Method.MATCHING),
     ],
 )
 def test_auto_is_the_first_row_that_applies(batch: dict, warm: bool, expected: Method) -> None:
@@ -96,9 +96,12 @@ def test_rank_one_refuses_a_cold_start_and_bids_that_are_not_rank_one() -> None:
     assert c.method == "matching" and c.value == pytest.approx(lsa_optimum(noisy, capacity))
 
 
-def test_a_named_method_that_gives_up_hands_over_to_the_auction() -> None:
-    """300 cold rows on 40 nodes of 2 slots: the matching declines at once (more rows than 16
-    passes of 6 nodes can open), so the ε-auction clears, and the clearing says so."""
+def test_a_named_method_that_gives_up_hands_over_to_the_auction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The matching gives up when its lists exceed ``exact.MAX_EDGES`` (set to 10 here, so
+    it does at once): the ε-auction clears, and the clearing says so."""
+    monkeypatch.setattr(exact, "MAX_EDGES", 10)
     values, demand, capacity, _ = study_batch(300, n_nodes=40, slots=2, seed=7)
     cold = AuctionParams(warm_start=False, max_rounds=50)
     named = solve(values, demand, capacity, replace(cold, method="matching"))
@@ -106,10 +109,12 @@ def test_a_named_method_that_gives_up_hands_over_to_the_auction() -> None:
     assert named.method == auction.method == "auction"
     np.testing.assert_array_equal(named.assignment, auction.assignment)
     assert named.value == auction.value and named.fell_back == auction.fell_back
+    auto = solve(values, demand, capacity, cold)  # "auto" walks on to the auction as well
+    assert auto.method == "auction" and auto.value == auction.value
 
 
 def test_polish_rounds_say_whether_the_polish_won() -> None:
-    """``polish_rounds`` > 0 exactly when the polish beat the rounded and repaired assignment
+    """``polish_rounds`` > 0 exactly when the polish beat the priced greedy assignment
     (computed here by ``relax_round_repair`` itself); then it equals the rounds run."""
     kept = []
     for seed in range(8):
@@ -118,8 +123,7 @@ def test_polish_rounds_say_whether_the_polish_won() -> None:
         c = solve(values, pods.slots, nodes.slots)
         assert c.method == "relaxation"
         v = allowed(values, pods.slots, nodes.slots, None)
-        sized = relax_round_repair(v, v, pods.slots, nodes.slots, float(v.max()))
-        assert sized is not None
+        sized = relax_round_repair(v, v, pods.slots, nodes.slots)
         on = np.flatnonzero(sized[0] >= 0)
         rounded = float(v[on, sized[0][on]].sum())
         assert (c.polish_rounds > 0) == (c.value > rounded)

@@ -1,4 +1,6 @@
-"""``eams bench auction`` runs end to end and reports its figures."""
+"""``eams bench auction`` runs end to end and reports the engine against the reference solvers
+on the same batch: the exact min-cost flow for single-slot pods, CP-SAT / HiGHS MILP and the
+LP bound for mixed sizes."""
 
 import json
 
@@ -6,48 +8,54 @@ from click.testing import CliRunner
 
 from eams.cli import cli
 
+SMALL = ["--pods", "40", "--nodes", "30", "--slots", "3", "--repeats", "2"]
 
-def test_bench_auction_json_reports_times_ratio_and_gap() -> None:
-    args = [
-        "bench",
-        "auction",
-        "--pods",
-        "40",
-        "--nodes",
-        "30",
-        "--slots",
-        "2",
-        "--repeats",
-        "3",
-        "--json",
-    ]
+
+def test_single_slot_kinds_are_exact_against_the_flow_and_lsa() -> None:
+    args = ["bench", "auction", "--kind", "cold", "--kind", "filtered", *SMALL, "--json"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    figures = json.loads(result.output)
-    assert figures["pods"] == 40 and figures["assigned"] == 40
-    assert figures["solve_ms_median"] > 0 and figures["lsa_ms_median"] > 0
-    assert figures["speedup_vs_lsa"] == figures["lsa_ms_median"] / figures["solve_ms_median"]
-    assert figures["gap_within_j_epsilon"] and figures["value_gap"] <= figures["j_epsilon"]
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert [r["kind"] for r in rows] == ["cold", "filtered"]
+    for r in rows:
+        solvers = [s["solver"] for s in r["references"]]
+        assert solvers == ["or-tools min-cost flow", "linear_sum_assignment"]
+        flow, lsa = r["references"]
+        assert abs(flow["value"] - lsa["value"]) <= 1e-6 * lsa["value"]  # two exact solvers
+        assert (
+            r["within_j_epsilon"] and r["eams"]["value"] >= flow["value"] - r["eams"]["j_epsilon"]
+        )
+        assert r["eams"]["method"] in ("matching", "linear_sum_assignment")  # small and cold: LSA
+        assert r["eams"]["clear_cpu_ms_median"] > 0
+        assert r["gap_to_best_bound_pct"] <= 100 * r["eams"]["j_epsilon"] / r["best_bound"]
+        assert r["speedup_vs_flow_cpu"] > 0 and r["versions"]["ortools"]
 
 
-def test_bench_auction_text_and_bad_sizes() -> None:
+def test_mixed_sizes_against_cp_sat_highs_and_the_lp_bound() -> None:
+    args = ["bench", "auction", "--kind", "mixed-filtered", *SMALL, "--budgets", "0.2", "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.output)
+    solvers = [s["solver"] for s in r["references"]]
+    assert solvers == ["or-tools min-cost flow (LP relaxation)", "cp-sat 0.2 s", "highs milp 0.2 s"]
+    e = r["eams"]
+    assert e["method"] == "relaxation" and e["gap_bound"] is not None
+    lp = r["references"][0]["bound"]
+    own = e["value"] + e["gap_bound"]
+    assert own >= lp * (1 - 1e-9)  # the LP optimum is the lowest bound prices can give
+    for s in r["references"][1:]:  # whatever a MILP solver found is feasible: ≤ every bound
+        if s["value"] is not None:
+            assert s["value"] <= lp * (1 + 1e-9) and s["value"] <= own * (1 + 1e-9)
+    assert r["best_bound"] <= min(lp, own) + 1e-12
+    assert 0 <= r["gap_to_best_bound_pct"] < 100
+
+
+def test_text_output_and_bad_options() -> None:
     runner = CliRunner()
-    text = runner.invoke(
-        cli, ["bench", "auction", "--pods", "20", "--nodes", "10", "--slots", "2", "--repeats", "2"]
-    )
-    assert text.exit_code == 0 and "linear_sum_assignment" in text.output and "J·ε" in text.output
-    bad = runner.invoke(cli, ["bench", "auction", "--pods", "0"])
-    assert bad.exit_code == 2
-
-
-def test_bench_auction_mixed_pod_sizes_against_the_auction() -> None:
-    args = ["bench", "auction", "--pods", "30", "--nodes", "20", "--slots", "4"]
-    args += ["--pod-slots", "3", "--mask", "0.2", "--repeats", "2", "--json"]
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 0, result.output
-    figures = json.loads(result.output)
-    assert figures["max_pod_slots"] == 3 and figures["reference"].startswith("auction")
-    assert figures["method"] == "relaxation"
-    assert figures["gap_bound"] is not None and figures["gap_bound"] >= 0
-    auction = CliRunner().invoke(cli, [*args[:-1], "--method", "auction", "--json"])
-    assert json.loads(auction.output)["method"].startswith("auction")
+    text = runner.invoke(cli, ["bench", "auction", "--kind", "warm", *SMALL, "--no-lsa"])
+    assert text.exit_code == 0, text.output
+    assert "or-tools min-cost flow" in text.output and "within J·ε" in text.output
+    assert "linear_sum_assignment" not in text.output
+    assert runner.invoke(cli, ["bench", "auction", "--pods", "0"]).exit_code == 2
+    assert runner.invoke(cli, ["bench", "auction", "--budgets", "x"]).exit_code == 2
+    assert runner.invoke(cli, ["bench", "auction", "--kind", "nope"]).exit_code == 2

@@ -244,3 +244,22 @@ async def test_a_batch_of_one_clears_to_the_node_the_engine_picks(
     engine = int(clearing.assignment[0])
     assert single.node == (snapshot.names[engine] if engine >= 0 else None)
     assert (single.scores == 10).sum() == (1 if single.node else 0)
+
+
+async def test_a_clearing_past_its_budget_serves_the_engines_certified_assignment(
+    make_client, clock
+) -> None:
+    """``clearing_budget_ms`` bounds the /prioritize call a clearing runs in: a budget spent
+    before the engine starts still gives every pod of the batch a feasible cleared node (the
+    engine's greedy completion, certified), counted as ``reason="budget"``."""
+    client = await make_client(mode="active", window_ms=40, clearing_budget_ms=1e-6)
+    await _cluster(client, clock, cpu="2")
+    pods = [pod_object(f"p{i}", cpu="1") for i in range(5)]
+    await post_json(client, "/pending", {"items": pods})
+    batcher = client.app.state.extender.batcher
+    await eventually(lambda: all(batcher.row(f"default/p{i}") for i in range(5)))
+    nodes = [batcher.row(f"default/p{i}").node for i in range(5)]
+    assert None not in nodes
+    assert max(nodes.count(n) for n in NAMES) <= 2  # 2 cores a node, 1-core pods
+    metrics = (await client.get("/metrics")).text
+    assert _metric(metrics, 'eams_extender_fallbacks_total{reason="budget"}') == 1.0
