@@ -216,6 +216,7 @@ def placement_records(
     assignment = np.asarray(clearing.assignment, dtype=np.int64)
     if assignment.shape != (j_pods,):
         raise ValueError(f"assignment has shape {assignment.shape}, expected ({j_pods},)")
+    columns = _columns(names, clearing.prices, headroom, age_s, gate)
     codes = gate_codes(values, np.asarray(headroom, dtype=float), excluded or {})
     counts = np.bincount(
         (codes.astype(np.int64) + np.arange(j_pods)[:, None] * (len(GATE_REASONS) + 1)).ravel(),
@@ -224,7 +225,6 @@ def placement_records(
     open_values = np.where(codes == 0, values, -np.inf)
     k = min(keep_candidates, n_nodes)
     best = _top(open_values, k)
-    columns = _columns(names, clearing.prices, headroom, age_s, gate)
     cert = certificate(clearing, j_pods)
     cid = clearing_id or new_clearing_id()
     method = str(clearing.method)

@@ -12,7 +12,8 @@ Guarantees (README.md has the table):
   file stays valid JSON lines) and drops the others: ``disk_full`` for ENOSPC/EDQUOT,
   ``write_error`` otherwise. Nothing propagates to the caller.
 - Files rotate when the next write would pass ``max_file_bytes`` or the file's first record is
-  ``max_file_age_s`` old; the prefix's files stay under ``max_total_bytes`` (oldest deleted).
+  ``max_file_age_s`` old; the prefix's files stay under ``max_total_bytes``: at each rotation
+  the oldest are deleted until they and a full active file fit.
   A non-empty active file left by an earlier run is rotated at start.
 - One writer per folder and prefix (an ``flock`` on ``.<prefix>.lock``); :meth:`Recorder.close`
   writes what is queued, then closes the file and the lock.
@@ -354,8 +355,10 @@ class Recorder:
         return fd, os.fstat(fd).st_size
 
     def _bound(self) -> None:
+        """Delete old files so that they and the active file at its largest fit the bound."""
         s = self.settings
-        deleted = files.enforce_bound(s.folder, s.prefix, self._size, s.max_total_bytes)
+        active = max(self._size, s.max_file_bytes)
+        deleted = files.enforce_bound(s.folder, s.prefix, active, s.max_total_bytes)
         if deleted:
             self.metrics.deleted_files.inc(deleted)
 
