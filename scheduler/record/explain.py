@@ -189,8 +189,8 @@ def render_node(explanation: dict[str, Any]) -> str:
             + "; ".join(f"{GATE_WORDS.get(r, r)} ×{n}" for r, n in sorted(e["gated"].items()))
         )
     lines.append(
-        f"bindings: {e['bound_here']} bound here ({e['bound_honoured']} as cleared, "
-        f"{e['bound_overridden']} cleared elsewhere)"
+        f"bindings: {e['bound_here']} pods bound here ({e['bound_honoured']} as the extender "
+        f"cleared them, {e['bound_overridden']} though it cleared them elsewhere)"
     )
     for moved in e["cleared_here_bound_elsewhere"]:
         lines.append(f"  {moved['pod']}: cleared here, bound to {moved['bound_node']}")

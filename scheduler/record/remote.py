@@ -16,12 +16,13 @@ DEFAULT_LIMIT = 1000
 
 
 class Served(msgspec.Struct):
-    """The body of a 200 answer: the record version, the records (oldest first) and how many
-    lines the server could not decode."""
+    """The body of a 200 answer: the record version, the records (oldest first), how many
+    lines the server could not decode, and the limit it applied."""
 
     version: int
     records: list[Record]
     skipped: int = 0
+    limit: int | None = None
 
 
 _decode_served = msgspec.json.Decoder(Served).decode

@@ -5,10 +5,11 @@ The route (mounted by the extender with ``app.include_router(decisions_router(fo
     GET /decisions?pod=NS/NAME|NAME|UID[&limit=N]
     GET /decisions?node=NAME[&limit=N]
 
-    200 {"version": 1, "records": [<record>, ...], "skipped": <lines not decoded>}
-        the newest ``limit`` (default 1,000, at most ``max_records``) records about the pod
-        or node, oldest first, each in the record's own JSON format
-    400 {"detail": "..."}   neither or both of pod= and node=, or a bad limit
+    200 {"version": 1, "records": [<record>, ...], "skipped": <lines not decoded>,
+         "limit": <the limit applied>}
+        the newest ``limit`` (default 1,000; a larger one is cut to ``max_records``) records
+        about the pod or node, oldest first, each in the record's own JSON format
+    400 {"detail": "..."}   neither or both of pod= and node=, or a limit that is not ≥ 1
     503 {"detail": "..."}   the record folder cannot be read
 
 It reads the folder the writer writes (what is at most ``flush_interval_s`` old), filtering each
@@ -41,13 +42,14 @@ def decisions_router(folder: Path, *, max_records: int = 10_000) -> APIRouter:
         if (pod is None) == (node is None):
             return _refuse(400, "give exactly one of pod= (NS/NAME, NAME or UID) or node=")
         count = int(limit) if limit.isdigit() else (DEFAULT_LIMIT if not limit else 0)
-        if not 1 <= count <= max_records:
-            return _refuse(400, f"limit = {limit!r}: must be an integer in [1, {max_records}]")
+        if count < 1:
+            return _refuse(400, f"limit = {limit!r}: must be an integer ≥ 1")
+        count = min(count, max_records)
         try:
             result = read_records(folder, Query(pod=pod, node=node), limit=count)
         except RecordReadError as exc:
             return _refuse(503, str(exc))
-        body = Served(version=SCHEMA_VERSION, records=result.records, skipped=result.skipped)
+        body = Served(SCHEMA_VERSION, result.records, result.skipped, limit=count)
         return Response(_encode(body), media_type="application/json")
 
     return router
