@@ -188,8 +188,12 @@ def test_the_walk_sees_the_whole_package() -> None:
         ("eams.meter.snmp", "from ...calibrate import fit", True, "calibrate"),
         ("eams.scheduler.policies.eams", "from ...bench import sweep", True, "scheduler.bench"),
         ("eams.scheduler.bench.sweep", "from eams.scheduler.policies import load", False, None),
-        ("eams.scheduler.record.build", "from eams.scheduler.auction import clear", False,
-         "scheduler.auction"),
+        (
+            "eams.scheduler.record.build",
+            "from eams.scheduler.auction import clear",
+            False,
+            "scheduler.auction",
+        ),
         ("eams.meter.cli", "importlib.import_module('eams.demo.run')", False, "demo"),
     ],
 )
