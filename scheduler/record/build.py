@@ -1,7 +1,8 @@
 """Placement records of one clearing window, built from the arrays the extender already holds.
 
-One call per window (:func:`placement_records`): the gate reasons of every (pod, node) pair are
-found with a few whole-array operations, then each pod keeps its cleared node and its best
+One call per window (:func:`placement_records`): the gate reasons of every (pod, node) pair, the
+best bids and the first gated nodes of every pod are found with whole-array operations; the
+Python loop only assembles the structs. Each pod keeps its cleared node and its best
 ``keep_candidates`` open nodes by bid, and up to ``keep_gated`` of the nodes gated for it (every
 reason counted in ``gated_counts``). The engine is not imported: a clearing is read through the
 :class:`ClearingLike` protocol (``eams.scheduler.auction.Clearing`` satisfies it), so this package
@@ -33,8 +34,9 @@ from eams.scheduler.record.schema import (
 _PROCESS = os.urandom(3).hex()
 _SEQUENCE = itertools.count(1)
 _CODE = {reason: i + 1 for i, reason in enumerate(GATE_REASONS)}
-_NO_BID = _CODE["no_bid"]
-_CAPPED = _CODE["capped"]
+SIGNIFICANT = 6
+"""Significant digits kept of each per-node number (bid, price, headroom, age, gate): enough to
+explain a decision, and a third of a full float's 17 in the line."""
 
 
 def new_clearing_id() -> str:
@@ -166,8 +168,8 @@ def placement_records(
     gate: np.ndarray | None = None,
     scores: np.ndarray | None = None,
     stale_after_s: float | None = None,
-    keep_candidates: int = 8,
-    keep_gated: int = 16,
+    keep_candidates: int = 5,
+    keep_gated: int = 8,
 ) -> list[Placement]:
     """One :class:`~.schema.Placement` per pod of a cleared window.
 
@@ -199,8 +201,9 @@ def placement_records(
         AR-6's staleness limit the bids used (recorded, so ``explain`` can say a bid was
         discounted for an old reading).
     keep_candidates, keep_gated : int
-        Open nodes kept per pod besides the cleared one (best bids first), and gated nodes
-        listed per pod (every one is counted in ``gated_counts``).
+        The best open nodes by bid kept per pod (and the cleared node first, if it is not among
+        them), and the gated nodes listed per pod, in column order (every one is counted in
+        ``gated_counts``). Per-node numbers are rounded to :data:`SIGNIFICANT` digits.
 
     Returns
     -------
@@ -218,26 +221,28 @@ def placement_records(
         raise ValueError(f"assignment has shape {assignment.shape}, expected ({j_pods},)")
     columns = _columns(names, clearing.prices, headroom, age_s, gate)
     codes = gate_codes(values, np.asarray(headroom, dtype=float), excluded or {})
-    counts = np.bincount(
-        (codes.astype(np.int64) + np.arange(j_pods)[:, None] * (len(GATE_REASONS) + 1)).ravel(),
-        minlength=j_pods * (len(GATE_REASONS) + 1),
-    ).reshape(j_pods, -1)
-    open_values = np.where(codes == 0, values, -np.inf)
-    k = min(keep_candidates, n_nodes)
-    best = _top(open_values, k)
+    counts = np.stack([(codes == c).sum(axis=1) for c in range(1, len(GATE_REASONS) + 1)], 1)
+    picked = _picked(values, codes, assignment, min(keep_candidates, n_nodes))
+    rows = np.repeat(np.arange(j_pods), [len(p) for p in picked])
+    flat = np.fromiter(itertools.chain.from_iterable(picked), np.int64, len(rows))
+    bid_at = _nums(values[rows, flat])
+    score_at = scores[rows, flat].tolist() if scores is not None else None
+    gated = _gated(codes, keep_gated)
     cert = certificate(clearing, j_pods)
     cid = clearing_id or new_clearing_id()
     method = str(clearing.method)
     fell_back = bool(clearing.fell_back)
+    counts_rows = counts.tolist()
     records = []
+    at = 0
     for j, pod in enumerate(pods):
+        columns_j = picked[j]
+        candidates = [
+            columns.candidate(c, bid_at[at + i], score_at[at + i] if score_at else None)
+            for i, c in enumerate(columns_j)
+        ]
         n = int(assignment[j])
-        picked: list[int] = [n] if n >= 0 else []
-        if best is not None:
-            picked += [int(c) for c in best[j] if c != n and codes[j, c] == 0]
-        picked = picked[: k + 1]
-        row_scores = scores[j] if scores is not None else None
-        gated_at = np.flatnonzero(codes[j])[:keep_gated]
+        cleared = n >= 0
         namespace, _, name = pod.key.partition("/")
         records.append(
             Placement(
@@ -246,24 +251,48 @@ def placement_records(
                 clearing_id=cid,
                 batch_pods=j_pods,
                 pod=PodRef(namespace=namespace, name=name, uid=pod.uid),
-                cleared_node=names[n] if n >= 0 else None,
-                price=columns.price[n] if n >= 0 else None,
-                bid=_num(values[j, n]) if n >= 0 else None,
+                cleared_node=names[n] if cleared else None,
+                price=columns.price[n] if cleared else None,
+                bid=bid_at[at] if cleared else None,
                 method=method,
                 fell_back=fell_back,
                 certificate=cert,
-                candidates=[columns.candidate(c, values[j, c], row_scores) for c in picked],
+                candidates=candidates,
                 candidates_total=n_nodes,
                 gated_counts={
-                    reason: int(counts[j, i + 1])
-                    for i, reason in enumerate(GATE_REASONS)
-                    if counts[j, i + 1]
+                    GATE_REASONS[i]: count for i, count in enumerate(counts_rows[j]) if count
                 },
-                gated=[columns.gated(int(c), int(codes[j, c])) for c in gated_at],
+                gated=[columns.gated(c, code) for c, code in gated[j]],
                 stale_after_s=stale_after_s,
             )
         )
+        at += len(columns_j)
     return records
+
+
+def _picked(
+    values: np.ndarray, codes: np.ndarray, assignment: np.ndarray, k: int
+) -> list[list[int]]:
+    """Per pod, the columns it keeps: its cleared node first, then its ``k`` best open ones by
+    bid other than it (so k + 1 columns when the cleared node is not among the best k)."""
+    best = _top(np.where(codes == 0, np.nan_to_num(values, nan=-np.inf), -np.inf), k)
+    if best is None:
+        return [[n] if n >= 0 else [] for n in assignment.tolist()]
+    open_best = (np.take_along_axis(codes, best, axis=1) == 0).tolist()
+    out = []
+    for n, row, is_open in zip(assignment.tolist(), best.tolist(), open_best, strict=True):
+        kept = [c for c, o in zip(row, is_open, strict=True) if o and c != n]
+        out.append(([n] if n >= 0 else []) + kept)
+    return out
+
+
+def _gated(codes: np.ndarray, keep: int) -> list[list[tuple[int, int]]]:
+    """Per pod, its first ``keep`` gated columns with their codes (in column order)."""
+    out = []
+    for row in codes:
+        at = np.flatnonzero(row)[:keep]
+        out.append(list(zip(at.tolist(), row[at].tolist(), strict=True)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -276,15 +305,15 @@ class _Columns:
     age_s: list[float | None]
     gate: list[float | None] | None
 
-    def candidate(self, n: int, bid: float, scores: np.ndarray | None) -> Candidate:
+    def candidate(self, n: int, bid: float | None, score: int | None) -> Candidate:
         return Candidate(
             node=self.names[n],
-            bid=_num(bid),
+            bid=bid,
             price=self.price[n],
             headroom=self.headroom[n],
             age_s=self.age_s[n],
             gate=self.gate[n] if self.gate is not None else None,
-            score=int(scores[n]) if scores is not None else None,
+            score=score,
         )
 
     def gated(self, n: int, code: int) -> Gated:
@@ -315,23 +344,28 @@ def _columns(
 
 
 def _top(values: np.ndarray, k: int) -> np.ndarray | None:
-    """(J, k) columns of each row's k largest values, largest first (O(J·N) selection, then a
-    sort of the k)."""
+    """(J, k) columns of each row's k largest values, largest first: k passes of ``argmax``
+    (cheaper than a partition of the whole matrix for the few kept)."""
     if k == 0:
         return None
-    n_nodes = values.shape[1]
-    top = (
-        np.argpartition(-values, k - 1, axis=1)[:, :k]
-        if k < n_nodes
-        else np.tile(np.arange(n_nodes), (values.shape[0], 1))
-    )
-    order = np.argsort(-np.take_along_axis(values, top, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(top, order, axis=1)
+    work = values.copy()
+    rows = np.arange(values.shape[0])
+    top = np.empty((values.shape[0], k), dtype=np.int64)
+    for i in range(k):
+        top[:, i] = best = work.argmax(axis=1)
+        work[rows, best] = -np.inf
+    return top
 
 
 def _nums(array: np.ndarray) -> list[float | None]:
-    """A float array as a list, NaN and ±inf as ``None``."""
-    return [x if math.isfinite(x) else None for x in np.asarray(array, dtype=float).tolist()]
+    """A float array as a list rounded to :data:`SIGNIFICANT` digits, NaN and ±inf as ``None``."""
+    x = np.asarray(array, dtype=float)
+    finite = np.isfinite(x) & (x != 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.floor(np.log10(np.abs(np.where(finite, x, 1.0))))
+    scale = 10.0 ** (SIGNIFICANT - 1 - magnitude)
+    rounded = np.where(finite, np.round(x * scale) / scale, x)
+    return [v if math.isfinite(v) else None for v in rounded.tolist()]
 
 
 def _num(x: float) -> float | None:

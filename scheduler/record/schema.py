@@ -65,7 +65,7 @@ does not fit its free allocatable. ``capped``: known headroom ≤ 0, at or over 
 CertificateKind = Literal["j_epsilon", "gap_bound", "exact"]
 
 
-class PodRef(msgspec.Struct, frozen=True, kw_only=True):
+class PodRef(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A pod: ``namespace``, ``name`` and ``metadata.uid`` (``None`` when not known)."""
 
     namespace: str
@@ -78,7 +78,7 @@ class PodRef(msgspec.Struct, frozen=True, kw_only=True):
         return f"{self.namespace}/{self.name}"
 
 
-class Candidate(msgspec.Struct, frozen=True, kw_only=True):
+class Candidate(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One node the pod could go to, as the clearing saw it.
 
     Attributes
@@ -107,7 +107,7 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     score: int | None = None
 
 
-class Gated(msgspec.Struct, frozen=True, kw_only=True):
+class Gated(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A node that was not an option for the pod, with the reason (:data:`GATE_REASONS`) and,
     where it has one, the number behind it (headroom for ``headroom_floor`` and ``capped``)."""
 
@@ -117,7 +117,7 @@ class Gated(msgspec.Struct, frozen=True, kw_only=True):
     age_s: float | None = None
 
 
-class Certificate(msgspec.Struct, frozen=True, kw_only=True):
+class Certificate(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """How far the clearing can be from the optimum, in bid-value units.
 
     ``kind="j_epsilon"``: a converged ε-auction of single-slot pods, within J·ε (``bound``) of
@@ -132,7 +132,9 @@ class Certificate(msgspec.Struct, frozen=True, kw_only=True):
     epsilon: float | None = None
 
 
-class Placement(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="placement"):
+class Placement(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="placement"
+):
     """One pod's placement decision (see the module docstring and README.md)."""
 
     at_s: float
@@ -154,7 +156,7 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag
     version: int = SCHEMA_VERSION
 
 
-class Power(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="power"):
+class Power(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="power"):
     """One power-manager decision about a node.
 
     Attributes
@@ -191,7 +193,7 @@ class Power(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="po
     version: int = SCHEMA_VERSION
 
 
-class Bound(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="bound"):
+class Bound(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="bound"):
     """Where kube-scheduler bound a decided pod, joined to its latest decision.
 
     ``honoured`` is ``bound_node == cleared_node``; ``None`` when the decision cleared the pod
@@ -210,7 +212,7 @@ class Bound(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="bo
     version: int = SCHEMA_VERSION
 
 
-class Ended(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="ended"):
+class Ended(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="ended"):
     """A decided pod's end: ``phase`` ``Succeeded``, ``Failed``, or the phase it had when it
     was deleted (``deleted`` true). ``runtime_s`` runs from ``status.startTime`` to the last
     container's ``finishedAt`` (or, without it, to when the end was observed)."""
@@ -226,7 +228,7 @@ class Ended(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="en
     version: int = SCHEMA_VERSION
 
 
-class Energy(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="energy"):
+class Energy(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="energy"):
     """Energy attributed to a pod after it ran, Wh, and how (``source``: ``modelled`` on the
     calibrated curve, ``metered`` from wall power)."""
 

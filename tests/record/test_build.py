@@ -143,3 +143,23 @@ def test_shapes_are_checked() -> None:
             mode="active",
             at_s=1.0,
         )
+
+
+def test_numbers_keep_six_significant_digits() -> None:
+    values = np.array([[0.0913341960194967, 123456.789, 1.5e-7, 0.0]])
+    record = placement_records(
+        pods=[WindowPod("ns/p", "u")],
+        names=["a", "b", "c", "d"],
+        values=values,
+        clearing=BestBid(assignment=np.array([1]), prices=np.zeros(4), value=1.0),
+        headroom=np.array([0.123456789, 0.5, 0.5, 0.5]),
+        age_s=np.array([1.0, 2.0, 3.0, np.inf]),
+        mode="active",
+        at_s=1.0,
+    )[0]
+    by_node = {c.node: c for c in record.candidates}
+    assert by_node["a"].bid == 0.0913342 and by_node["a"].headroom == 0.123457
+    assert by_node["b"].bid == 123457.0 == record.bid
+    assert by_node["c"].bid == 1.5e-7
+    assert record.gated_counts == {"no_bid": 1}  # d: a bid of 0
+    assert [g.age_s for g in record.gated] == [None]  # inf is not a number on record
