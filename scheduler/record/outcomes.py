@@ -111,6 +111,9 @@ class OutcomeJoin:
         when not given.
     keep : int
         Pods tracked at most.
+    on_bound : callable, optional
+        Called with (decision, bound record) once per decided pod when its binding is joined:
+        where the extender sends the pod's annotations (``annotation_patch(decision)``).
     """
 
     def __init__(
@@ -120,8 +123,10 @@ class OutcomeJoin:
         clock: Callable[[], float] = time.time,
         scheduler_names: Iterable[str] | None = None,
         keep: int = 100_000,
+        on_bound: Callable[[Placement, Bound], object] | None = None,
     ) -> None:
         self._emit = emit
+        self._on_bound = on_bound
         self.metrics = metrics or RecordMetrics()
         self._clock = clock
         self._schedulers = frozenset(scheduler_names) if scheduler_names is not None else None
@@ -211,6 +216,8 @@ class OutcomeJoin:
         label = "no_choice" if honoured is None else ("yes" if honoured else "no")
         self.metrics.bindings.labels(decision.mode, label).inc()
         self._emit(record)
+        if self._on_bound is not None:
+            self._on_bound(decision, record)
         return record
 
     def _ended(self, track: _Track, pod: _Pod, deleted: bool) -> Ended:

@@ -128,9 +128,11 @@ def test_the_honoured_fraction_is_measured(real_pods: list[dict[str, Any]]) -> N
 
 
 def test_a_binding_seen_before_its_decision_waits_for_it(real_pods: list[dict[str, Any]]) -> None:
-    """Shadow mode records at clearing; kube-scheduler may bind first."""
+    """Shadow mode records at clearing; kube-scheduler may bind first. The annotation hook
+    gets the decision and its binding once."""
     emitted: list[Record] = []
-    join = OutcomeJoin(emitted.append)
+    hooked: list[tuple[Placement, Bound]] = []
+    join = OutcomeJoin(emitted.append, on_bound=lambda d, b: hooked.append((d, b)))
     pod = real_pods[1]
     events = life(pod, "mini-5")
     join.observe(events[0])
@@ -143,6 +145,7 @@ def test_a_binding_seen_before_its_decision_waits_for_it(real_pods: list[dict[st
     assert (bound.honoured, bound.mode, bound.bound_node) == (False, "shadow", "mini-5")
     join.decided([decision_for(pod, "mini-5")])  # a later clearing does not re-emit
     assert len(emitted) == 1
+    assert [(d.cleared_node, b) for d, b in hooked] == [("mini-3", bound)]
 
 
 def test_a_pod_created_again_under_its_name_is_another_pod(
