@@ -13,9 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from eams.cli import cli
-from eams.scheduler.record import Recorder, WriterSettings
+from eams.scheduler.record import PodRef, Recorder, WriterSettings
 from eams.scheduler.record.files import record_files
 from eams.scheduler.record.schema import Placement
+from tests.record.conftest import window
 from tests.record.recorded import record_run
 
 
@@ -153,3 +154,17 @@ def test_a_name_that_is_both_a_pod_and_a_node_is_refused(tmp_path: Path) -> None
     assert code == 2 and "say pod/mini-4 or node/mini-4" in out
     code, out = explain("pod/mini-4", "--record", str(folder))
     assert code == 0 and out.startswith("pod default/mini-4")
+
+
+def test_a_bare_name_in_two_namespaces_explains_the_latest_and_lists_the_other(
+    tmp_path: Path,
+) -> None:
+    older, newer = window(1, at_s=100.0)[0], window(1, at_s=200.0)[0]
+    older = msgspec.structs.replace(older, pod=PodRef(namespace="team-a", name="web", uid="a"))
+    newer = msgspec.structs.replace(newer, pod=PodRef(namespace="team-b", name="web", uid="b"))
+    with Recorder(WriterSettings(folder=tmp_path)) as recorder:
+        recorder.submit_all([older, newer])
+    code, out = explain("web", "--record", str(tmp_path))
+    assert code == 0
+    assert out.startswith("pod team-b/web (uid b)")
+    assert "also matching: team-a/web (uid a)" in out
