@@ -28,7 +28,7 @@ import logging
 import os
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,9 +261,13 @@ class Recorder:
     def _write_records(self, records: list[Record]) -> None:
         kinds = [_kind(r) for r in records]
         m = self.metrics
-        for record, kind in zip(records, kinds, strict=True):
-            if isinstance(record, Placement | Power):
-                m.decisions.labels(kind, record.mode).inc()
+        decided = Counter(
+            (kind, r.mode)
+            for r, kind in zip(records, kinds, strict=True)
+            if isinstance(r, Placement | Power)
+        )
+        for (kind, mode), n in decided.items():
+            m.decisions.labels(kind, mode).inc(n)
         try:
             written = self._write_lines(encode_lines(records))
         except _WriteFailed as failed:
@@ -273,8 +277,8 @@ class Recorder:
             self._warn(
                 failed.reason, f"{lost} records dropped writing {self._path}: {failed.error}"
             )
-        for kind in kinds[:written]:
-            m.written.labels(kind).inc()
+        for kind, n in Counter(kinds[:written]).items():
+            m.written.labels(kind).inc(n)
 
     def _write_lines(self, data: bytes) -> int:
         """Write ``data`` (whole lines), rotating by size between lines; returns the lines
