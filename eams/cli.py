@@ -19,6 +19,7 @@ COMMANDS = {
     "extender": "eams.scheduler.cli:extender",
     "bench": "eams.scheduler.cli:bench",
     "wallpower": "eams.calibrate.wallpower.cli:wallpower",
+    "explain": "eams.scheduler.record.cli:explain",
     "demo": "eams.demo.cli:demo",
 }
 """Command name → ``module:attribute`` of its click command or group."""

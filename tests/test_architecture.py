@@ -35,15 +35,26 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler.extender",
         "scheduler.bench",
         "scheduler.policies",
+        "scheduler.record",
     },
     "scheduler.auction": {"ground", "calibrate", "scheduler"},
-    "scheduler.extender": {"ground", "calibrate", "scheduler", "scheduler.auction"},
+    # The decision record (issue 19): the ground and the scheduler's error root only, so the
+    # extender, the power manager, the bench and the demo can all write and read it.
+    "scheduler.record": {"ground", "scheduler"},
+    "scheduler.extender": {
+        "ground",
+        "calibrate",
+        "scheduler",
+        "scheduler.auction",
+        "scheduler.record",
+    },
     "scheduler.policies": {
         "ground",
         "calibrate",
         "scheduler",
         "scheduler.auction",
         "scheduler.extender",
+        "scheduler.record",
     },
     "scheduler.bench": {
         "ground",
@@ -52,6 +63,7 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler.auction",
         "scheduler.extender",
         "scheduler.policies",
+        "scheduler.record",
     },
     "demo": {
         "ground",
@@ -63,9 +75,10 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler.extender",
         "scheduler.bench",
         "scheduler.policies",
+        "scheduler.record",
     },
 }
-SCHEDULER_PARTS = ("auction", "extender", "bench", "policies")
+SCHEDULER_PARTS = ("auction", "extender", "bench", "policies", "record")
 
 
 def layer(module: str) -> str | None:
@@ -161,6 +174,7 @@ def test_the_walk_sees_the_whole_package() -> None:
         "eams.scheduler.auction.methods",
         "eams.scheduler.policies.eams",
         "eams.scheduler.bench.sweep",
+        "eams.scheduler.record.writer",
     ):
         assert expected in names
 
@@ -174,6 +188,12 @@ def test_the_walk_sees_the_whole_package() -> None:
         ("eams.meter.snmp", "from ...calibrate import fit", True, "calibrate"),
         ("eams.scheduler.policies.eams", "from ...bench import sweep", True, "scheduler.bench"),
         ("eams.scheduler.bench.sweep", "from eams.scheduler.policies import load", False, None),
+        (
+            "eams.scheduler.record.build",
+            "from eams.scheduler.auction import clear",
+            False,
+            "scheduler.auction",
+        ),
         ("eams.meter.cli", "importlib.import_module('eams.demo.run')", False, "demo"),
     ],
 )

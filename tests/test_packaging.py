@@ -35,7 +35,8 @@ def test_no_bare_top_level_component_modules() -> None:
 def test_every_component_group_is_on_the_eams_command() -> None:
     result = CliRunner().invoke(cli, ["--help"])
     assert result.exit_code == 0
-    for group in ("meter", "calibrate", "agent", "extender", "bench", "wallpower", "demo"):
+    groups = ("meter", "calibrate", "agent", "extender", "bench", "wallpower", "explain", "demo")
+    for group in groups:
         assert f"  {group} " in result.output
 
 

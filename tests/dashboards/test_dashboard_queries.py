@@ -1,8 +1,9 @@
 """Every Grafana query reads names the code really writes or exports.
 
 InfluxQL queries may name only the measurement, tags and fields of ``eams.telemetry``;
-PromQL queries only the metric families (and their labels) that the agent's and the extender's
-Prometheus registries export. A rename in the code breaks this test instead of a dashboard.
+PromQL queries only the metric families (and their labels) that the agent's, the extender's and
+the decision record's Prometheus registries export. A rename in the code breaks this test
+instead of a dashboard.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from eams import telemetry as schema
 from eams.agent.metrics import AgentMetrics
 from eams.scheduler.extender.metrics import ExtenderMetrics
+from eams.scheduler.record.metrics import RecordMetrics
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 # Labels Prometheus itself attaches at scrape time, and PromQL's histogram bucket label.
@@ -30,8 +32,9 @@ INFLUX_NAMES = {schema.MEASUREMENT, *schema.TAGS, *schema.FIELDS}
 
 
 def exported_series() -> dict[str, set[str]]:
-    """Series name → label names, for everything the agent's and the extender's registries
-    export (counters as ``<name>_total``; histograms as ``_bucket``, ``_sum``, ``_count``).
+    """Series name → label names, for everything the agent's, the extender's and the decision
+    record's registries export (counters as ``<name>_total``; histograms as ``_bucket``,
+    ``_sum``, ``_count``).
 
     Label names come from the standard collectors' declared labels (``_labelnames``: a labelled
     collector exports no sample before its first ``labels()`` call) and from the samples of
@@ -39,7 +42,7 @@ def exported_series() -> dict[str, set[str]]:
     """
     suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}
     series: dict[str, set[str]] = {}
-    for owner in (AgentMetrics(), ExtenderMetrics()):
+    for owner in (AgentMetrics(), ExtenderMetrics(), RecordMetrics()):
         declared = {
             c._name: set(c._labelnames)
             for c in vars(owner).values()
@@ -130,11 +133,15 @@ def test_a_renamed_name_is_caught() -> None:
         "unknown label 'host'"
     ]
     assert promql_problems("sum by (sink) (eams_agent_spool_points)", series) == []
+    assert promql_problems('eams_record_bindings_total{honored="yes"}', series) == [
+        "unknown label 'honored'"
+    ]
 
 
 def test_the_dashboards_cover_what_operators_watch() -> None:
     """Fleet power and energy, headroom, telemetry age, calibration, auction clearing,
-    extender latency and errors, agent spool depth (issue 9)."""
+    extender latency and errors, agent spool depth (issue 9); the honoured fraction and the
+    decisions per mode from the decision record (issue 19)."""
     queries = " ".join(
         query for path in dashboard_files() for _, _, query in targets(json.loads(path.read_text()))
     )
@@ -150,5 +157,8 @@ def test_the_dashboards_cover_what_operators_watch() -> None:
         "histogram_quantile(0.99, sum by (le, path) (rate(eams_extender_request_duration_seconds",
         "eams_extender_errors_total",
         "eams_agent_spool_points",
+        'sum by (mode) (rate(eams_record_bindings_total{honoured="yes"}',
+        "sum by (kind, mode) (rate(eams_record_decisions_total",
+        "eams_record_dropped_total",
     ):
         assert needle in queries

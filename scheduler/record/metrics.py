@@ -1,0 +1,87 @@
+"""Prometheus metrics of the decision record, registered on the registry of whoever writes it.
+
+The extender passes its own registry (``RecordMetrics(extender_metrics.registry)``), so the
+names below appear on its ``/metrics``; the power manager does the same with its own. The
+writer and the outcome join increment them; callers increment nothing.
+
+``eams_record_decisions_total{kind,mode}`` (counter)
+    Decisions handed to the writer: ``kind`` ``placement`` or ``power``, ``mode`` ``shadow``
+    or ``active`` (counted when written or dropped, so it is the decision rate).
+``eams_record_bindings_total{mode,honoured}`` (counter)
+    Decided pods seen bound by kube-scheduler: ``honoured`` ``yes`` (bound where the extender
+    cleared it), ``no`` (bound elsewhere), ``no_choice`` (the clearing left it unassigned).
+    The honoured fraction is ``yes / (yes + no)``.
+``eams_record_ends_total{phase}`` (counter)
+    Decided pods seen ending: ``Succeeded``, ``Failed``, or ``deleted``.
+``eams_record_written_total{kind}`` (counter)
+    Records written to disk.
+``eams_record_written_bytes_total`` (counter)
+    Bytes written to disk.
+``eams_record_dropped_total{reason}`` (counter)
+    Records lost (:data:`DROP_REASONS`): ``queue_full`` (the writer fell behind: the queue
+    bound), ``disk_full`` (ENOSPC or EDQUOT), ``write_error`` (another I/O error), ``closed``
+    (submitted after close).
+``eams_record_queue_records`` (gauge)
+    Records waiting for the writer thread (sampled at each write).
+``eams_record_rotations_total``, ``eams_record_deleted_files_total`` (counters)
+    Files rotated by size or age, and old files deleted to keep the folder under its bound.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+DROP_REASONS = ("queue_full", "disk_full", "write_error", "closed")
+"""Values of ``eams_record_dropped_total``'s ``reason`` label."""
+HONOURED = ("yes", "no", "no_choice")
+"""Values of ``eams_record_bindings_total``'s ``honoured`` label."""
+
+
+class RecordMetrics:
+    """The record's collectors, on ``registry`` (a private one when not given)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.decisions = Counter(
+            "eams_record_decisions",
+            "Decisions recorded, by kind (placement, power) and mode (shadow, active).",
+            ["kind", "mode"],
+            registry=r,
+        )
+        self.bindings = Counter(
+            "eams_record_bindings",
+            "Decided pods seen bound, by mode and whether the cleared node was honoured "
+            "(yes, no, no_choice).",
+            ["mode", "honoured"],
+            registry=r,
+        )
+        self.ends = Counter(
+            "eams_record_ends",
+            "Decided pods seen ending, by phase (Succeeded, Failed, deleted).",
+            ["phase"],
+            registry=r,
+        )
+        self.written = Counter(
+            "eams_record_written", "Records written to disk, by kind.", ["kind"], registry=r
+        )
+        self.written_bytes = Counter(
+            "eams_record_written_bytes", "Bytes of records written to disk.", registry=r
+        )
+        self.dropped = Counter(
+            "eams_record_dropped",
+            "Records lost, by reason (queue_full, disk_full, write_error, closed).",
+            ["reason"],
+            registry=r,
+        )
+        self.queue = Gauge(
+            "eams_record_queue_records", "Records waiting for the writer thread.", registry=r
+        )
+        self.rotations = Counter(
+            "eams_record_rotations", "Record files rotated by size or age.", registry=r
+        )
+        self.deleted_files = Counter(
+            "eams_record_deleted_files",
+            "Old record files deleted to keep the folder under its bound.",
+            registry=r,
+        )
