@@ -166,20 +166,20 @@ def serve(
     stop = _Stop()
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        _serve(stop, host, port, mode, calibrations_dir, window_ms, watch, log_level)
+        _serve(
+            stop,
+            Settings(mode=mode, window_ms=window_ms, calibrations_dir=calibrations_dir),
+            host,
+            port,
+            watch,
+            log_level,
+        )
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
 def _serve(
-    stop: _Stop,
-    host: str,
-    port: int,
-    mode: str,
-    calibrations_dir: Path | None,
-    window_ms: float,
-    watch: bool,
-    log_level: str,
+    stop: _Stop, settings: Settings, host: str, port: int, watch: bool, log_level: str
 ) -> None:
     check_one_process(1, os.environ.get(WORKERS_ENV))
     import uvicorn
@@ -187,7 +187,6 @@ def _serve(
     from eams.scheduler.extender.app import create_app
     from eams.scheduler.extender.watch import start_watch
 
-    settings = Settings(mode=mode, window_ms=window_ms, calibrations_dir=calibrations_dir)
     app = create_app(settings, on_startup=start_watch if watch else None)
     # Everything loaded so far (FastAPI, pydantic, numpy/scipy, calibrations) lives as long as
     # the process: frozen out of the collector's sight, a full collection no longer walks it on
