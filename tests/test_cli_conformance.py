@@ -190,8 +190,8 @@ def test_bench_auction_budget_is_the_studys(capsys) -> None:
     assert "≤ 30 ms" in out  # study §6.1; the README says the same
 
 
-def _sweep(*extra: str) -> list[str]:
-    return ["calibrate", "sweep", "--node", "n", "--outlet", "1", "--out", "/tmp/x.json", *extra]
+def _sweep(*extra: str, out: str = "/tmp/eams-conformance.json") -> list[str]:
+    return ["calibrate", "sweep", "--node", "n", "--outlet", "1", "--out", out, *extra]
 
 
 # (arguments, exit status, what the one error line must say): mistakes users made
@@ -253,3 +253,11 @@ def test_the_console_script(tmp_path: Path) -> None:
     )
     assert done.returncode == EXIT_USAGE and done.stdout == ""
     assert done.stderr.startswith("eams: error: ") and done.stderr.count("\n") == 1
+    # a meter that does not answer: the world failed, and still one line, nothing before it
+    silent = f"snmp://public@127.0.0.1:{free_port()}"
+    fast = ["--settle-s", "1", "--measure-s", "1", "--sample-s", "0.5"]
+    out = tmp_path / "n.json"
+    argv = [EAMS, *_sweep("--meter", silent, *fast, out=str(out))]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == EXIT_FAILURE and done.stdout == "", done.stdout
+    assert done.stderr.startswith("eams: error: node n: ") and done.stderr.count("\n") == 1
