@@ -173,6 +173,9 @@ def conform(command: click.Command) -> click.Command:
         ``command`` itself.
     """
     command.context_class = Context
+    # click (>= 8.1.8) caches each command's help option, built with the names of the first
+    # context it saw: one made before this (a test invoking the command directly) has no -h
+    command._help_option = None
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             conform(sub)
@@ -182,6 +185,8 @@ def conform(command: click.Command) -> click.Command:
 class _LazyGroup(click.Group):
     """A click group whose sub-commands are imported on first use (click's documented pattern
     for large command-line applications)."""
+
+    context_class = Context
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
