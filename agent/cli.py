@@ -11,6 +11,7 @@ import click
 from eams.agent import stop
 from eams.agent.config import load_config
 from eams.agent.runner import Agent
+from eams.cli import log_level_option
 from eams.meter.url import parse_meter_url
 
 log = logging.getLogger(__name__)
@@ -34,28 +35,33 @@ def check_config(config_file: Path) -> None:
     )
     click.echo(f"calibration: {config.calibration or 'none (power metered or missing)'}")
     for name, sink in zip(config.sink_names(), config.sinks, strict=True):
-        click.echo(f"sink {name}: {sink.type} {getattr(sink, 'url', getattr(sink, 'path', ''))}")
+        where = getattr(sink, "url", None) or getattr(sink, "path", "")
+        click.echo(
+            f"sink {name}: {where}" if name == sink.type else f"sink {name} ({sink.type}): {where}"
+        )
     click.echo(f"spool: {config.spool.dir} ({config.spool.policy})")
     if config.meter is not None:
         meter = parse_meter_url(config.meter.url).redacted()
-        click.echo(f"meter: {meter}; outlets {config.outlet_nodes()}")
+        outlets = ", ".join(
+            f"{outlet} {node} (P_cap {cap_w:g} W)"
+            for outlet, (node, cap_w) in sorted(config.outlet_nodes().items())
+        )
+        click.echo(f"meter: {meter}; outlets {outlets}")
 
 
 @agent.command("run")
 @click.option("--config", "config_file", type=_CONFIG, required=True, help="YAML configuration.")
-@click.option(
-    "--log-level",
-    default="INFO",
-    show_default=True,
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
-)
+@log_level_option("Log level (DEBUG also logs every HTTP request of the sinks).")
 def run(config_file: Path, log_level: str) -> None:
     """Run the agent until SIGTERM or SIGINT, then flush and close every sink and exit 0.
 
-    Samples every ``sample_period_s``, writes to every sink (spooling on failure) and serves
-    Prometheus metrics on ``metrics.host:metrics.port``/metrics. A signal that arrives while
-    the agent starts is a stop too: exit 0, without starting when the configuration is still
-    being read (see :mod:`eams.agent.stop`).
+    Samples every `sample_period_s` of the configuration, writes to every sink (spooling on
+    failure) and serves Prometheus metrics on http://METRICS_HOST:METRICS_PORT/metrics. A
+    signal that arrives while the agent starts is a stop too: exit 0, without starting when
+    the configuration is still being read.
+
+    \f
+    The stop request is :mod:`eams.agent.stop`.
     """
     requested = stop.install()  # again for `eams agent run`; python -m eams.agent did it first
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

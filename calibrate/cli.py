@@ -22,17 +22,21 @@ from eams.calibrate.report import (
 )
 from eams.calibrate.run import SpeedReferenceSpec, SshOptions, fit_and_save, sweep_node
 from eams.calibrate.sweep import DEFAULT_LEVELS, SweepPlan
+from eams.cli import OUTPUT_FILE, FiniteFloatRange, ValueType
+from eams.meter.cli import DRIVER, METER_URL
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
+_INPUT = click.Path(exists=True, dir_okay=False, path_type=Path)
+_SECONDS = FiniteFloatRange(min=0, min_open=True)
 
 
-def _levels(_ctx: click.Context, _param: click.Parameter, text: str | None) -> tuple[int, ...]:
-    if text is None:
-        return DEFAULT_LEVELS
+def _levels(text: str) -> tuple[int, ...]:
     try:
-        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+        levels = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
     except ValueError:
-        raise click.BadParameter(f"{text!r}: expected percentages like 0,10,20,...,100") from None
+        raise ValueError(f"{text!r}: expected percentages like 0,10,20,...,100") from None
+    SweepPlan(levels)  # SweepError unless distinct whole percentages in 0–100
+    return levels
 
 
 def _plan_options(command):  # type: ignore[no-untyped-def]
@@ -41,26 +45,27 @@ def _plan_options(command):  # type: ignore[no-untyped-def]
         [
             click.option(
                 "--levels",
-                callback=_levels,
+                type=ValueType(_levels, "PCT,..."),
+                default=",".join(map(str, DEFAULT_LEVELS)),
                 help="Commanded load levels in % (default 0,10,...,100; 0 = active idle).",
             ),
             click.option(
                 "--settle-s",
-                type=float,
+                type=_SECONDS,
                 default=60.0,
                 show_default=True,
                 help="Longest wait for power and utilisation to settle at each level.",
             ),
             click.option(
                 "--measure-s",
-                type=float,
+                type=_SECONDS,
                 default=60.0,
                 show_default=True,
                 help="Measurement interval per level.",
             ),
             click.option(
                 "--sample-s",
-                type=float,
+                type=_SECONDS,
                 default=1.0,
                 show_default=True,
                 help="Meter read period (also the settle-detection window).",
@@ -107,18 +112,26 @@ def calibrate() -> None:
 @calibrate.command()
 @click.option("--node", required=True, help="Node name (names the calibration file's node).")
 @click.option(
-    "--meter", "meter_url", required=True, help="Meter URL (snmp://, snmpv3://, serial://)."
+    "--meter",
+    "meter_url",
+    type=METER_URL,
+    required=True,
+    help="Meter URL (snmp://, snmpv3://, serial://).",
 )
 @click.option(
     "--outlet", type=click.IntRange(min=1), required=True, help="The node's outlet (1-based)."
 )
 @click.option("--ssh", help="USER@HOST[:PORT] to sweep a remote node (default: this machine).")
-@click.option("--identity", type=_FILE, help="SSH private key (default: ~/.ssh keys, agent).")
+@click.option("--identity", type=_INPUT, help="SSH private key (default: ~/.ssh keys, agent).")
 @click.option("--known-hosts", type=_FILE, help="known_hosts file (default ~/.ssh/known_hosts).")
-@click.option("--driver", help="Meter driver, skipping auto-detection (e.g. apc_rpdu2).")
-@click.option("--reference", type=_FILE, help="Calibration file of the speed reference node.")
 @click.option(
-    "--reference-bogo-ops-s", type=float, help="Speed reference as bogo-ops/s at 100 % load."
+    "--driver", type=DRIVER, help="Meter driver, skipping auto-detection (e.g. apc_rpdu2)."
+)
+@click.option("--reference", type=_INPUT, help="Calibration file of the speed reference node.")
+@click.option(
+    "--reference-bogo-ops-s",
+    type=FiniteFloatRange(min=0, min_open=True),
+    help="Speed reference as bogo-ops/s at 100 % load.",
 )
 @_plan_options
 @click.option(
@@ -176,13 +189,21 @@ def sweep(
 
 
 @calibrate.command()
-@click.argument("file", type=_FILE)
+@click.argument("file", type=_INPUT)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--floor-w", type=float, help="Meter floor (W): refuse readings at or below it.")
+@click.option(
+    "--floor-w",
+    type=FiniteFloatRange(min=0),
+    help="Meter floor (W): refuse readings at or below it.",
+)
 def fit(file: Path, as_json: bool, floor_w: float | None) -> None:
-    """Fit the line to FILE, a CSV with columns `utilization` (0–1) and `power_w`.
+    """Fit the line to FILE, a CSV with columns `utilisation` (0–1) and `power_w`.
 
-    Other columns are ignored. Rows are numbered as a spreadsheet shows them (header = row 1).
+    `utilization` is accepted too; names in any letter case, spaces after commas and Excel's
+    "CSV UTF-8" are fine. Other columns are ignored. Rows are numbered as a spreadsheet shows
+    them (header = row 1). Refused, naming the row: a row with more fields than the header, no
+    data rows, power falling with load, and points exactly on a line (no scatter to size the
+    95 % intervals with).
     """
     result = fit_csv(file, floor_w)
     if as_json:
@@ -192,8 +213,12 @@ def fit(file: Path, as_json: bool, floor_w: float | None) -> None:
 
 
 @calibrate.command()
-@click.argument("files", type=_FILE, nargs=-1, required=True)
-@click.option("--plot", type=_FILE, help="Also draw power vs utilisation with line and band (PNG).")
+@click.argument("files", type=_INPUT, nargs=-1, required=True)
+@click.option(
+    "--plot",
+    type=OUTPUT_FILE,
+    help="Also draw power vs utilisation with line and band (PNG; the folder must exist).",
+)
 def show(files: tuple[Path, ...], plot: Path | None) -> None:
     """Print a table of calibration FILES (P_idle, P_max with 95 % CIs, speed, R², linear_ok)."""
     calibrations = [load_calibration(path) for path in files]
@@ -206,7 +231,7 @@ def show(files: tuple[Path, ...], plot: Path | None) -> None:
 
 
 @calibrate.command()
-@click.option("--inventory", type=_FILE, required=True, help="YAML: node → ssh target → outlet.")
+@click.option("--inventory", type=_INPUT, required=True, help="YAML: node → ssh target → outlet.")
 @_plan_options
 def fleet(
     inventory: Path,
@@ -228,7 +253,7 @@ def fleet(
         accept_unknown_host=accept_unknown_host,
         progress=progress_bar,
     )
-    Console(width=160).print(fleet_table(outcomes))
+    Console().print(fleet_table(outcomes))
     failed = [o.node for o in outcomes if o.error is not None]
     if failed:
         raise SweepError(f"{len(failed)} of {len(outcomes)} node(s) failed: {', '.join(failed)}")

@@ -1,4 +1,12 @@
-"""Read the points of ``eams calibrate fit FILE``: a CSV with ``utilization`` and ``power_w``."""
+"""Read the points of ``eams calibrate fit FILE``: a CSV with a utilisation and a power column.
+
+The CSVs people have: the header may spell ``utilisation`` (as every other part of EAMS writes
+it) or ``utilization``, in any letter case, with spaces around names and values, and with the
+byte-order mark that Excel's "CSV UTF-8" puts first. What cannot be a sweep is refused, naming
+the file and, where there is one, the row: a row with more fields than the header, a file with
+no data rows, power that falls as load rises, and points that lie exactly on a line (they leave
+no scatter to size the 95 % intervals with, which would come out zero wide).
+"""
 
 from __future__ import annotations
 
@@ -8,41 +16,70 @@ from pathlib import Path
 from eams.calibrate.errors import FitError
 from eams.calibrate.fit import FitResult, fit_linear
 
-COLUMNS = ("utilization", "power_w")
+UTILISATION = ("utilisation", "utilization")
+"""Accepted names of the utilisation column (fraction 0–1), compared ignoring case and spaces."""
+POWER = "power_w"
+"""Name of the power column (W), compared the same way."""
+EXACT_RMSE_W = 1e-6
+"""A fit whose RMSE is below this (1 µW, far under any meter's resolution) has no scatter."""
 
 
-def read_points(path: str | Path) -> tuple[list[float], list[float], list[str]]:
-    """Read (utilisation, power_w, row labels) from a CSV; other columns are ignored.
+def _columns(header: list[str], path: Path) -> tuple[str, str]:
+    """The header's own spelling of the utilisation and the power column."""
+    by_name: dict[str, list[str]] = {}
+    for name in header:
+        by_name.setdefault(name.strip().lower(), []).append(name)
+    shown = ", ".join(name.strip() for name in header) or "nothing"
+    found = [n for key in UTILISATION for n in by_name.get(key, [])]
+    if not found:
+        raise FitError(
+            f"{path}: missing column 'utilisation' (or 'utilization'); row 1 has: {shown}"
+        )
+    if len(found) > 1:
+        raise FitError(f"{path}: row 1 has {len(found)} utilisation columns ({shown}); keep one")
+    power = by_name.get(POWER, [])
+    if len(power) != 1:
+        what = "missing column" if not power else f"{len(power)} columns named"
+        raise FitError(f"{path}: {what} '{POWER}'; row 1 has: {shown}")
+    return found[0], power[0]
 
-    Rows are numbered as a spreadsheet shows them: the header is row 1.
+
+def read_points(path: str | Path) -> tuple[list[float], list[float], list[str], tuple[str, str]]:
+    """Read (utilisation, power_w, row labels, column names) from a CSV.
+
+    Columns other than the two are ignored. Rows are numbered as a spreadsheet shows them: the
+    header is row 1. Column names are returned as the file spells them (for messages).
 
     Raises
     ------
     FitError
-        Naming the file, row and column: unreadable file, no header, a missing column, or a
-        value that is not a number (an empty cell included).
+        Naming the file, row and column: unreadable file, no header, a missing or repeated
+        column, a row with more fields than the header, no data rows, or a value that is not a
+        number (an empty cell included).
     """
     path = Path(path)
     try:
-        with path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            header = reader.fieldnames or []
-            missing = [c for c in COLUMNS if c not in header]
-            if missing:
-                raise FitError(
-                    f"{path}: missing column '{missing[0]}' (row 1 has: "
-                    f"{', '.join(header) or 'nothing'})"
-                )
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: drops Excel's BOM
+            reader = csv.DictReader(handle, skipinitialspace=True)
+            header = list(reader.fieldnames or [])
+            columns = _columns(header, path)
             values: tuple[list[float], list[float]] = ([], [])
             labels = []
             for record in reader:
-                for column, into in zip(COLUMNS, values, strict=True):
+                extra = record.get(None)  # type: ignore[call-overload]  # fields past the header
+                if extra:
+                    raise FitError(
+                        f"{path}: row {reader.line_num} has {len(header) + len(extra)} fields, "
+                        f"the header {len(header)}: a stray comma, or a decimal comma (write "
+                        "0.5, not 0,5)"
+                    )
+                for column, into in zip(columns, values, strict=True):
                     text = (record.get(column) or "").strip()
                     try:
                         into.append(float(text))
                     except ValueError:
                         raise FitError(
-                            f"{path}: row {reader.line_num}, column '{column}': "
+                            f"{path}: row {reader.line_num}, column '{column.strip()}': "
                             f"{text!r} is not a number"
                         ) from None
                 labels.append(f"row {reader.line_num}")
@@ -50,7 +87,9 @@ def read_points(path: str | Path) -> tuple[list[float], list[float], list[str]]:
         raise FitError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except (UnicodeDecodeError, csv.Error) as exc:
         raise FitError(f"{path}: not a CSV file: {exc}") from exc
-    return values[0], values[1], labels
+    if not labels:
+        raise FitError(f"{path}: no data rows (only the header)")
+    return values[0], values[1], labels, (columns[0].strip(), columns[1].strip())
 
 
 def fit_csv(path: str | Path, floor_w: float | None = None) -> FitResult:
@@ -61,10 +100,25 @@ def fit_csv(path: str | Path, floor_w: float | None = None) -> FitResult:
     FitError
         From either step, prefixed with the file name; a bad value names its row and column
         (NaN, utilisation outside 0–1, power at or below the floor), and a file with fewer than
-        3 distinct levels names the ``utilization`` column.
+        3 distinct levels names the utilisation column. Also when the fitted power falls with
+        load (P_max < P_idle) or the points lie exactly on the line (zero scatter: the 95 %
+        intervals would have zero width).
     """
-    utilisation, power_w, labels = read_points(path)
+    utilisation, power_w, labels, columns = read_points(path)
     try:
-        return fit_linear(utilisation, power_w, floor_w=floor_w, labels=labels, columns=COLUMNS)
+        result = fit_linear(utilisation, power_w, floor_w=floor_w, labels=labels, columns=columns)
     except FitError as exc:
         raise FitError(f"{path}: {exc}") from exc
+    if result.p_max_w < result.p_idle_w:
+        raise FitError(
+            f"{path}: power falls as load rises (P_max {result.p_max_w:.2f} W < P_idle "
+            f"{result.p_idle_w:.2f} W): not one node's load sweep; check that '{columns[0]}' "
+            f"and '{columns[1]}' are the right columns"
+        )
+    if not result.rmse_w > EXACT_RMSE_W:
+        raise FitError(
+            f"{path}: the {result.n_points} points lie exactly on a line, so they leave no "
+            "scatter to size the 95 % intervals with (they would be zero wide); give the "
+            "measured samples, several per level, not the line's values"
+        )
+    return result

@@ -9,7 +9,11 @@ import numpy as np
 from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
 
 from eams.calibrate.calfile import Calibration
+from eams.calibrate.errors import CalibrationError
 from eams.calibrate.fit import confidence_band_w
+
+COLUMNS = 3
+"""Panels per row: six nodes make a 3 × 2 grid (15 × 8 in), not a 30 × 4 in strip."""
 
 
 def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> Path:
@@ -19,16 +23,27 @@ def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> 
     its pointwise 95 % confidence band (:func:`~eams.calibrate.fit.confidence_band_w`);
     measured active idle is a cross at u = 0.
 
+    Panels are laid out :data:`COLUMNS` to a row, 5 × 4 in each at 100 dpi.
+
     Returns
     -------
     Path
         The file written.
+
+    Raises
+    ------
+    CalibrationError
+        The file cannot be written (its folder missing included: none is created).
     """
     count = len(calibrations)
-    fig = Figure(figsize=(5 * count, 4))
-    axes = fig.subplots(1, count, squeeze=False)
+    ncols = min(count, COLUMNS)
+    nrows = -(-count // ncols)
+    fig = Figure(figsize=(5 * ncols, 4 * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in axes[count:]:
+        ax.set_visible(False)
     grid = np.linspace(0.0, 1.0, 101)
-    for ax, cal in zip(axes[0], calibrations, strict=True):
+    for ax, cal in zip(axes, calibrations, strict=False):
         if cal.sweep is not None:
             for level in cal.sweep.levels:
                 powers = [s.power_w for s in level.samples if s.power_w is not None]
@@ -61,6 +76,8 @@ def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> 
         ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    try:
+        fig.savefig(path, dpi=100, format="png")
+    except OSError as exc:
+        raise CalibrationError(f"cannot write the plot {path}: {exc.strerror or exc}") from exc
     return path

@@ -24,14 +24,22 @@ def _status(update: SweepProgress) -> str:
 @contextmanager
 def progress_bar(node: str, console: Console | None = None) -> Iterator[ProgressCallback]:
     """Yield a progress callback for :func:`~eams.calibrate.sweep.run_sweep` that draws one bar
-    (on stderr by default) for ``node``; the bar is removed when the block ends."""
+    (on stderr by default) for ``node``; the bar is removed when the block ends.
+
+    Drawn only on a terminal: into a pipe or a log a live bar is noise (and rich's live display
+    leaves a blank line on stdout when it stops), so there the callback does nothing.
+    """
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda _event: None
+        return
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[status]}"),
     )
-    with Progress(*columns, console=console or Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(node, total=None, status="starting")
 
         def update(event: SweepProgress) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich import box
 from rich.console import Group
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from eams.calibrate.calfile import Calibration
@@ -67,37 +68,61 @@ def fit_report(result: FitResult) -> Group:
     )
 
 
+def _value_ci(value: float, interval: Sequence[float] | None) -> str:
+    """The value over its 95 % interval: ``±half`` when centred on it (as fits are), else
+    ``[lo, hi]``; two lines, so the table stays narrow."""
+    if interval is None:
+        return f"{value:.1f}\n±?"
+    low, high = interval
+    if f"{(low + high) / 2:.1f}" == f"{value:.1f}":
+        return f"{value:.1f}\n±{(high - low) / 2:.1f}"
+    return f"{value:.1f}\n{_ci(interval)}"
+
+
 def calibrations_table(calibrations: Sequence[Calibration]) -> Table:
-    """One row per node: P_idle and P_max with intervals, active idle, speed, R², linear_ok."""
+    """One row per node: P_idle and P_max with intervals, active idle, speed, R², RMSE,
+    linear_ok and when the file was made (UTC); fits 80 columns for node names up to ~14
+    characters (longer ones wrap, never cut)."""
+    numbers = ("P_idle\nW", "P_max\nW", "active\nidle W", "speed", "R²", "RMSE\nW")
     table = Table(
-        "node",
-        "P_idle W [95 % CI]",
-        "P_max W [95 % CI]",
-        "active idle W",
-        "speed",
-        "R²",
-        "RMSE W",
-        "linear_ok",
-        "created",
+        Column("node", overflow="fold"),
+        *(Column(header, justify="right", no_wrap=True) for header in numbers),
+        Column("linear", no_wrap=True),
+        Column("created\n(UTC)", no_wrap=True),
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        caption="±: half-width of the 95 % confidence interval; linear: linear_ok",
     )
     for cal in calibrations:
         table.add_row(
             cal.node,
-            f"{cal.p_idle_w:.1f} {_ci(cal.p_idle_ci95_w)}",
-            f"{cal.p_max_w:.1f} {_ci(cal.p_max_ci95_w)}",
+            _value_ci(cal.p_idle_w, cal.p_idle_ci95_w),
+            _value_ci(cal.p_max_w, cal.p_max_ci95_w),
             _opt(cal.p_active_idle_w, ".1f"),
             _speed(cal),
             f"{cal.r2:.4f}",
             f"{cal.rmse_w:.2f}",
             "yes" if cal.linear_ok else "NO",
-            cal.created_at.strftime("%Y-%m-%d %H:%M"),
+            cal.created_at.strftime("%Y-%m-%d\n%H:%M"),
         )
     return table
 
 
 def fleet_table(outcomes: Sequence[NodeOutcome]) -> Table:
     """The fleet summary: per node, the fitted values and file, or the error."""
-    table = Table("node", "result", "P_idle W", "P_max W", "speed", "linear_ok", "file / error")
+    table = Table(
+        Column("node", overflow="fold"),
+        "result",
+        Column("P_idle W", justify="right", no_wrap=True),
+        Column("P_max W", justify="right", no_wrap=True),
+        Column("speed", justify="right", no_wrap=True),
+        Column("linear", no_wrap=True),
+        Column("file / error", overflow="fold"),
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
     for outcome in outcomes:
         cal = outcome.calibration
         if cal is None:

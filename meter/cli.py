@@ -10,19 +10,33 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from eams.cli import ValueType
 from eams.meter.check import check_reading
 from eams.meter.errors import NotConfirmed
 from eams.meter.open import open_meter
 from eams.meter.reading import Reading
+from eams.meter.url import parse_meter_url
 
 if TYPE_CHECKING:
     from eams.meter.snmp.switch import SwitchResult
 
-_url = click.argument("url")
+
+def _family(name: str) -> object:
+    from eams.meter.snmp.registry import family  # reads profiles.yaml: only with --driver
+
+    return family(name)
+
+
+METER_URL = ValueType(parse_meter_url, "URL", keep_text=True)
+"""A meter URL checked when the command line is read (a bad one is a usage error)."""
+DRIVER = ValueType(_family, "NAME", keep_text=True)
+"""An SNMP family name of ``meter/snmp/profiles.yaml``, checked the same way."""
+
+_url = click.argument("url", type=METER_URL)
 _driver = click.option(
     "--driver",
     default=None,
-    metavar="NAME",
+    type=DRIVER,
     help="SNMP family from profiles.yaml (skips detection).",
 )
 _timeout = click.option(
@@ -68,7 +82,7 @@ def _fmt(value: float | None, digits: int) -> str:
 
 def _table(reading: Reading) -> Table:
     table = Table(
-        title=f"{reading.meter}  driver={reading.driver}  read_at={reading.read_at.isoformat()}",
+        title=f"{reading.meter}  driver={reading.driver}  read_at={reading.to_json()['read_at']}",
         title_justify="left",
     )
     headers = ("outlet", "name", "state", "power W", "current A", "voltage V", "energy Wh", "")
@@ -97,9 +111,7 @@ def _table(reading: Reading) -> Table:
 @meter.command("read")
 @_url
 @_driver
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print one JSON object (the issue-2 contract)."
-)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @_timeout
 @_retries
 def read_command(

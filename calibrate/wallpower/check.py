@@ -61,6 +61,8 @@ class RunResult:
     ----------
     label : str
     spec : str
+    start_ns, end_ns : int
+        The window, epoch ns (UTC).
     duration_s : float
     work_core_s : float or None
     normaliser : float
@@ -73,6 +75,8 @@ class RunResult:
 
     label: str
     spec: str
+    start_ns: int
+    end_ns: int
     duration_s: float
     work_core_s: float | None
     normaliser: float
@@ -189,6 +193,8 @@ def _run_result(run: Run, nodes: dict[str, NodeEnergy], normaliser: float) -> Ru
     return RunResult(
         label=run.label,
         spec=run.spec.text,
+        start_ns=run.start_ns,
+        end_ns=run.end_ns,
         duration_s=run.duration_s,
         work_core_s=run.work_core_s,
         normaliser=normaliser,
@@ -208,18 +214,13 @@ def _gap_finding(gaps: tuple[Gap, ...], quantity: str, bridge: str) -> list[str]
 
 
 def _node_findings(n: NodeEnergy) -> list[str]:
-    bridge = (
-        "the counter kept counting between readings (at a window edge the mean power is held)"
-        if n.method == "counter"
-        else "bridged linearly (held at a window edge), never zero-filled; charged to the "
-        "sampling uncertainty"
-    )
+    # short: how gaps are bridged and charged is the report's "how this was computed"
+    bridge = "the counter kept counting" if n.method == "counter" else "bridged linearly"
     out = _gap_finding(n.gaps, "metered data", bridge)
     out += _gap_finding(
         n.utilisation_gaps,
         "utilisation (so in modelled power)",
-        "covered by the sample after it (its /proc/stat mean spans the gap), never "
-        "zero-filled; charged to the sampling uncertainty",
+        "covered by the next sample's mean",
     )
     out += [_counter_finding(e, used=n.method == "counter") for e in n.counter_events]
     if n.counter_note:
@@ -261,12 +262,16 @@ def _counter_finding(e: CounterEvent, *, used: bool) -> str:
     return f"{what}; stitched, {e.bridged_wh:.4g} Wh credited across it ({_BRIDGE[e.how]})"
 
 
-def _places(places: list[tuple[str, str]]) -> str:
+def _places(places: list[tuple[str, str]], every: dict[str, set[str]]) -> str:
     runs: dict[str, list[str]] = {}
     for run, node in places:
         runs.setdefault(run, []).append(node)
+    if runs.keys() == every.keys() and all(set(runs[r]) == every[r] for r in runs):
+        return "every node, both runs"  # the same finding everywhere: say so, briefly
     return "; ".join(
-        f"run {run}, node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}"
+        f"run {run}, every node"
+        if set(nodes) == every[run]
+        else f"run {run}, node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}"
         for run, nodes in runs.items()
     )
 
@@ -274,11 +279,12 @@ def _places(places: list[tuple[str, str]]) -> str:
 def _warnings(results: tuple[RunResult, RunResult]) -> list[str]:
     """Findings per node; one finding shared by several nodes is listed once, naming them."""
     where: dict[str, list[tuple[str, str]]] = {}
+    every = {run.label: set(run.nodes) for run in results}
     for run in results:
         for n in run.nodes.values():
             for finding in _node_findings(n):
                 where.setdefault(finding, []).append((run.label, n.node))
-    out = [f"{_places(places)}: {finding}" for finding, places in where.items()]
+    out = [f"{_places(places, every)}: {finding}" for finding, places in where.items()]
     for run in results:
         large = [
             f"{n.node} {n.model_error_pct:+.1f} %"

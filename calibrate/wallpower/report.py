@@ -1,45 +1,84 @@
-"""The check's outputs: a self-contained HTML report (PNG plots inlined) and a JSON summary."""
+"""The check's outputs: a self-contained HTML report (PNG plots inlined) and a JSON summary.
+
+The page says what was measured (:class:`About`: setup and workload as the caller states them;
+the run windows in UTC, the telemetry, the date and the EAMS version), then the VT-5 verdict
+(:func:`shown_verdict`: a check whose uncertainty is wider than its tolerance is NOT RESOLVED,
+never a pass), then the evidence. Every ± on the page is 2σ (:data:`plots.K_SIGMA`); the JSON
+summary keeps standard uncertainties (1σ, the ``sd_*`` keys).
+"""
 
 from __future__ import annotations
 
 import base64
 import json
 import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from eams import __version__
 from eams.calibrate.wallpower import plots
 from eams.calibrate.wallpower.check import RunResult, SavingCheck
 from eams.calibrate.wallpower.counter import COUNTER_MIN_STEPS
 from eams.calibrate.wallpower.energy import GAP_FACTOR
 from eams.calibrate.wallpower.errors import WallPowerError
+from eams.calibrate.wallpower.plots import K_SIGMA, metered_sd_wh, utc
 
 HTML_NAME = "wallpower_report.html"
 JSON_NAME = "wallpower_summary.json"
+NOT_RESOLVED = "NOT RESOLVED"
+
+
+@dataclass(frozen=True, slots=True)
+class About:
+    """What was measured, as the caller knows it (the telemetry cannot say).
+
+    Attributes
+    ----------
+    setup : str or None
+        The meter and the nodes, e.g. that they are simulated (the demo) or which PDU and
+        machines; ``None``: the report says the caller did not state it.
+    workload : str or None
+        What ran, e.g. the trace file, the number of pods and the offered load ρ.
+    """
+
+    setup: str | None = None
+    workload: str | None = None
+
+
+def shown_verdict(result: SavingCheck) -> str:
+    """The verdict as shown to a reader: ``PASS``, ``FAIL``, or :data:`NOT_RESOLVED` when the
+    difference's 2σ is wider than the tolerance (the measurement cannot tell a pass from a
+    fail, whatever the point estimate says)."""
+    return result.verdict if result.resolvable else NOT_RESOLVED
+
 
 _CSS = """
 body{font:15px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1120px;color:#222}
 h1{font-size:24px;margin:0 0 4px} h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 .verdict{display:inline-block;padding:6px 16px;border-radius:6px;color:#fff;font-weight:700;
  font-size:22px;margin:8px 0} .PASS{background:#2e7d32} .FAIL{background:#c62828}
+.NOT-RESOLVED{background:#6d6d6d}
+.answer{font-size:18px;font-weight:600}
 table{border-collapse:collapse;margin:6px 0 12px} td,th{border:1px solid #ccc;padding:4px 9px;
  text-align:right;white-space:nowrap} th{background:#f3f3f3} td.l,th.l{text-align:left}
+td.l{white-space:normal}
 code{font-size:12px;word-break:break-all}
 .warn{background:#fff8e1;border-left:4px solid #f9a825;padding:6px 10px;margin:4px 0}
 img{max-width:100%;border:1px solid #eee} .small{color:#555;font-size:13px}
 """
 
 
-def _per_node_rows(run: RunResult) -> str:
+def _per_node_rows(run: RunResult, accuracy_pct: float) -> str:
     rows = []
     for name, n in run.nodes.items():
-        sd = math.hypot(n.metered_sampling_sd_wh, n.metered_reading_sd_wh)
         rmse = "—" if n.power_rmse_w is None else f"{n.power_rmse_w:.2f}"
         rows.append(
             f"<tr><td class=l>{escape(name)}</td><td class=l>{n.method}</td>"
-            f"<td>{n.metered_wh:.3f} ± {sd:.3f}</td><td>{n.modelled_wh:.3f}</td>"
-            f"<td>{n.model_error_pct:+.2f}</td><td>{rmse}</td>"
+            f"<td>{n.metered_wh:.3f} ± {K_SIGMA * metered_sd_wh(n, accuracy_pct):.3f}</td>"
+            f"<td>{n.modelled_wh:.3f}</td><td>{n.model_error_pct:+.2f}</td><td>{rmse}</td>"
             f"<td>{len(n.gaps)} ({sum(g.length_s for g in n.gaps):.1f} s)</td>"
             f"<td>{len(n.counter_events)}</td></tr>"
         )
@@ -54,8 +93,51 @@ def _sd_pts(parts: dict[str, float]) -> float:
     return math.sqrt(sum(v**2 for v in parts.values())) * 100
 
 
+def _measured(result: SavingCheck, about: About) -> str:
+    """The "What was measured" table."""
+    setup = about.setup or (
+        "not stated by whoever ran the check: the meter and the nodes are those of the "
+        "telemetry below"
+    )
+    rows = [("setup", setup)]
+    if about.workload:
+        rows.append(("workload", about.workload))
+    for run in (result.a, result.b):
+        work = "" if run.work_core_s is None else f", {run.work_core_s:.1f} core-s of work"
+        rows.append(
+            (
+                f"run {run.label}",
+                f"{utc(run.start_ns)} to {utc(run.end_ns)} ({run.duration_s:.1f} s{work}); "
+                f"telemetry {run.spec}",
+            )
+        )
+    rows.append(("meter accuracy", f"±{result.accuracy_pct:g} % of reading (stated)"))
+    made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    rows.append(("report", f"made {made} by EAMS {__version__}"))
+    body = "".join(
+        f"<tr><th class=l>{escape(k)}</th><td class=l>{escape(v)}</td></tr>" for k, v in rows
+    )
+    return f"<table id=measured>{body}</table>"
+
+
+def _verdict_text(r: SavingCheck) -> str:
+    within = "within" if r.passed else "outside"
+    band = f"the ±{r.tolerance_pts:g}-point band VT-5 allows"
+    if r.resolvable:
+        return f"The difference is {within} {band}."
+    half = K_SIGMA * r.sd_difference_pts
+    return (
+        f"The difference is {within} {band}, but its uncertainty (±{half:.2f} points) is wider "
+        "than the band: this measurement cannot tell whether VT-5 holds."
+    )
+
+
 def render_html(
-    result: SavingCheck, title: str = "VT-5 wall-power check", note: str | None = None
+    result: SavingCheck,
+    title: str = "VT-5 wall-power check",
+    note: str | None = None,
+    about: About | None = None,
+    answer: str | None = None,
 ) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG).
 
@@ -66,9 +148,16 @@ def render_html(
     note : str, optional
         A sentence shown under the runs table (e.g. how the caller's time relates to the
         runs' time).
+    about : About, optional
+        What was measured, as the caller knows it.
+    answer : str, optional
+        The report's first sentence, shown above everything else (``<p id=answer>``): what was
+        saved at the wall, in words. Left out when not given.
     """
     r = result
     a, b = r.a, r.b
+    about = about or About()
+    shown = shown_verdict(r)
     norm = {"work": "energy per unit of work", "time": "mean power", "none": "total energy"}
     runs_rows = "".join(
         f"<tr><td class=l>{escape(run.label)}</td><td>{run.duration_s:.1f}</td>"
@@ -79,7 +168,8 @@ def render_html(
         for run in (a, b)
     )
     sd_rows = "".join(
-        f"<tr><td class=l>{kind}: {name.replace('_', ' ')}</td><td>{value * 100:.2f}</td></tr>"
+        f"<tr><td class=l>{kind}: {name.replace('_', ' ')}</td>"
+        f"<td>±{K_SIGMA * value * 100:.2f}</td></tr>"
         for kind, parts in (("metered", r.sd_metered), ("modelled", r.sd_modelled))
         for name, value in parts.items()
     )
@@ -87,7 +177,7 @@ def render_html(
         "<p>None: no gaps, no counter glitches or drops, no modelled samples.</p>"
     )
     node_header = (
-        "<tr><th class=l>node</th><th class=l>method</th><th>metered Wh ±1σ</th>"
+        "<tr><th class=l>node</th><th class=l>method</th><th>metered Wh ±2σ</th>"
         "<th>modelled Wh</th><th>model error %</th><th>power RMSE W</th><th>gaps</th>"
         "<th>counter events</th></tr>"
     )
@@ -96,30 +186,36 @@ def render_html(
         f"<tr><td class=l>{escape(name)}</td><td>{points:+.2f}</td></tr>"
         for name, points in r.disagreement_pts.items()
     )
-    specs = "<br>".join(f"run {escape(x.label)}: <code>{escape(x.spec)}</code>" for x in (a, b))
     per_node = "".join(
         f"<h2>Per node: run {escape(run.label)}</h2>"
-        f"<table>{node_header}{_per_node_rows(run)}</table>"
+        f"<table>{node_header}{_per_node_rows(run, r.accuracy_pct)}</table>"
         for run in (a, b)
     )
+    # issue 14 fills `answer`: the first sentence, what EAMS saved at the wall, in words
+    answer_html = f"<p id=answer class=answer>{escape(answer)}</p>\n" if answer else ""
     return f"""<!doctype html><html lang=en><head><meta charset=utf-8>
 <title>{escape(title)}</title><style>{_CSS}</style></head><body>
 <h1>{escape(title)}: run {escape(b.label)} vs run {escape(a.label)}</h1>
-<div class="verdict {r.verdict}">{r.verdict}</div>
+{answer_html}<h2>What was measured</h2>{_measured(r, about)}
+<h2>Does the modelled saving hold at the wall? (VT-5)</h2>
+<div id=verdict class="verdict {shown.replace(" ", "-")}">{shown}</div>
 <p>Metered saving at the wall <b>{r.saving_metered * 100:.2f} %</b>
- (±{2 * _sd_pts(r.sd_metered):.2f} at 2σ); modelled saving <b>{r.saving_modelled * 100:.2f} %</b>
- (±{2 * _sd_pts(r.sd_modelled):.2f}). Difference <b>{r.difference_pts:+.2f} points</b>
- (±{2 * r.sd_difference_pts:.2f} at 2σ); VT-5 passes within ±{r.tolerance_pts:g} points.
- Compared by {norm[r.normalised_by]} ({escape(r.unit)}).</p>
-{_img(plots.savings(r), "metered and modelled saving with error bars")}
+ (±{K_SIGMA * _sd_pts(r.sd_metered):.2f}); modelled saving
+ <b>{r.saving_modelled * 100:.2f} %</b> (±{K_SIGMA * _sd_pts(r.sd_modelled):.2f}). Difference
+ <b>{r.difference_pts:+.2f} points</b> (±{K_SIGMA * r.sd_difference_pts:.2f}).
+ {_verdict_text(r)} Compared by {norm[r.normalised_by]} ({escape(r.unit)}).</p>
+<p class=small>Every ± on this page is 2σ (about 95 %); the JSON summary holds the standard
+ uncertainties (1σ).</p>
+{_img(plots.savings(r), "metered and modelled saving, their difference and the pass band")}
 <h2>Runs</h2>
 <table><tr><th class=l>run</th><th>window s</th><th>work core-s</th>
 <th>metered Wh</th><th>modelled Wh</th><th>metered {escape(r.unit)}</th>
 <th>modelled {escape(r.unit)}</th></tr>
 {runs_rows}</table>
-{f"<p>{escape(note)}</p>" if note else ""}<p class=small>{specs}</p>
-<h2>Uncertainty of the savings (points, 1σ)</h2>
-<table>{sd_rows}<tr><th class=l>difference D</th><th>{r.sd_difference_pts:.2f}</th></tr></table>
+{f"<p>{escape(note)}</p>" if note else ""}
+<h2>Uncertainty of the savings (points, ±2σ)</h2>
+<table>{sd_rows}<tr><th class=l>difference D</th>
+<th>±{K_SIGMA * r.sd_difference_pts:.2f}</th></tr></table>
 <h2>Findings</h2>{warnings}
 <h2>Where the difference comes from</h2>
 <table><tr><th class=l>node</th><th>share of D (points)</th></tr>{share_rows}</table>
@@ -146,21 +242,26 @@ this node's modelled energy is replaced by its metered energy (in both runs).</p
 <li>Meter accuracy ±{r.accuracy_pct:g} % taken as a uniform bound (σ = a/√3), both as a per-outlet
  gain shared by runs A and B (cancels except through shifts of energy share) and as independent
  per-reading error. Calibration uncertainty from each node's P_idle/P_max CI.</li>
+<li>VT-5 passes when |D| ≤ {r.tolerance_pts:g} points and is resolved when 2σ of D is within
+ that tolerance; an unresolved check is shown as {NOT_RESOLVED}, whatever D is.</li>
 </ul></body></html>"""
 
 
 def summary_json(result: SavingCheck) -> dict[str, Any]:
     """The JSON summary: verdict, savings, uncertainty components and per-node figures.
 
-    Savings and their standard uncertainties are fractions, the difference is in points,
-    energies in Wh (``metered_normalised`` in the result's ``unit``); the keys are those
-    written to ``wallpower_summary.json``.
+    Savings and their standard uncertainties (1σ) are fractions, the difference is in points,
+    energies in Wh (``metered_normalised`` in the result's ``unit``), run windows ISO-8601
+    UTC; the keys are those written to ``wallpower_summary.json``. ``verdict`` is the check's
+    (PASS/FAIL), ``shown_verdict`` what the report shows (NOT RESOLVED when not resolvable).
     """
 
     def run_json(run: RunResult) -> dict[str, Any]:
         return {
             "label": run.label,
             "spec": run.spec,
+            "start_utc": _iso(run.start_ns),
+            "end_utc": _iso(run.end_ns),
             "duration_s": run.duration_s,
             "work_core_s": run.work_core_s,
             "metered_wh": run.metered_wh,
@@ -200,6 +301,7 @@ def summary_json(result: SavingCheck) -> dict[str, Any]:
 
     return {
         "verdict": result.verdict,
+        "shown_verdict": shown_verdict(result),
         "passed": result.passed,
         "resolvable": result.resolvable,
         "tolerance_pts": result.tolerance_pts,
@@ -218,11 +320,21 @@ def summary_json(result: SavingCheck) -> dict[str, Any]:
     }
 
 
+def _iso(ns: int) -> str:
+    return (
+        datetime.fromtimestamp(ns / 1e9, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
 def write_report(
     result: SavingCheck,
     out_dir: Path,
     title: str = "VT-5 wall-power check",
     note: str | None = None,
+    about: About | None = None,
+    answer: str | None = None,
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
 
@@ -231,7 +343,7 @@ def write_report(
     result : SavingCheck
     out_dir : Path
         Created as needed.
-    title, note : str
+    title, note, about, answer
         See :func:`render_html`.
 
     Returns
@@ -247,7 +359,7 @@ def write_report(
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
-        html_path.write_text(render_html(result, title, note))
+        html_path.write_text(render_html(result, title, note, about, answer))
         json_path.write_text(json.dumps(summary_json(result), indent=2) + "\n")
     except OSError as exc:
         raise WallPowerError(

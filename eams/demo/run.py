@@ -77,7 +77,7 @@ def _read_back(console: Console, testbed: Testbed, nodes: list[DemoNode]) -> Non
         outlet = reading.outlet(number)
         power = "—" if outlet is None or outlet.power_w is None else f"{outlet.power_w:g}"
         table.add_row(
-            str(number), spec.name, spec.server[:40], f"{spec.speed:.2f}", f"{load:.0%}", power
+            str(number), spec.name, spec.server, f"{spec.speed:.2f}", f"{load:.0%}", power
         )
     console.print(table)
 
@@ -143,14 +143,14 @@ def _replay(
     calibrations: list[Calibration],
     out_dir: Path,
     quick: bool,
-) -> tuple[list[PlayedRun], dict[str, dict], float]:
+) -> tuple[list[PlayedRun], dict[str, dict], float, str]:
     cluster = harness_cluster(nodes, calibrations)
     workload, source = demo_workload(cluster, quick)
     console.print(f"    workload: {source}")
     planned = plan_runs(cluster, workload)
     speedup = max(float(p.replay.makespan_s) for p in planned) / RUN_S[quick]
     console.print(
-        f"    placements planned by the harness; played {speedup:.0f}× faster than the trace "
+        f"    placements planned by the harness; played {speedup:.2f}× faster than the trace "
         f"(agents sample every {PERIOD_S[quick]:g} s)"
     )
     extender = ExtenderServer(out_dir / "calibration").start()
@@ -185,7 +185,7 @@ def _replay(
     console.print(
         f"    the extender ingested {extender.samples_ingested()} samples from the agents"
     )
-    return played, {p.label: p.figures for p in planned}, speedup
+    return played, {p.label: p.figures for p in planned}, speedup, source
 
 
 def _make_dirs(out_dir: Path) -> None:
@@ -232,7 +232,7 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
         stage(2, "calibrating the six nodes (sweeps through the meter)")
         calibrations = _calibrate(console, testbed, out_dir / "calibration", quick)
         stage(3, "replaying a trace with the default scheduler and with EAMS")
-        played, figures, speedup = _replay(
+        played, figures, speedup, workload = _replay(
             console, stack, testbed, nodes, calibrations, out_dir, quick
         )
     stage(4, "VT-5 wall-power check")
@@ -243,6 +243,8 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
         speedup,
         out_dir / "report",
         out_dir / "calibration",
+        workload=workload,
+        fleet=source,
     )
     console.print(
         f"demo finished in {time.monotonic() - started:.0f} s; everything is in {out_dir}",

@@ -64,9 +64,10 @@ def _parse_node_power(items: tuple[str, ...]) -> NodePower:
 )
 @click.option(
     "--curve",
-    default="linear:10:45",
+    default="linear:60:120",
     show_default=True,
-    help="Power curve of every outlet without a SPECpower row: linear:P_IDLE_W:P_MAX_W.",
+    help="Power curve of every outlet without a SPECpower row: linear:P_IDLE_W:P_MAX_W (the "
+    "default idles above the 50 W under which the APC driver flags an outlet below floor).",
 )
 @click.option(
     "--specpower-row",

@@ -18,6 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from eams.cli import ValueType
 from eams.scheduler.auction import Method
 from eams.scheduler.bench.auction_batches import KINDS
 from eams.scheduler.bench.clearing_time import compare
@@ -25,6 +26,21 @@ from eams.scheduler.bench.manifest import load_manifest
 from eams.scheduler.bench.plots import regime_plot
 from eams.scheduler.bench.summary import evaluate, report_lines
 from eams.scheduler.bench.sweep import cells, run_rho_sweep
+
+_COUNT = click.IntRange(min=1)
+
+
+def _budgets(text: str) -> tuple[float, ...]:
+    """``--budgets``: comma-separated seconds, each finite and > 0 (``''``: none)."""
+    try:
+        budgets = tuple(float(b) for b in text.split(",") if b.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a comma-separated list of seconds") from None
+    bad = [b for b in budgets if not 0 < b < float("inf")]
+    if bad:
+        raise ValueError(f"{bad[0]:g} s: each budget must be a finite number of seconds > 0")
+    return budgets
+
 
 CSV_COLUMNS = (
     "scheduler",
@@ -123,15 +139,21 @@ def sweep(manifest_path: Path, out_dir: Path, workers: int | None) -> None:
     type=click.Choice(sorted(KINDS)),
     help="Batch kind (repeatable; default: all of them).",
 )
-@click.option("--pods", "n_pods", default=500, show_default=True, help="Pods in the batch (J).")
-@click.option("--nodes", "n_nodes", default=1000, show_default=True, help="Nodes (N).")
-@click.option("--slots", default=8, show_default=True, help="Free slots per node.")
+@click.option(
+    "--pods", "n_pods", default=500, show_default=True, type=_COUNT, help="Pods in the batch (J)."
+)
+@click.option("--nodes", "n_nodes", default=1000, show_default=True, type=_COUNT, help="Nodes (N).")
+@click.option("--slots", default=8, show_default=True, type=_COUNT, help="Free slots per node.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the batch.")
-@click.option("--repeats", default=20, show_default=True, help="Timed clearings (median, p99).")
+@click.option(
+    "--repeats", default=20, show_default=True, type=_COUNT, help="Timed clearings (median, p99)."
+)
 @click.option(
     "--budgets",
+    "budgets_s",
     default="0.05,0.2,1",
     show_default=True,
+    type=ValueType(_budgets, "SECONDS,..."),
     help="CP-SAT / HiGHS MILP budgets in seconds, comma-separated ('' skips them).",
 )
 @click.option("--no-lsa", is_flag=True, help="Skip the linear_sum_assignment sanity check.")
@@ -150,7 +172,7 @@ def auction(
     slots: int,
     seed: int,
     repeats: int,
-    budgets: str,
+    budgets_s: tuple[float, ...],
     no_lsa: bool,
     method: str,
     as_json: bool,
@@ -165,12 +187,6 @@ def auction(
     engine's distance to the best bound any of them proved. Study budget (§6.1): ≤ 30 ms for
     500 × 1,000.
     """
-    try:
-        budgets_s = tuple(float(b) for b in budgets.split(",") if b.strip())
-    except ValueError:
-        raise click.BadParameter(f"--budgets {budgets!r}: not numbers") from None
-    if min(n_pods, n_nodes, slots, repeats) < 1 or any(b <= 0 for b in budgets_s):
-        raise click.BadParameter("sizes and repeats must be ≥ 1, budgets > 0")
     for kind in kinds or tuple(KINDS):
         r = compare(kind, n_pods, n_nodes, slots, seed, repeats, budgets_s, not no_lsa, method)
         if as_json:

@@ -10,16 +10,27 @@ between two counters; one worker filtered the node on 20 of 20. So ``serve``
 refuses ``--workers`` above 1 and ``WEB_CONCURRENCY`` (which uvicorn reads when not told the
 number of workers) asking for more, and always tells uvicorn 1. The Deployment runs one
 replica for the same reason (``deploy/k3s/deployment.yaml``).
+
+SIGTERM (what Kubernetes and systemd send) is a clean stop: uvicorn shuts down gracefully and
+``serve`` exits 0. uvicorn (0.29+, here 0.54) re-raises the signal it caught once its shutdown
+is done, so that the process "dies of it" (exit 143 under a shell); ``serve`` keeps its own
+handler in place while uvicorn runs, so the re-raised signal lands there and only confirms the
+stop. A SIGTERM that comes before uvicorn has taken the signals over (while the app is being
+built) asks the server to stop as soon as it has started.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import signal
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import click
 
+from eams.cli import ValueType, log_level_option
 from eams.scheduler.extender.errors import ExtenderConfigError
 from eams.scheduler.extender.settings import Settings
 
@@ -50,7 +61,7 @@ def check_one_process(workers: int, web_concurrency: str | None) -> None:
         the message names the setting and says why the extender is one process.
     """
     if workers != 1:
-        raise ExtenderConfigError(f"--workers {workers}: {_ONE_PROCESS}; run it with 1")
+        raise ExtenderConfigError(f"{workers} workers asked for: {_ONE_PROCESS}; run it with 1")
     value = (web_concurrency or "").strip()
     try:
         several = bool(value) and int(value) > 1
@@ -66,9 +77,34 @@ def check_one_process(workers: int, web_concurrency: str | None) -> None:
         )
 
 
+def _workers(text: str) -> int:
+    workers = int(text)
+    check_one_process(workers, None)
+    return workers
+
+
+class _Stop:
+    """SIGTERM → the uvicorn server's graceful exit, before, while and after it runs."""
+
+    def __init__(self) -> None:
+        self.server: Any = None
+        self.requested = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+        if self.server is not None:
+            self.server.should_exit = True
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8888, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=8888,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="TCP port to listen on (0: a free one).",
+)
 @click.option(
     "--mode",
     type=click.Choice(["shadow", "active"]),
@@ -103,12 +139,12 @@ def check_one_process(workers: int, web_concurrency: str | None) -> None:
     help="Active mode with --watch: taint a node under its power-headroom floor NoSchedule "
     "(eams.io/power-headroom-low) until it recovers.",
 )
-@click.option("--log-level", default="info", show_default=True, help="uvicorn log level.")
+@log_level_option("Log level of the server (uvicorn).")
 @click.option(
     "--workers",
-    default=1,
+    default="1",
     show_default=True,
-    type=int,
+    type=ValueType(_workers, "INTEGER"),
     help="Server processes: only 1 (the extender's state is in-process; see the README).",
 )
 def serve(
@@ -120,30 +156,50 @@ def serve(
     watch: bool,
     floor_taint: bool,
     log_level: str,
-    workers: int,
+    workers: int,  # only 1 gets here: its type refuses more
 ) -> None:
     """Serve /filter and /prioritize to kube-scheduler (extender v1), plus /telemetry,
     /healthz, /readyz and /metrics, in one process.
+
+    Runs until SIGTERM or Ctrl-C; after a SIGTERM it shuts down cleanly and exits 0.
 
     \f
     Raises
     ------
     ExtenderConfigError
-        A bad setting or calibration file, or more than one worker asked for by ``--workers``
-        or ``WEB_CONCURRENCY`` (printed as one line by the ``eams`` command).
+        A bad setting or calibration file, more than one worker asked for by
+        ``WEB_CONCURRENCY``, or a server that did not start (a port in use: uvicorn logs why);
+        printed as one line by the ``eams`` command. ``--workers`` above 1 is a usage error.
     """
-    check_one_process(workers, os.environ.get(WORKERS_ENV))
+    stop = _Stop()
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        _serve(
+            stop,
+            Settings(
+                mode=mode,
+                window_ms=window_ms,
+                calibrations_dir=calibrations_dir,
+                taint_floor=floor_taint,
+            ),
+            host,
+            port,
+            watch,
+            log_level,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _serve(
+    stop: _Stop, settings: Settings, host: str, port: int, watch: bool, log_level: str
+) -> None:
+    check_one_process(1, os.environ.get(WORKERS_ENV))
     import uvicorn
 
     from eams.scheduler.extender.app import create_app
     from eams.scheduler.extender.watch import start_watch
 
-    settings = Settings(
-        mode=mode,
-        window_ms=window_ms,
-        calibrations_dir=calibrations_dir,
-        taint_floor=floor_taint,
-    )
     app = create_app(settings, on_startup=start_watch if watch else None)
     # Everything loaded so far (FastAPI, pydantic, numpy/scipy, calibrations) lives as long as
     # the process: frozen out of the collector's sight, a full collection no longer walks it on
@@ -152,7 +208,16 @@ def serve(
     gc.collect()
     gc.freeze()
     # workers=1 given, so uvicorn does not read WEB_CONCURRENCY itself
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, workers=1)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level.lower(), access_log=False, workers=1
+    )
+    stop.server = server = uvicorn.Server(config)
+    server.should_exit = stop.requested
+    server.run()  # uvicorn restores `stop` as the SIGTERM handler, then re-raises into it
+    if not server.started and not stop.requested:
+        raise ExtenderConfigError(
+            f"the extender did not start on {host}:{port} (the log above says why)"
+        )
 
 
 if __name__ == "__main__":  # ``python -m eams.scheduler.extender.cli``: no other component loads

@@ -60,9 +60,9 @@ def test_check_config_valid(tmp_path: Path, capsys, monkeypatch) -> None:
     status, out, err = run_main(["check-config", str(path)], capsys, monkeypatch)
     assert status == 0, err
     assert "node node-a: P_cap 65 W" in out
-    assert f"sink jsonl: jsonl {tmp_path / 'x'}" in out
+    assert f"sink jsonl: {tmp_path / 'x'}" in out
     assert (
-        "meter: snmp://***@127.0.0.1:16100; outlets {1: ('node-a', 65.0), 2: ('node-b', 65.0)}"
+        "meter: snmp://***@127.0.0.1:16100; outlets 1 node-a (P_cap 65 W), 2 node-b (P_cap 65 W)"
         in out
     )
     assert "s3cret" not in out

@@ -1,4 +1,5 @@
-"""``eams calibrate fit FILE [--json]``: the JSON keys, and bad CSVs refused by row and column."""
+"""``eams calibrate fit FILE [--json]``: the JSON keys, the CSVs people have (either spelling,
+BOM, spaces, letter case), and bad CSVs refused by row and column."""
 
 import json
 import re
@@ -23,12 +24,42 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def _good_csv(tmp_path: Path) -> Path:
+def _good_rows(header: str = "host,utilization,power_w,note", sep: str = ",") -> str:
     rng = np.random.default_rng(4)
-    rows = ["host,utilization,power_w,note"]
+    rows = [header]
     for u in np.repeat(np.linspace(0, 1, 6), 2):
-        rows.append(f"n1,{u:.3f},{30 + 40 * u + rng.normal(0, 0.3):.2f},x")
-    return _write(tmp_path, "\n".join(rows) + "\n")
+        rows.append(sep.join(["n1", f"{u:.3f}", f"{30 + 40 * u + rng.normal(0, 0.3):.2f}", "x"]))
+    return "\n".join(rows) + "\n"
+
+
+def _good_csv(tmp_path: Path) -> Path:
+    return _write(tmp_path, _good_rows())
+
+
+def _fit_json(path: Path) -> dict:
+    result = CliRunner().invoke(cli, ["calibrate", "fit", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize(
+    ("header", "sep", "bom"),
+    [
+        ("host,utilisation,power_w,note", ",", False),  # the spelling the rest of EAMS writes
+        ("host, Utilization, Power_W, note", ", ", False),  # spaces after commas, letter case
+        ("host,UTILISATION ,power_w,note", ",", True),  # Excel's "CSV UTF-8": a BOM first
+    ],
+)
+def test_the_csvs_people_have_fit_as_the_plain_one(
+    tmp_path: Path, header: str, sep: str, bom: bool
+) -> None:
+    reference = _fit_json(_good_csv(tmp_path))
+    path = tmp_path / "variant.csv"
+    path.write_bytes(("\ufeff" if bom else "").encode() + _good_rows(header, sep).encode())
+    variant = _fit_json(path)
+    assert variant["p_idle_w"] == pytest.approx(reference["p_idle_w"], rel=1e-12)
+    assert variant["p_max_w"] == pytest.approx(reference["p_max_w"], rel=1e-12)
+    assert variant["n_points"] == 12
 
 
 def test_json_has_the_issue_keys(tmp_path: Path) -> None:
@@ -53,14 +84,27 @@ def test_text_report_names_the_values(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("u,power_w\n0,1\n", r"missing column 'utilization' \(row 1 has: u, power_w\)"),
+        ("u,power_w\n0,1\n", r"missing column 'utilisation' \(or 'utilization'\); row 1 has: u,"),
         ("utilization,watts\n0,1\n", r"missing column 'power_w'"),
+        ("utilisation,utilization,power_w\n0,0,1\n", r"2 utilisation columns"),
+        ("utilization,power_w\n0,10\n0.5,20,7\n1,30\n", r"row 3 has 3 fields, the header 2"),
+        ("utilization,power_w\n0,10\n0,5,20\n1,30\n", r"row 3 has 3 fields.*0\.5, not 0,5"),
+        ("utilisation,power_w\n", r"no data rows \(only the header\)"),
+        # power falling with load is no node's sweep (it fitted P_max < P_idle, "linear")
+        (
+            "utilisation,power_w\n0,40\n0,41\n0.5,30\n0.5,31\n1,20\n1,21.5\n",
+            r"power falls as load rises \(P_max 20\.\d\d W < P_idle 40\.\d\d W\)",
+        ),
+        # three points exactly on a line: the 95 % intervals would be zero wide
+        ("utilisation,power_w\n0,10\n0.5,20\n1,30\n", r"the 3 points lie exactly on a line"),
+        # the same far from the ends (the intervals would be zero wide even extrapolated)
+        ("utilisation,power_w\n0.4,18\n0.5,20\n0.6,22\n", r"lie exactly on a line"),
         (
             "utilization,power_w\n0,10\n0.5,20\n1.5,30\n1,31\n",
             r"row 4, column 'utilization': 1.5 is outside 0–1",
         ),
         ("utilization,power_w\n0,10\n0.5,nan\n1,30\n", r"row 3, column 'power_w': nan is not"),
-        ("utilization,power_w\n0,10\nNaN,20\n1,30\n", r"row 3, column 'utilization': nan"),
+        ("Utilization,power_w\n0,10\nNaN,20\n1,30\n", r"row 3, column 'Utilization': nan"),
         ("utilization,power_w\n0,10\n0.5,\n1,30\n", r"row 3, column 'power_w': '' is not a number"),
         ("utilization,power_w\n0,10\n0.5,abc\n1,30\n", r"row 3, column 'power_w': 'abc'"),
         (
@@ -68,7 +112,7 @@ def test_text_report_names_the_values(tmp_path: Path) -> None:
             r"column 'utilization': only 2 distinct level\(s\) \(0, 1\)",
         ),
         ("utilization,power_w\n0,0\n0.5,20\n1,30\n", r"column 'power_w': 1 of 3 .*\(row 2\)"),
-        ("", r"missing column 'utilization' \(row 1 has: nothing\)"),
+        ("", r"missing column 'utilisation' \(or 'utilization'\); row 1 has: nothing"),
     ],
 )
 def test_bad_csv_is_refused_naming_row_and_column(tmp_path: Path, text: str, match: str) -> None:

@@ -4,13 +4,19 @@ calibration files built from synthetic sweeps (no load needed)."""
 from __future__ import annotations
 
 import json
+import struct
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from eams.calibrate.calfile import SweepRecord, calibration_from_sweep, save_calibration
+from eams.calibrate.calfile import (
+    SweepRecord,
+    calibration_from_sweep,
+    load_calibration,
+    save_calibration,
+)
 from eams.calibrate.errors import CalibrationFileError, FitError
 from eams.calibrate.run import SpeedReferenceSpec, fit_and_save, partial_path
 from eams.cli import cli
@@ -23,14 +29,49 @@ def _saved(tmp_path: Path, node: str, p_max: float) -> Path:
     return save_calibration(cal, tmp_path / f"{node}.json")
 
 
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])  # IHDR width, height
+
+
 def test_show_prints_every_node_and_draws_the_plot(tmp_path: Path) -> None:
     files = [_saved(tmp_path, "mini-1", 31.0), _saved(tmp_path, "mini-2", 45.0)]
-    png = tmp_path / "plot" / "fleet.png"
+    png = tmp_path / "fleet.png"
     args = ["calibrate", "show", *map(str, files), "--plot", str(png)]
     result = CliRunner().invoke(cli, args, terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "mini-1" in result.output and "mini-2" in result.output
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert _png_size(png) == (1000, 400) and png.stat().st_size > 10_000
+
+
+def test_six_nodes_are_a_grid_not_a_strip(tmp_path: Path) -> None:
+    files = [_saved(tmp_path, f"mini-{i}", 31.0 + i) for i in range(1, 7)]
+    png = tmp_path / "fleet.png"
+    result = CliRunner().invoke(cli, ["calibrate", "show", *map(str, files), "--plot", str(png)])
+    assert result.exit_code == 0, result.output
+    assert _png_size(png) == (1500, 800)  # 3 × 2 panels of 500 × 400
+
+
+def test_plot_into_a_missing_folder_is_refused_and_creates_nothing(tmp_path: Path) -> None:
+    files = [str(_saved(tmp_path, "mini-1", 31.0))]
+    png = tmp_path / "typo" / "fleet.png"
+    result = CliRunner().invoke(cli, ["calibrate", "show", *files, "--plot", str(png)])
+    assert result.exit_code == 2
+    assert f"the folder {png.parent} does not exist" in result.output
+    assert not png.parent.exists()
+
+
+def test_table_fits_80_columns_without_cutting_a_value(tmp_path: Path) -> None:
+    files = [_saved(tmp_path, f"mini-{i}", 31.0 + 40 * i) for i in range(1, 7)]
+    result = CliRunner().invoke(cli, ["calibrate", "show", *map(str, files)], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(map(len, lines)) <= 80 and "…" not in result.output
+    assert "linear" in result.output and "created" in result.output
+    cal = load_calibration(files[5])
+    low, high = cal.p_max_ci95_w
+    assert f"{cal.p_max_w:.1f}" in result.output and f"±{(high - low) / 2:.1f}" in result.output
 
 
 def test_show_refuses_a_bad_file_naming_the_field(tmp_path: Path) -> None:

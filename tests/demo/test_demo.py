@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers.chromium import CHROMIUM, Browser
+
 pytestmark = pytest.mark.integration
 EAMS = str(Path(sys.executable).with_name("eams"))  # the console script of this venv
 
@@ -48,12 +50,24 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
     summary = json.loads((out / "report" / "wallpower_summary.json").read_text())
     assert summary["verdict"] in ("PASS", "FAIL")
     assert summary["normalised_by"] == "work"
-    assert f"VT-5 {summary['verdict']}" in stdout
+    assert f"VT-5 {summary['shown_verdict']}" in stdout
     assert "completion s" in stdout  # the p95 column's header
     assert "…" not in stdout  # no table cell or header cut short at 80 columns
     html = out / "report" / "wallpower_report.html"
     assert f"report: {html}" in stdout
     assert html.read_text().count("data:image/png;base64,") == 3
+    if CHROMIUM is not None:  # the report as a reader sees it, rendered by Chromium
+        with Browser(tmp_path / "profile") as browser:
+            text = browser.evaluate(html, "document.body.innerText")
+            badge = browser.evaluate(html, "document.getElementById('verdict').innerText")
+        measured = text.split("What was measured", 1)[1].split("Does the modelled", 1)[0]
+        assert "setup\tsimulated: no hardware was metered" in measured
+        assert "PDU simulator" in measured and "virtual" in measured
+        assert "ρ = 0.8" in measured and "40 " in measured  # the workload: pods and load
+        assert "EAMS 0.1.0" in measured and " UTC to " in measured
+        assert badge == summary["shown_verdict"]
+        if not summary["resolvable"]:
+            assert badge == "NOT RESOLVED"
     ingested = int(stdout.split("the extender ingested ")[1].split()[0])
     assert ingested > 0  # the agents pushed telemetry to the running extender
 

@@ -118,21 +118,23 @@ def test_error_through_the_console_script_is_one_line(snmp_agent) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (["ftp://127.0.0.1"], "unknown scheme"),
-        (["snmp://unknown_vendor@127.0.0.1:{port}"], "no driver for sysObjectID"),
-        (["snmp://apc-cpdu@127.0.0.1:{port}", "--driver", "nope"], "unknown driver 'nope'"),
-        (["snmp://no_such_object@127.0.0.1:{port}"], "no value decodes"),
+    ("args", "expected", "status"),
+    [  # 2: the command line is wrong; 1: the device answered something we cannot use
+        (["ftp://127.0.0.1"], "unknown scheme", 2),
+        (["snmp://unknown_vendor@127.0.0.1:{port}"], "no driver for sysObjectID", 1),
+        (["snmp://apc-cpdu@127.0.0.1:{port}", "--driver", "nope"], "unknown driver 'nope'", 2),
+        (["snmp://no_such_object@127.0.0.1:{port}"], "no value decodes", 1),
     ],
     ids=["bad-url", "unknown-device", "unknown-driver", "no-such-object"],
 )
-def test_errors_are_one_line_on_stderr(snmp_agent, monkeypatch, capsys, args, expected) -> None:
+def test_errors_are_one_line_on_stderr(
+    snmp_agent, monkeypatch, capsys, args, expected, status
+) -> None:
     argv = ["eams", "meter", "read", *(a.format(port=snmp_agent.port) for a in args), *PATIENT]
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit) as info:
         main()
-    assert info.value.code == 1
+    assert info.value.code == status
     captured = capsys.readouterr()
     assert captured.out == ""
     assert expected in _one_error_line(captured.err)
