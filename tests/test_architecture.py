@@ -53,6 +53,9 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler.extender",
         "scheduler.policies",
     },
+    # eams power (and the power manager of issue 14): switches outlets and sends magic packets
+    # (meter) through the power-state actions (calibrate).
+    "scheduler.power": {"ground", "meter", "calibrate", "scheduler"},
     "demo": {
         "ground",
         "meter",
@@ -63,9 +66,10 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler.extender",
         "scheduler.bench",
         "scheduler.policies",
+        "scheduler.power",
     },
 }
-SCHEDULER_PARTS = ("auction", "extender", "bench", "policies")
+SCHEDULER_PARTS = ("auction", "extender", "bench", "policies", "power")
 
 
 def layer(module: str) -> str | None:
@@ -161,6 +165,8 @@ def test_the_walk_sees_the_whole_package() -> None:
         "eams.scheduler.auction.methods",
         "eams.scheduler.policies.eams",
         "eams.scheduler.bench.sweep",
+        "eams.scheduler.power.cli",
+        "eams.calibrate.powerstates.actions",
     ):
         assert expected in names
 
