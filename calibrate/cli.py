@@ -14,7 +14,12 @@ from eams.calibrate.errors import SweepError
 from eams.calibrate.fleet import Inventory, run_fleet
 from eams.calibrate.plot import plot_calibrations
 from eams.calibrate.progress import progress_bar
-from eams.calibrate.report import calibrations_table, fit_report, fleet_table
+from eams.calibrate.report import (
+    calibrations_table,
+    fit_report,
+    fleet_table,
+    power_states_table,
+)
 from eams.calibrate.run import SpeedReferenceSpec, SshOptions, fit_and_save, sweep_node
 from eams.calibrate.sweep import DEFAULT_LEVELS, SweepPlan
 
@@ -166,7 +171,11 @@ def fit(file: Path, as_json: bool, floor_w: float | None) -> None:
 def show(files: tuple[Path, ...], plot: Path | None) -> None:
     """Print a table of calibration FILES (P_idle, P_max with 95 % CIs, speed, R², linear_ok)."""
     calibrations = [load_calibration(path) for path in files]
-    Console().print(calibrations_table(calibrations))
+    console = Console()
+    console.print(calibrations_table(calibrations))
+    measured = [cal for cal in calibrations if cal.power_states is not None]
+    if measured:
+        console.print(power_states_table(measured))
     if plot is not None:
         click.echo(f"plot: {plot_calibrations(calibrations, plot)}")
 
@@ -197,3 +206,127 @@ def fleet(
     failed = [o.node for o in outcomes if o.error is not None]
     if failed:
         raise SweepError(f"{len(failed)} of {len(outcomes)} node(s) failed: {', '.join(failed)}")
+
+
+@calibrate.command("power-states")
+@click.argument("node")
+@click.option(
+    "--inventory",
+    "inventory_path",
+    type=_FILE,
+    default=Path("/etc/eams/power.yaml"),
+    show_default=True,
+    envvar="EAMS_POWER_INVENTORY",
+    help="Power inventory YAML (method, MAC, outlet, SSH target, roles of each node).",
+)
+@click.option(
+    "--calibration",
+    type=_FILE,
+    required=True,
+    help="The node's calibration file (its line, from `eams calibrate sweep`) to add them to.",
+)
+@click.option("--out", type=_FILE, help="Write here instead of updating --calibration.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=3),
+    default=3,
+    show_default=True,
+    help="Repeats of every transition (at least 3).",
+)
+@click.option(
+    "--sample-s",
+    type=click.FloatRange(min=0),
+    default=0.1,
+    show_default=True,
+    help="Pause between meter reads and probes.",
+)
+@click.option(
+    "--settle-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3.0,
+    show_default=True,
+    help="A sleep level counts once steady this long; also the rest between transitions.",
+)
+@click.option(
+    "--measure-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=5.0,
+    show_default=True,
+    help="P_off and P_suspend are averaged over this long.",
+)
+@click.option(
+    "--timeout-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Bound on each transition.",
+)
+@click.option(
+    "--boot-off-s",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="How long the outlet stays off before a boot from off.",
+)
+@click.option(
+    "--meter-lag-s",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="How old a meter reading may be (a PDU refreshes outlet power about once a second).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Measure although the node runs pods or the Kubernetes API cannot say (never the k3s "
+    "server or the PDU owner).",
+)
+@click.option("--reason", default="power-state calibration", help="Why, for the log lines.")
+@click.option("--dry-run", is_flag=True, help="Check and print what each repeat would do.")
+def power_states(
+    node: str,
+    inventory_path: Path,
+    calibration: Path,
+    out: Path | None,
+    repeats: int,
+    sample_s: float,
+    settle_s: float,
+    measure_s: float,
+    timeout_s: float,
+    boot_off_s: float,
+    meter_lag_s: float,
+    force: bool,
+    reason: str,
+    dry_run: bool,
+) -> None:
+    """Measure NODE's P_off, P_suspend and the time and energy of a suspend, a wake, a shutdown
+    and a boot, each repeated with its spread, into its calibration file (schema 2).
+
+    The node must be running, drained, cordoned and tainted; it is left running.
+    """
+    from eams.calibrate.powerstates.actions import PowerActions
+    from eams.calibrate.powerstates.inventory import load_inventory
+    from eams.calibrate.powerstates.measure import MeasurePlan
+    from eams.calibrate.powerstates.run import measure_node, plan_power_states
+    from eams.calibrate.powerstates.transitions import echo_transitions
+
+    inventory = load_inventory(inventory_path)
+    actions = PowerActions(inventory, why=reason, force=force, dry_run=dry_run)
+    if dry_run:
+        load_calibration(calibration, expect_node=node)
+        for line in plan_power_states(node, inventory, actions):
+            click.echo(line)
+        return
+    echo_transitions(lambda line: click.echo(line, err=True))
+    plan = MeasurePlan(
+        repeats=repeats,
+        sample_s=sample_s,
+        settle_s=settle_s,
+        measure_s=measure_s,
+        timeout_s=timeout_s,
+        boot_off_s=boot_off_s,
+        lag_s=meter_lag_s,
+    )
+    updated, path = measure_node(node, inventory, actions, calibration, plan=plan, out=out)
+    Console().print(power_states_table([updated]))
+    click.echo(f"written: {path}")
