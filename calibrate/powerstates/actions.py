@@ -13,6 +13,9 @@ The steps by method (:mod:`.inventory`):
   against known_hosts, an unknown or changed key refused). ``--no-block`` queues the job and
   returns, so the exit status comes back before the node goes down; a connection that drops
   right after the command was sent counts as the node going down.
+- Before a soft-off that an outlet-off will follow, the outlet is switched to the state it
+  has (on): an idempotent SET, read back, that proves the PDU takes our SETs, so a read-only
+  community is refused before the node is touched, not after.
 - Outlet-off after a soft-off waits for the node to shut down: until its SSH port stops
   answering, for at most the inventory's ``grace_s`` (Ironic's and MAAS's soft power-off
   timeout, then hard power off). The outlet is then switched over SNMP and confirmed by
@@ -142,9 +145,17 @@ class PowerActions:
         def plan() -> Steps:
             switch = self._switch_plan(node, entry, "off")
             wait = f"wait up to {self.inventory.grace_s:g} s for {target} to stop answering"
-            return [self._systemctl_step(target, "poweroff"), wait, *switch]
+            check = f"outlet {entry.outlet} on (as it is): the PDU takes our SETs"
+            return [check, self._systemctl_step(target, "poweroff"), wait, *switch]
 
         def act(done: Steps) -> None:
+            try:  # a read-only community or user fails here, before the node is touched
+                done.append(self._switch(entry, "on") + ": write access checked")
+            except MeterError as exc:
+                raise PowerActionFailed(
+                    f"node {node}: outlet {entry.outlet} cannot be switched: {exc}; nothing "
+                    "was done"
+                ) from exc
             self._systemctl(node, entry, "poweroff", done)
             done.append(self._wait_down(entry))
             try:
@@ -391,6 +402,12 @@ class PowerActions:
             raise PowerActionFailed(
                 f"node {node}: outlet {entry.outlet} {action}: {exc}; nothing was done"
             ) from exc
+        if action == "off" and result.plan.state_before != "on":
+            state = result.plan.state_before or "neither on nor off"
+            raise PowerActionFailed(
+                f"node {node}: outlet {entry.outlet} reads {state}, not on: the node is off "
+                "already or the PDU cannot say; nothing was done"
+            )
         return result.plan.describe()
 
     def _switch(self, entry: NodeEntry, action: str) -> str:
