@@ -103,6 +103,7 @@ class PowerActions:
         self._switch_wait_s = switch_wait_s
         self._meter_kwargs = {"timeout_s": meter_timeout_s, "retries": meter_retries}
         self._ssh_timeout_s = ssh_timeout_s
+        self._acted: tuple[float, float] | None = None
 
     @property
     def inventory(self) -> PowerInventory:
@@ -298,6 +299,7 @@ class PowerActions:
         started = time.monotonic()
         done: Steps = []
         notes = [note] if note else []
+        self._acted = None
 
         def outcome(result: str, steps: Steps, detail: str = "") -> Transition:
             detail = "; ".join([*notes, detail] if detail else notes)
@@ -312,6 +314,7 @@ class PowerActions:
                     steps=tuple(steps),
                     elapsed_s=time.monotonic() - started,
                     detail=detail,
+                    acted_s=self._acted,
                 )
             )
 
@@ -360,12 +363,15 @@ class PowerActions:
             )
         except SweepError as exc:
             raise PowerActionFailed(f"node {node}: cannot {verb}: {exc}; nothing was done") from exc
+        called = time.monotonic()
         try:
             runner.run(["systemctl", "--no-block", verb], timeout_s=SSH_COMMAND_TIMEOUT_S)
+            self._acted = (called, time.monotonic())
         except SweepError as exc:
             if "SSH connection lost running" not in str(exc):
                 raise PowerActionFailed(f"node {node}: {verb} failed: {exc}") from exc
             step += " (the connection dropped as the node went down)"
+            self._acted = (called, time.monotonic())
         finally:
             runner.close()
         done.append(step)
@@ -413,16 +419,20 @@ class PowerActions:
     def _switch(self, entry: NodeEntry, action: str) -> str:
         assert entry.outlet is not None
         with self._meter() as meter:
+            meter.read()  # detect the family and learn the outlets before the clock starts
+            called = time.monotonic()
             result = meter.switch(entry.outlet, action, wait_s=self._switch_wait_s)
+            self._acted = (called, time.monotonic())
         return (
             f"outlet {entry.outlet} {action}: state read back {result.state} after "
             f"{result.elapsed_s:.1f} s ({result.plan.state_oid})"
         )
 
-    @staticmethod
-    def _send(node: str, mac: str, address: str, port: int) -> str:
+    def _send(self, node: str, mac: str, address: str, port: int) -> str:
+        called = time.monotonic()
         try:
             send_magic_packet(mac, address=address, port=port)
         except MeterError as exc:
             raise PowerActionFailed(f"node {node}: {exc}") from exc
+        self._acted = (called, time.monotonic())
         return f"magic packet for {mac} sent to {address}:{port}"

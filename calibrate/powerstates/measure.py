@@ -37,6 +37,7 @@ from eams.calibrate.powerstates.estimate import estimate
 from eams.calibrate.powerstates.probes import Probe
 from eams.calibrate.powerstates.record import MIN_REPEATS, PowerStates, TransitionCost
 from eams.calibrate.powerstates.trace import PowerTrace
+from eams.calibrate.powerstates.transitions import Transition
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,33 +204,42 @@ class PowerStateMeasurement:
 
     # --- the steps ---------------------------------------------------------------------------
 
-    def _act(self, action: Callable[[], object]) -> tuple[float, float]:
-        """Run one façade action; when it happened: (call, return) in monotonic s."""
+    def _act(self, action: Callable[[], Transition]) -> tuple[float, float]:
+        """Run one façade action; when its state-changing step ran: (from, to) in monotonic s
+        (:attr:`Transition.acted_s`, else the whole call)."""
         called = self.clock()
-        action()
-        return called, self.clock()
+        transition = action()
+        return transition.acted_s or (called, self.clock())
 
     def _pause(self, started: float) -> None:
         time.sleep(max(0.0, self.plan.sample_s - (self.clock() - started)))
 
     def _sample_for(self, duration_s: float) -> None:
+        """Let the trace's thread read for ``duration_s``."""
         until = self.clock() + duration_s
-        while self.clock() < until:
-            started = self.clock()
-            self.trace.read()
-            self._pause(started)
+        while (left := until - self.clock()) > 0:
+            time.sleep(min(left, 0.05))
+            self.trace.check()
 
     def _rest(self) -> float:
-        """Read the running node for ``settle_s``: its mean draw (W)."""
+        """Read the running node for ``settle_s`` (and at least 3 readings): its mean draw (W)."""
         since = self.clock()
         self._sample_for(self.plan.settle_s)
-        values = [s.power_w for s in self.trace.window(since, self.clock()) if s.power_w]
-        if not values:
+        deadline = since + self.plan.timeout_s
+        while len(values := [s.power_w for s in self.trace.window(since, self.clock())]) < 3:
+            if self.clock() > deadline:
+                raise PowerActionFailed(
+                    f"node {self.node}: outlet {self.trace.outlet}: fewer than 3 meter readings "
+                    f"in {self.plan.timeout_s:g} s"
+                )
+            self._sample_for(0.05)
+        known = [v for v in values if v]
+        if not known:
             raise PowerActionFailed(
                 f"node {self.node}: outlet {self.trace.outlet} gave no power reading while "
                 "running: a meter that cannot see the node cannot time its states"
             )
-        return sum(values) / len(values)
+        return sum(known) / len(known)
 
     def _sleep(self, start: tuple[float, float], running_w: float, costs: _Costs) -> float | None:
         """Wait for the draw to settle below ``running_w``, record the transition, then
@@ -244,14 +254,11 @@ class PowerStateMeasurement:
                     f"node {self.node}: the draw did not settle below {above_w:.1f} W within "
                     f"{self.plan.timeout_s:g} s (last read {last} W): did it go to sleep?"
                 )
-            started = self.clock()
-            self.trace.read()
-            self._pause(started)
+            self._sample_for(max(self.plan.sample_s, 0.02))
         first = self.trace.samples[index]
         end = (self.trace.before(index, since), first.answered_s)
         energy, bound = self.trace.energy_j(sum(start) / 2, sum(end) / 2)
-        peak = max(s.power_w or 0.0 for s in self.trace.window(since, first.answered_s))
-        costs.add(start, end, (energy, bound + peak * (end[1] - end[0] + start[1] - start[0]) / 2))
+        costs.add(start, end, (energy, bound + self._edges_j(start, end)))
         self._sample_for(max(0.0, self.plan.measure_s - (self.clock() - first.sent_s)))
         level = self.trace.window(first.sent_s, self.clock())
         values = [s.power_w for s in level if s.power_w is not None]
@@ -287,7 +294,7 @@ class PowerStateMeasurement:
                 asked = self.clock()
                 if not self.ready():
                     not_ready_seen, ready_lo = True, asked
-            self.trace.read()
+            self.trace.check()
             if self.clock() > deadline:
                 raise PowerActionFailed(
                     f"node {self.node}: its agent did not answer within {self.plan.timeout_s:g} s "
@@ -295,8 +302,7 @@ class PowerStateMeasurement:
                 )
             self._pause(started)
         energy, bound = self.trace.energy_j(sum(start) / 2, sum(end) / 2)
-        last_w = self.trace.samples[-1].power_w or 0.0
-        costs.add(start, end, (energy, bound + last_w * (end[1] - end[0]) / 2))
+        costs.add(start, end, (energy, bound + self._edges_j(start, end)))
         if self.ready is not None:
             self._time_ready(start, costs, not_ready_seen, ready_lo)
 
@@ -324,6 +330,19 @@ class PowerStateMeasurement:
                 self.notes.append("the node was not Ready within the timeout: no Ready time")
                 return
             self._pause(asked)
+
+    def _edges_j(self, start: tuple[float, float], end: tuple[float, float]) -> float:
+        """What the uncertain start and end instants can add to an energy (J): half of each
+        window at the highest draw read within it (± the lag)."""
+        total = 0.0
+        for lo, hi in (start, end):
+            inside = self.trace.window(lo - self.trace.lag_s, hi + self.trace.lag_s)
+            peak = max((s.power_w or 0.0 for s in inside), default=0.0)
+            if not inside:  # no reading in the window: the nearest ones bound it
+                near = [s.power_w or 0.0 for s in self.trace.samples if s.power_w is not None]
+                peak = max(near, default=0.0)
+            total += peak * (hi - lo) / 2
+        return total
 
     def _wake_again(self) -> str:
         try:

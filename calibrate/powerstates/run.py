@@ -95,11 +95,14 @@ def measure_node(
     except MeterError as exc:
         raise PowerActionFailed(f"{inventory.source}: meter: {exc}") from exc
     with meter:
-        trace = PowerTrace(meter, entry.outlet, plan.lag_s)
-        measurement = PowerStateMeasurement(
-            node, actions, trace, AgentProbe(agent_url), ready=ready, plan=plan
-        )
-        states = measurement.run()
+        trace = PowerTrace(meter, entry.outlet, plan.lag_s).start(plan.sample_s)
+        try:
+            measurement = PowerStateMeasurement(
+                node, actions, trace, AgentProbe(agent_url), ready=ready, plan=plan
+            )
+            states = measurement.run()
+        finally:
+            trace.stop()
     if ready is None:
         states = states.model_copy(
             update={"notes": [*states.notes, "Kubernetes API not reachable: no Ready times"]}

@@ -11,6 +11,7 @@ trapezoid takes the mean), and half the reading resolution over the whole time.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -33,7 +34,8 @@ class Sample:
 
 @dataclass
 class PowerTrace:
-    """The samples of one outlet, appended by :meth:`read`.
+    """The samples of one outlet, appended by :meth:`read`, or by a thread of its own between
+    :meth:`start` and :meth:`stop` (so power is read while an action is under way).
 
     Parameters
     ----------
@@ -47,6 +49,39 @@ class PowerTrace:
     outlet: int
     lag_s: float
     samples: list[Sample] = field(default_factory=list)
+    error: PowerActionFailed | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self, period_s: float) -> PowerTrace:
+        """Read every ``period_s`` (s; 0: back to back) on a daemon thread until :meth:`stop`;
+        a failed read ends it and is raised by :meth:`check`."""
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    self.read()
+                except PowerActionFailed as exc:
+                    self.error = exc
+                    return
+                self._stop.wait(max(0.0, period_s - (time.monotonic() - started)))
+
+        self._thread = threading.Thread(target=loop, name="eams-power-trace", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the reading thread (idempotent)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+
+    def check(self) -> None:
+        """Raise the reading thread's failure, if it had one (PowerActionFailed)."""
+        if self.error is not None:
+            raise self.error
 
     def read(self) -> Sample:
         """Read the outlet once and keep the sample.

@@ -62,6 +62,11 @@ class Transition:
         From the first step to the outcome (s).
     detail : str
         The error or refusal, or what the operator should know (``--force`` overrides).
+    acted_s : (float, float) or None
+        Monotonic window (s) in which the last step that changes the node's state ran (the
+        ``systemctl`` over an open connection, the SET and its read-back, the datagram):
+        narrower than the whole action, which also connects and plans. ``None`` when nothing
+        was done. Not part of the log line.
     """
 
     node: str
@@ -73,6 +78,7 @@ class Transition:
     steps: tuple[str, ...] = ()
     elapsed_s: float = 0.0
     detail: str = ""
+    acted_s: tuple[float, float] | None = None
 
     def line(self) -> str:
         """The one-line log record (see the module docstring)."""
