@@ -208,6 +208,12 @@ def fleet(
         raise SweepError(f"{len(failed)} of {len(outcomes)} node(s) failed: {', '.join(failed)}")
 
 
+def _seconds(flag: str, default: float, text: str, *, zero_ok: bool = False):  # type: ignore[no-untyped-def]
+    """A seconds option: > 0 (or >= 0 with ``zero_ok``), its default shown."""
+    kind = click.FloatRange(min=0, min_open=not zero_ok)
+    return click.option(flag, type=kind, default=default, show_default=True, help=text)
+
+
 @calibrate.command("power-states")
 @click.argument("node")
 @click.option(
@@ -233,47 +239,18 @@ def fleet(
     show_default=True,
     help="Repeats of every transition (at least 3).",
 )
-@click.option(
-    "--sample-s",
-    type=click.FloatRange(min=0),
-    default=0.1,
-    show_default=True,
-    help="Pause between meter reads and probes.",
+@_seconds("--sample-s", 0.1, "Pause between meter reads and probes.", zero_ok=True)
+@_seconds("--settle-s", 3.0, "A sleep level counts once steady this long; also the rest between.")
+@_seconds("--measure-s", 5.0, "P_off and P_suspend are averaged over this long.")
+@_seconds("--timeout-s", 300.0, "Bound on each transition.")
+@_seconds(
+    "--boot-off-s", 2.0, "How long the outlet stays off before a boot from off.", zero_ok=True
 )
-@click.option(
-    "--settle-s",
-    type=click.FloatRange(min=0, min_open=True),
-    default=3.0,
-    show_default=True,
-    help="A sleep level counts once steady this long; also the rest between transitions.",
-)
-@click.option(
-    "--measure-s",
-    type=click.FloatRange(min=0, min_open=True),
-    default=5.0,
-    show_default=True,
-    help="P_off and P_suspend are averaged over this long.",
-)
-@click.option(
-    "--timeout-s",
-    type=click.FloatRange(min=0, min_open=True),
-    default=300.0,
-    show_default=True,
-    help="Bound on each transition.",
-)
-@click.option(
-    "--boot-off-s",
-    type=click.FloatRange(min=0),
-    default=2.0,
-    show_default=True,
-    help="How long the outlet stays off before a boot from off.",
-)
-@click.option(
+@_seconds(
     "--meter-lag-s",
-    type=click.FloatRange(min=0),
-    default=1.0,
-    show_default=True,
-    help="How old a meter reading may be (a PDU refreshes outlet power about once a second).",
+    1.0,
+    "How old a meter reading may be (a PDU refreshes outlet power about once a second).",
+    zero_ok=True,
 )
 @click.option(
     "--force",

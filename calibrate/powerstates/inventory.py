@@ -41,7 +41,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eams.calibrate.powerstates.errors import InventoryError
-from eams.meter.errors import BadMacAddress, BadMeterUrl
+from eams.meter.errors import BadMacAddress
 from eams.meter.url import parse_meter_url
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_mac
 from eams.validation import describe_validation_error
@@ -67,14 +67,6 @@ def _mac(value: str) -> str:
         return format_mac(parse_mac(value))
     except BadMacAddress as exc:
         raise ValueError(str(exc)) from None
-
-
-def _meter_url(value: str) -> str:
-    try:
-        parse_meter_url(value)
-    except BadMeterUrl as exc:
-        raise ValueError(str(exc)) from None
-    return value
 
 
 class NodeEntry(_Strict):
@@ -177,7 +169,12 @@ class PowerInventory(_Strict):
     nodes: Annotated[dict[str, NodeEntry], Field(min_length=1)]
     source: str = "<inventory>"
 
-    _check_urls = field_validator("pdu", "meter")(lambda v: None if v is None else _meter_url(v))
+    @field_validator("pdu", "meter")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_meter_url(value)  # BadMeterUrl is a ValueError: pydantic reports its text
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> PowerInventory:

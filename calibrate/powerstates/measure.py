@@ -73,14 +73,13 @@ class MeasurePlan:
     lag_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.repeats < MIN_REPEATS:
-            raise ValueError(f"repeats must be at least {MIN_REPEATS}, got {self.repeats}")
-        for name in ("sample_s", "boot_off_s", "lag_s"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0")
-        for name in ("settle_s", "measure_s", "timeout_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0")
+        problems = [f"repeats must be at least {MIN_REPEATS}"] * (self.repeats < MIN_REPEATS)
+        problems += [f"{n} must be >= 0" for n in ("sample_s", "boot_off_s", "lag_s")
+                     if not getattr(self, n) >= 0]  # fmt: skip
+        problems += [f"{n} must be > 0" for n in ("settle_s", "measure_s", "timeout_s")
+                     if not getattr(self, n) > 0]  # fmt: skip
+        if problems:
+            raise ValueError("; ".join(problems))
 
 
 @dataclass

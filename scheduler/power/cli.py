@@ -124,48 +124,34 @@ def wake(
     _show(actions.wake(node))
 
 
-@power.command()
-@_node
-@_inventory
-@_force
-@_wait
-@_reason
-@_dry_run
-def suspend(
-    node: str, inventory_path: Path, force: bool, wait_s: float, reason: str, dry_run: bool
-) -> None:
+def _stop_command(verb: str, doc: str) -> click.Command:
+    """``eams power suspend`` / ``poweroff``: the same options, a different action."""
+
+    def command(
+        node: str, inventory_path: Path, force: bool, wait_s: float, reason: str, dry_run: bool
+    ) -> None:
+        inventory = load_inventory(inventory_path)
+        actions = PowerActions(
+            inventory, why=reason, force=force, dry_run=dry_run, switch_wait_s=wait_s
+        )
+        _show(getattr(actions, verb)(node))
+
+    command.__doc__ = doc
+    for option in (_dry_run, _reason, _wait, _force, _inventory, _node):
+        command = option(command)
+    return power.command(verb)(command)
+
+
+_stop_command(
+    "suspend",
     """Put NODE into its sleep state: suspend-to-RAM (method wol); soft-off (ssh); soft-off,
-    then its outlet off (outlet)."""
-    actions = PowerActions(
-        load_inventory(inventory_path),
-        why=reason,
-        force=force,
-        dry_run=dry_run,
-        switch_wait_s=wait_s,
-    )
-    _show(actions.suspend(node))
-
-
-@power.command()
-@_node
-@_inventory
-@_force
-@_wait
-@_reason
-@_dry_run
-def poweroff(
-    node: str, inventory_path: Path, force: bool, wait_s: float, reason: str, dry_run: bool
-) -> None:
+    then its outlet off (outlet).""",
+)
+_stop_command(
+    "poweroff",
     """Power NODE off: `systemctl poweroff` over SSH, then (method outlet) its outlet off once
-    it has shut down (the inventory's grace_s at most)."""
-    actions = PowerActions(
-        load_inventory(inventory_path),
-        why=reason,
-        force=force,
-        dry_run=dry_run,
-        switch_wait_s=wait_s,
-    )
-    _show(actions.poweroff(node))
+    it has shut down (the inventory's grace_s at most).""",
+)
 
 
 @power.command("check-inventory")
