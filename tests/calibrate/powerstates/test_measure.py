@@ -101,9 +101,11 @@ def test_power_states_recover_the_hidden_parameters(
     }
     missed = {k: (e.ci95, t) for k, (e, t) in truth.items() if e is None or not _inside(e, t)}
     assert missed == {}
-    # informative, not just wide: the intervals are narrower than the quantities
-    assert states.wake.time_s.ci95[1] - states.wake.time_s.ci95[0] < 1.0
+    # informative, not just wide (no absolute time: the probes' spacing grows with the load):
+    # a wake is told apart from no time at all, the sleep levels from each other
+    assert states.wake.time_s.ci95[0] > 0
     assert states.p_suspend_w.ci95[1] - states.p_suspend_w.ci95[0] <= 1.5
+    assert states.p_off_w.ci95[1] < states.p_suspend_w.value
     assert states.boot_from == "outlet" and states.below_floor  # APC's 50 W floor
     assert sim.state(1).node == "running"  # left running
     assert "power states" in result.output and "written:" in result.output
