@@ -294,7 +294,7 @@ def power_states(
         for line in plan_power_states(node, inventory, actions):
             click.echo(line)
         return
-    echo_transitions(lambda line: click.echo(line, err=True))
+    echo_transitions(click.echo)
     plan = MeasurePlan(
         repeats=repeats,
         sample_s=sample_s,

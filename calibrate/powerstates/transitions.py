@@ -127,6 +127,8 @@ def echo_transitions(write: Callable[[str], None]) -> logging.Handler:
     only there: the ``eams.power`` logger stops propagating, so a refusal's line does not also
     reach stderr beside the command's one error line. Returns the handler (remove it with
     ``logging.getLogger("eams.power").removeHandler``)."""
+    for old in [h for h in log.handlers if isinstance(h, _Echo)]:
+        log.removeHandler(old)  # one echo at a time (a command invoked twice in one process)
     handler = _Echo(write)
     log.addHandler(handler)
     log.setLevel(logging.INFO)
