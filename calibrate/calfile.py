@@ -24,17 +24,22 @@ from pydantic import (
     ValidationError,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from eams import __version__
 from eams.calibrate.errors import CalibrationFileError, FitError
 from eams.calibrate.fitresult import FitResult, FitSummary, Fraction, StrictModel, Watts
 from eams.calibrate.model import LinearPowerModel, wake_power
+from eams.calibrate.powerstates.record import PowerStates
 from eams.meter.errors import BadMeterUrl
 from eams.meter.url import parse_meter_url
 from eams.validation import describe_validation_error
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""The newest schema this eams reads and writes (2: ``power_states``)."""
+POWER_STATES_SCHEMA: Final = 2
+"""The first schema with ``power_states``."""
 BUSY_NODE_SPAN = 0.3
 """A sweep whose measured utilisation spans less than this (fraction) was swamped by other work."""
 ACTIVE_IDLE_MAX_UTILISATION = 0.10
@@ -159,7 +164,8 @@ class Calibration(StrictModel):
 
     Attributes
     ----------
-    schema_version : 1
+    schema_version : 1 or 2
+        2 when ``power_states`` is present (a schema-1 file with them is refused).
     node : str
     created_at : datetime (UTC)
     meter : str
@@ -176,9 +182,12 @@ class Calibration(StrictModel):
     sweep : SweepRecord or None
         The raw sweep; ``None`` for a calibration made from other data.
     eams_version : str
+    power_states : PowerStates or None
+        P_off, P_suspend and the time and energy of each transition (schema 2; ``eams
+        calibrate power-states``); ``None`` until measured, and left out of the file then.
     """
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1, 2] = 1
     node: Annotated[str, Field(min_length=1)]
     created_at: AwareDatetime
     meter: str
@@ -189,8 +198,44 @@ class Calibration(StrictModel):
     speed_reference: SpeedReference | None = None
     sweep: SweepRecord | None = None
     eams_version: str = __version__
+    power_states: PowerStates | None = None
 
     _redact_meter = field_validator("meter")(_redact)
+
+    @model_validator(mode="after")
+    def _schema_matches_fields(self) -> Calibration:
+        if self.power_states is not None and self.schema_version < POWER_STATES_SCHEMA:
+            raise ValueError(
+                f"power_states needs schema_version {POWER_STATES_SCHEMA}, not "
+                f"{self.schema_version}"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _leave_out_absent_power_states(
+        self, handler: SerializerFunctionWrapHandler
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("power_states") is None:
+            data.pop("power_states", None)
+        return data
+
+    def with_power_states(self, power_states: PowerStates) -> Calibration:
+        """This calibration with ``power_states`` set (schema 2), everything else kept."""
+        data = {**dict(self), "schema_version": POWER_STATES_SCHEMA, "power_states": power_states}
+        return Calibration.model_validate(data)
+
+    @property
+    def sleep_power_w(self) -> float | None:
+        """The node's draw in its sleep state (W; :attr:`PowerStates.sleep_power_w`), for the
+        energy model's wake term; ``None`` when not measured."""
+        return None if self.power_states is None else self.power_states.sleep_power_w
+
+    @property
+    def wake_energy_j(self) -> float | None:
+        """E_wake, the one-off energy of waking the node (J; :attr:`PowerStates.wake_energy_j`);
+        ``None`` when not measured."""
+        return None if self.power_states is None else self.power_states.wake_energy_j
 
     @property
     def p_idle_w(self) -> float:

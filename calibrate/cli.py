@@ -19,6 +19,7 @@ from eams.calibrate.report import (
     contention_notes,
     fit_report,
     fleet_table,
+    power_states_table,
 )
 from eams.calibrate.run import SpeedReferenceSpec, SshOptions, fit_and_save, sweep_node
 from eams.calibrate.sweep import DEFAULT_LEVELS, SweepPlan
@@ -226,6 +227,9 @@ def show(files: tuple[Path, ...], plot: Path | None) -> None:
     console.print(calibrations_table(calibrations))
     for line in contention_notes(calibrations):
         console.print(line, style="bold red")
+    measured = [cal for cal in calibrations if cal.power_states is not None]
+    if measured:
+        console.print(power_states_table(measured))
     if plot is not None:
         click.echo(f"plot: {plot_calibrations(calibrations, plot)}")
 
@@ -257,3 +261,104 @@ def fleet(
     failed = [o.node for o in outcomes if o.error is not None]
     if failed:
         raise SweepError(f"{len(failed)} of {len(outcomes)} node(s) failed: {', '.join(failed)}")
+
+
+def _seconds(flag: str, default: float, text: str, *, zero_ok: bool = False):  # type: ignore[no-untyped-def]
+    """A seconds option: > 0 (or >= 0 with ``zero_ok``), its default shown."""
+    kind = click.FloatRange(min=0, min_open=not zero_ok)
+    return click.option(flag, type=kind, default=default, show_default=True, help=text)
+
+
+@calibrate.command("power-states")
+@click.argument("node")
+@click.option(
+    "--inventory",
+    "inventory_path",
+    type=_FILE,
+    default=Path("/etc/eams/power.yaml"),
+    show_default=True,
+    envvar="EAMS_POWER_INVENTORY",
+    help="Power inventory YAML (method, MAC, outlet, SSH target, roles of each node).",
+)
+@click.option(
+    "--calibration",
+    type=_FILE,
+    required=True,
+    help="The node's calibration file (its line, from `eams calibrate sweep`) to add them to.",
+)
+@click.option("--out", type=_FILE, help="Write here instead of updating --calibration.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=3),
+    default=3,
+    show_default=True,
+    help="Repeats of every transition (at least 3).",
+)
+@_seconds("--sample-s", 0.1, "Pause between meter reads and probes.", zero_ok=True)
+@_seconds("--settle-s", 3.0, "A sleep level counts once steady this long; also the rest between.")
+@_seconds("--measure-s", 5.0, "P_off and P_suspend are averaged over this long.")
+@_seconds("--timeout-s", 300.0, "Bound on each transition.")
+@_seconds(
+    "--boot-off-s", 2.0, "How long the outlet stays off before a boot from off.", zero_ok=True
+)
+@_seconds(
+    "--meter-lag-s",
+    1.0,
+    "How old a meter reading may be (a PDU refreshes outlet power about once a second).",
+    zero_ok=True,
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Measure although the node runs pods or the Kubernetes API cannot say (never the k3s "
+    "server or the PDU owner).",
+)
+@click.option("--reason", default="power-state calibration", help="Why, for the log lines.")
+@click.option("--dry-run", is_flag=True, help="Check and print what each repeat would do.")
+def power_states(
+    node: str,
+    inventory_path: Path,
+    calibration: Path,
+    out: Path | None,
+    repeats: int,
+    sample_s: float,
+    settle_s: float,
+    measure_s: float,
+    timeout_s: float,
+    boot_off_s: float,
+    meter_lag_s: float,
+    force: bool,
+    reason: str,
+    dry_run: bool,
+) -> None:
+    """Measure NODE's P_off, P_suspend and the time and energy of a suspend, a wake, a shutdown
+    and a boot, each repeated with its spread, into its calibration file (schema 2).
+
+    The node must be running, drained, cordoned and tainted; it is left running.
+    """
+    from eams.calibrate.powerstates.actions import PowerActions
+    from eams.calibrate.powerstates.inventory import load_inventory
+    from eams.calibrate.powerstates.measure import MeasurePlan
+    from eams.calibrate.powerstates.run import measure_node, plan_power_states
+    from eams.calibrate.powerstates.transitions import echo_transitions
+
+    inventory = load_inventory(inventory_path)
+    actions = PowerActions(inventory, why=reason, force=force, dry_run=dry_run)
+    if dry_run:
+        load_calibration(calibration, expect_node=node)
+        for line in plan_power_states(node, inventory, actions):
+            click.echo(line)
+        return
+    echo_transitions(click.echo)
+    plan = MeasurePlan(
+        repeats=repeats,
+        sample_s=sample_s,
+        settle_s=settle_s,
+        measure_s=measure_s,
+        timeout_s=timeout_s,
+        boot_off_s=boot_off_s,
+        lag_s=meter_lag_s,
+    )
+    updated, path = measure_node(node, inventory, actions, calibration, plan=plan, out=out)
+    Console().print(power_states_table([updated]))
+    click.echo(f"written: {path}")

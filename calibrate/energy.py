@@ -24,11 +24,21 @@ reservations (expected power, :meth:`EnergyModel.added_power_w`), the MILP basel
 PEAKS-style baseline (power jump, :meth:`EnergyModel.dynamic_power_w`). Pure numpy, no I/O and
 no input checks: callers pass columns already checked (``auction.Nodes``, the bench's cluster).
 
-Power states (DESIGN.md §5b) change only the wake term, and it has one place here:
-:meth:`EnergyModel.wake_power_w` becomes the power a woken node adds over its sleep state
-(P_wake − P_suspend, or P_wake − P_off), and :meth:`EnergyModel.marginal_energy_j` adds the
-one-off wake energy (E_wake, spent over the wake time) beside ``wake_power_w · t``; the sleep
-parameters join the node columns of :class:`EnergyModel`.
+Power states (DESIGN.md §5b) change only the wake term, and it has one place here: with the
+node columns ``p_sleep_w`` (P_sleep: P_suspend, P_off or 0, what the node draws asleep) and
+``wake_energy_j`` (E_wake), :meth:`EnergyModel.wake_power_w` is the power a woken node adds
+over its sleep state, P_wake − P_sleep, and :meth:`EnergyModel.marginal_energy_j` adds the
+one-off E_wake beside ``wake_power_w · t``::
+
+    ΔE_jn = (P_max_n − P_idle_n)·(c_j/C_n)·t_jn + 1[empty]·((P_wake_n − P_sleep_n)·t_jn + E_wake_n)
+
+Both come from the node's calibration (``Calibration.sleep_power_w``, ``.wake_energy_j``:
+``eams calibrate power-states``). Without them (``None``), or where a node's value is NaN
+(not measured), the study's assumption holds for that node: asleep it draws 0 W and waking it
+costs nothing beyond its idle power, which is the ΔE above with P_sleep = E_wake = 0. E_wake is
+the energy the outlet metered from the wake command to the agent reporting again, the sleep
+draw over that time included (a few joules more than the excess over staying asleep: the
+conservative side).
 """
 
 from __future__ import annotations
@@ -58,8 +68,13 @@ class EnergyModel:
     speed : (N,) float, > 0
         Per-core speed s_n relative to the reference (1 = reference).
     p_wake_w : (N,) float, watts, optional
-        What waking each empty node costs per second of the pod's runtime: the calibration's
-        ``wake_power_w``. ``None``: the line's intercept ``p_idle_w`` (no idle was measured).
+        P_wake: what each empty node draws awake and idle, per second of the pod's runtime:
+        the calibration's ``wake_power_w``. ``None``: the line's intercept ``p_idle_w``.
+    p_sleep_w : (N,) float, watts, optional
+        P_sleep: each node's draw in its sleep state; NaN or ``None``: 0 (the study's
+        assumption).
+    wake_energy_j : (N,) float, joules, optional
+        E_wake: the one-off energy of waking each node; NaN or ``None``: 0.
     """
 
     p_idle_w: NDArray[np.float64]
@@ -67,6 +82,8 @@ class EnergyModel:
     cores: NDArray[np.float64]
     speed: NDArray[np.float64]
     p_wake_w: NDArray[np.float64] | None = None
+    p_sleep_w: NDArray[np.float64] | None = None
+    wake_energy_j: NDArray[np.float64] | None = None
 
     def runtime_s(self, reference_s: ArrayLike) -> NDArray[np.float64]:
         """t = w / s: the runtime of work that takes ``reference_s`` seconds at speed 1, s."""
@@ -79,10 +96,16 @@ class EnergyModel:
         return (self.p_max_w - self.p_idle_w) * (np.asarray(pod_cores) / self.cores)
 
     def wake_power_w(self, empty: ArrayLike) -> NDArray[np.float64]:
-        """1[empty] · P_wake: the power an empty node adds once a pod wakes it, W (0 for a
-        node already running pods). ``empty`` : bool, broadcastable to the node columns."""
+        """1[empty] · (P_wake − P_sleep): the power an empty node adds once a pod wakes it, W
+        (0 for a node already running pods). ``empty`` : bool, broadcastable to the node
+        columns."""
         wake_w = self.p_idle_w if self.p_wake_w is None else self.p_wake_w
-        return np.where(empty, wake_w, 0.0)
+        return np.where(empty, wake_w - _known(self.p_sleep_w), 0.0)
+
+    def wake_cost_j(self, empty: ArrayLike) -> NDArray[np.float64]:
+        """1[empty] · E_wake: the one-off energy of waking an empty node, J (0 for a node
+        already running pods, and where E_wake is unknown)."""
+        return np.where(empty, _known(self.wake_energy_j), 0.0)
 
     def added_power_w(self, pod_cores: ArrayLike, empty: ArrayLike) -> NDArray[np.float64]:
         """ΔP = dynamic + wake: how much more the node draws while the pod runs, W."""
@@ -91,8 +114,8 @@ class EnergyModel:
     def marginal_energy_j(
         self, pod_cores: ArrayLike, reference_s: ArrayLike, empty: ArrayLike
     ) -> NDArray[np.float64]:
-        """ΔE = (P_max − P_idle)·(c/C)·t + 1[empty]·P_wake·t, t = w / s: the energy the node
-        spends running the pod, J (> 0 for positive inputs).
+        """ΔE = (P_max − P_idle)·(c/C)·t + 1[empty]·((P_wake − P_sleep)·t + E_wake), t = w / s:
+        the energy the node spends running the pod, J (> 0 for positive inputs).
 
         Parameters
         ----------
@@ -101,4 +124,10 @@ class EnergyModel:
         empty : bool or bool array, the node runs no pod before this one
         """
         runtime_s = self.runtime_s(reference_s)
-        return self.dynamic_power_w(pod_cores) * runtime_s + self.wake_power_w(empty) * runtime_s
+        wake_j = self.wake_power_w(empty) * runtime_s + self.wake_cost_j(empty)
+        return self.dynamic_power_w(pod_cores) * runtime_s + wake_j
+
+
+def _known(column: NDArray[np.float64] | None) -> NDArray[np.float64] | float:
+    """A power-state column with its unknown entries (NaN) and an absent column as 0."""
+    return 0.0 if column is None else np.nan_to_num(np.asarray(column, dtype=np.float64), nan=0.0)

@@ -13,6 +13,7 @@ from eams.calibrate.calfile import Calibration
 from eams.calibrate.fit import FitResult
 from eams.calibrate.fleet import NodeOutcome
 from eams.calibrate.model import wake_power
+from eams.calibrate.powerstates.record import Estimate, TransitionCost
 
 
 def _ci(interval: Sequence[float] | None) -> str:
@@ -136,5 +137,53 @@ def fleet_table(outcomes: Sequence[NodeOutcome]) -> Table:
             _speed(cal),
             "yes" if cal.linear_ok else "NO",
             str(outcome.path),
+        )
+    return table
+
+
+def _estimate(value: Estimate | None, fmt: str = ".1f") -> str:
+    if value is None:
+        return "—"
+    lo, hi = value.ci95
+    return f"{value.value:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+
+
+def _cost(cost: TransitionCost | None) -> str:
+    if cost is None:
+        return "—"
+    return f"{_estimate(cost.time_s)} s, {_estimate(cost.energy_j, '.0f')} J"
+
+
+def power_states_table(calibrations: Sequence[Calibration]) -> Table:
+    """One row per node with measured power states: P_off, P_suspend, and the time and energy
+    of each transition, each with its 95 % interval."""
+    table = Table(
+        "node",
+        "method",
+        "P_off W [95 % CI]",
+        "P_suspend W [95 % CI]",
+        "wake s, J",
+        "suspend s, J",
+        "boot s, J",
+        "shutdown s, J",
+        "n",
+        title="power states",
+        title_justify="left",
+    )
+    for cal in calibrations:
+        states = cal.power_states
+        if states is None:
+            continue
+        boot = _cost(states.boot) + (f" (from {states.boot_from})" if states.boot_from else "")
+        table.add_row(
+            cal.node,
+            states.method,
+            _estimate(states.p_off_w),
+            _estimate(states.p_suspend_w),
+            _cost(states.wake),
+            _cost(states.suspend),
+            boot,
+            _cost(states.shutdown),
+            str(states.repeats),
         )
     return table

@@ -50,6 +50,7 @@ COMMANDS = {
     "agent": "eams.agent.cli:agent",
     "extender": "eams.scheduler.cli:extender",
     "bench": "eams.scheduler.cli:bench",
+    "power": "eams.scheduler.power.cli:power",
     "wallpower": "eams.calibrate.wallpower.cli:wallpower",
     "explain": "eams.scheduler.record.cli:explain",
     "demo": "eams.demo.cli:demo",

@@ -65,6 +65,9 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler.policies",
         "scheduler.record",
     },
+    # eams power (and the power manager of issue 14): switches outlets and sends magic packets
+    # (meter) through the power-state actions (calibrate).
+    "scheduler.power": {"ground", "meter", "calibrate", "scheduler", "scheduler.record"},
     "demo": {
         "ground",
         "meter",
@@ -76,9 +79,10 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler.bench",
         "scheduler.policies",
         "scheduler.record",
+        "scheduler.power",
     },
 }
-SCHEDULER_PARTS = ("auction", "extender", "bench", "policies", "record")
+SCHEDULER_PARTS = ("auction", "extender", "bench", "policies", "record", "power")
 
 
 def layer(module: str) -> str | None:
@@ -175,6 +179,8 @@ def test_the_walk_sees_the_whole_package() -> None:
         "eams.scheduler.policies.eams",
         "eams.scheduler.bench.sweep",
         "eams.scheduler.record.writer",
+        "eams.scheduler.power.cli",
+        "eams.calibrate.powerstates.actions",
     ):
         assert expected in names
 

@@ -18,12 +18,14 @@ import pytest
 import yaml
 
 from eams.agent.config import load_config
+from eams.calibrate.powerstates.inventory import load_inventory
 from tests.ansible.conftest import ANSIBLE_PLAYBOOK, REPO
 from tests.servers.sshd import SshServer
 
 pytestmark = pytest.mark.integration
 
 PLAYBOOKS = REPO / "ansible"
+EAMS = Path(sys.executable).parent / "eams"
 RECAP = re.compile(
     r"^(?P<host>\S+)\s+:\s+ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
     r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)",
@@ -31,7 +33,9 @@ RECAP = re.compile(
 )
 
 
-def _host_vars(node: SshServer, root: Path, name: str, outlet: int | None) -> dict:
+def _host_vars(
+    node: SshServer, root: Path, name: str, outlet: int | None, power: bool = True
+) -> dict:
     host = {
         "ansible_host": node.host,
         "ansible_port": node.port,
@@ -48,6 +52,9 @@ def _host_vars(node: SshServer, root: Path, name: str, outlet: int | None) -> di
     }
     if outlet is not None:
         host["eams_pdu_outlet"] = outlet
+    if power:
+        host["eams_power_method"] = "wol"
+        host["eams_mac"] = f"02:ea:a5:00:00:{outlet or 0:02x}"
     return host
 
 
@@ -57,12 +64,15 @@ def write_inventory(
     wheel: Path,
     *,
     missing_outlet: int | None = None,
+    missing_power: int | None = None,
     unreachable_port: int | None = None,
 ) -> Path:
-    """An inventory of ``nodes`` (node1 owns the PDU), optionally one host without an outlet
-    and one host on a closed port."""
+    """An inventory of ``nodes`` (node1 owns the PDU), optionally one host without an outlet,
+    one without its power method and MAC, and one host on a closed port."""
     hosts = {
-        f"node{i}": _host_vars(n, tmp / f"node{i}", f"node{i}", None if i == missing_outlet else i)
+        f"node{i}": _host_vars(
+            n, tmp / f"node{i}", f"node{i}", None if i == missing_outlet else i, i != missing_power
+        )
         for i, n in enumerate(nodes, start=1)
     }
     if unreachable_port is not None:
@@ -81,6 +91,7 @@ def write_inventory(
                 # validated by this checkout's own `eams agent check-config` instead.
                 "eams_pip_extra_args": "--no-deps",
                 "eams_agent_validate_command": f"{sys.executable} -m eams.agent check-config %s",
+                "eams_agent_power_validate_command": f"{EAMS} power check-inventory %s",
                 "eams_agent_manage_service": False,
                 "eams_pdu_url": "snmp://public@127.0.0.1:16100",
                 "eams_influx_url": "http://127.0.0.1:8086",
@@ -180,6 +191,16 @@ def test_agent_playbook_installs_renders_and_is_idempotent(
             f"ExecStart={root}/opt/eams/venv/bin/python -m eams.agent run --config {config_path}"
             in unit
         )
+        power = root / "etc/eams/power.yaml"
+        assert power.exists() == owner  # node1 is the k3s server: the power actions run there
+        if owner:
+            inventory_ = load_inventory(power)
+            assert sorted(inventory_.nodes) == ["ghost", "node1", "node2", "node3"]
+            first = inventory_.node("node1")
+            assert (first.method, first.mac, first.outlet) == ("wol", "02:ea:a5:00:00:01", 1)
+            assert first.k3s_server and first.pdu_owner and not inventory_.node("node2").pdu_owner
+            assert first.ssh == f"root@127.0.0.1:{ssh_nodes[0].port}"
+            assert inventory_.pdu == "snmp://public@127.0.0.1:16100"
         env_file = root / "etc/eams/agent.env"
         assert "EAMS_INFLUX_TOKEN=test-token" in env_file.read_text()
         assert env_file.stat().st_mode & 0o777 == 0o600
@@ -216,6 +237,18 @@ def test_missing_outlet_stops_with_a_clear_message(
     assert "node2: set eams_node_name, eams_power_cap_w (W, > 0) and" in result.stdout
     assert "every node in eams_nodes needs its own eams_pdu_outlet" in result.stdout
     assert "'node2': 0" in result.stdout
+
+
+def test_a_node_without_its_power_method_and_mac_stops_with_a_clear_message(
+    tmp_path: Path, ssh_nodes: list[SshServer], eams_wheel: Path
+) -> None:
+    inventory = write_inventory(tmp_path, ssh_nodes, eams_wheel, missing_power=3)
+    result = run_playbook(inventory, "agent.yml", "--limit", "node3")
+    assert result.returncode == 2, result.stdout
+    assert "node3: set eams_power_method (wol, ssh or outlet) and, for wol and" in result.stdout
+    assert "got method (unset), mac (unset)" in result.stdout
+    assert recap(result)["node3"]["failed"] == 1
+    assert not (tmp_path / "node3" / "etc/eams/agent.yaml").exists()
 
 
 def test_wrong_vault_password_is_refused(

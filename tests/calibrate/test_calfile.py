@@ -104,7 +104,8 @@ def _saved(tmp_path: Path) -> tuple[Path, dict]:
     [
         (lambda d: d["fit"].pop("p_max_w"), r"field 'fit.p_max_w': Field required"),
         (lambda d: d["fit"].update(p_max_w="lots"), r"field 'fit.p_max_w': Input should be"),
-        (lambda d: d.update(schema_version=2), r"field 'schema_version': 2 is newer"),
+        (lambda d: d.update(schema_version=3), r"field 'schema_version': 3 is newer"),
+        (lambda d: d.update(power_states={}), r"field 'power_states.measured_at': Field required"),
         (lambda d: d.update(schema_version=0), r"field 'schema_version'"),
         (lambda d: d.update(node=""), r"field 'node'"),
         (lambda d: d.update(surprise=1), r"field 'surprise': Extra inputs"),

@@ -76,3 +76,46 @@ def test_pods_against_nodes_broadcast_to_a_matrix() -> None:
     np.testing.assert_allclose(
         matrix, model.added_power_w(cores[:, None], empty) * runtime, rtol=1e-12
     )
+
+
+def test_sleep_power_and_wake_energy_change_only_the_wake_term() -> None:
+    """With P_sleep and E_wake (issue 13) an empty node adds P_idle − P_sleep while the pod
+    runs, plus E_wake once; a busy node's ΔE is unchanged; NaN (not measured) is today's term."""
+    base = _two_nodes()
+    slept = EnergyModel(
+        base.p_idle_w,
+        base.p_max_w,
+        base.cores,
+        base.speed,
+        p_sleep_w=np.array([3.0, np.nan]),
+        wake_energy_j=np.array([450.0, np.nan]),
+    )
+    empty = np.array([True, True])
+    assert slept.wake_power_w(empty).tolist() == [97.0, 100.0]
+    assert slept.wake_cost_j(empty).tolist() == [450.0, 0.0]
+    assert slept.marginal_energy_j(4.0, 3600.0, empty).tolist() == [
+        63_000.0 + 97.0 * 3600.0 + 450.0,
+        66_000.0 + 100.0 * 2400.0,
+    ]
+    busy = np.array([False, False])
+    assert slept.marginal_energy_j(4.0, 3600.0, busy).tolist() == [63_000.0, 66_000.0]
+    assert base.wake_cost_j(empty).tolist() == [0.0, 0.0]
+    assert base.marginal_energy_j(4.0, 3600.0, empty).tolist() == [
+        63_000.0 + 100.0 * 3600.0,
+        66_000.0 + 100.0 * 2400.0,
+    ]
+
+
+def test_the_power_state_columns_broadcast_like_the_others() -> None:
+    model = EnergyModel(
+        np.array([10.0, 20.0]),
+        np.array([30.0, 60.0]),
+        np.array([4.0, 4.0]),
+        np.array([1.0, 1.0]),
+        p_sleep_w=np.array([1.0, 2.0]),
+        wake_energy_j=np.array([5.0, 7.0]),
+    )
+    pods = np.array([[1.0], [2.0], [4.0]])  # (J, 1)
+    result = model.marginal_energy_j(pods, np.array([[10.0], [10.0], [10.0]]), True)
+    assert result.shape == (3, 2)
+    assert result[0].tolist() == [20 / 4 * 10 + 9 * 10 + 5, 40 / 4 * 10 + 18 * 10 + 7]

@@ -1,0 +1,168 @@
+"""``eams power``: wake, suspend and power off one node, safely. This module only wires
+(STYLE.md §14): the actions, their safety rules and their log line are
+:mod:`eams.calibrate.powerstates`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from eams.calibrate.powerstates.actions import PowerActions
+from eams.calibrate.powerstates.inventory import load_inventory
+from eams.calibrate.powerstates.transitions import Transition, echo_transitions
+from eams.meter.errors import BadMacAddress
+from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_mac
+
+DEFAULT_INVENTORY = Path("/etc/eams/power.yaml")
+"""Where ansible installs the power inventory (``ansible/README.md``)."""
+
+_inventory = click.option(
+    "--inventory",
+    "inventory_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEFAULT_INVENTORY,
+    show_default=True,
+    envvar="EAMS_POWER_INVENTORY",
+    help="Power inventory YAML: each node's method, MAC, outlet, SSH target and roles.",
+)
+_dry_run = click.option(
+    "--dry-run", is_flag=True, help="Check and print what would happen; do nothing."
+)
+_reason = click.option(
+    "--reason",
+    default="by hand (no --reason given)",
+    help="Why, for the transition's log line (who is the login name).",
+)
+_wait = click.option(
+    "--wait-s",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds an outlet's state may take to read back as asked.",
+)
+_force = click.option(
+    "--force",
+    is_flag=True,
+    help="Act although the node runs pods or the Kubernetes API cannot say (never overrides "
+    "the k3s server or the PDU owner).",
+)
+_node = click.argument("node")
+
+
+def _mac(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return format_mac(parse_mac(value))
+    except BadMacAddress as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _show(transition: Transition) -> None:
+    if transition.result == "dry_run":
+        click.echo(f"{transition.node}: {transition.to} would:")
+        for step in transition.steps:
+            click.echo(f"  {step}")
+
+
+@click.group()
+def power() -> None:
+    """Wake, suspend and power off nodes (Wake-on-LAN, SSH, switched PDU outlets).
+
+    Every action prints one `power transition:` line (who, what, why, the steps, the result).
+    Anything that stops a node is refused unless it is cordoned, tainted and drained (from the
+    Kubernetes API), and never done to the k3s server or the PDU's owner.
+    """
+    echo_transitions(click.echo)
+
+
+@power.command()
+@click.argument("node", required=False)
+@click.option(
+    "--mac",
+    callback=_mac,
+    help="Wake this MAC instead of an inventory node (aa:bb:cc:dd:ee:ff; malformed: exit 2).",
+)
+@click.option(
+    "--address",
+    help=f"With --mac: broadcast or unicast address of the magic packet [{DEFAULT_ADDRESS}].",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help=f"With --mac: UDP port of the magic packet [{DEFAULT_PORT}].",
+)
+@_inventory
+@_wait
+@_reason
+@_dry_run
+def wake(
+    node: str | None,
+    mac: str | None,
+    address: str | None,
+    port: int | None,
+    inventory_path: Path,
+    wait_s: float,
+    reason: str,
+    dry_run: bool,
+) -> None:
+    """Wake NODE (magic packet, or its outlet on and read back), or the MAC given by --mac."""
+    if (node is None) == (mac is None):
+        raise click.UsageError("give either NODE or --mac MAC")
+    if mac is None and (address is not None or port is not None):
+        raise click.UsageError(
+            "--address and --port go with --mac (a node's come from the inventory)"
+        )
+    if mac is not None:
+        actions = PowerActions(None, why=reason, dry_run=dry_run)
+        _show(actions.wake_mac(mac, address=address, port=port))
+        return
+    assert node is not None
+    inventory = load_inventory(inventory_path)
+    actions = PowerActions(inventory, why=reason, dry_run=dry_run, switch_wait_s=wait_s)
+    _show(actions.wake(node))
+
+
+def _stop_command(verb: str, doc: str) -> click.Command:
+    """``eams power suspend`` / ``poweroff``: the same options, a different action."""
+
+    def command(
+        node: str, inventory_path: Path, force: bool, wait_s: float, reason: str, dry_run: bool
+    ) -> None:
+        inventory = load_inventory(inventory_path)
+        actions = PowerActions(
+            inventory, why=reason, force=force, dry_run=dry_run, switch_wait_s=wait_s
+        )
+        _show(getattr(actions, verb)(node))
+
+    command.__doc__ = doc
+    for option in (_dry_run, _reason, _wait, _force, _inventory, _node):
+        command = option(command)
+    return power.command(verb)(command)
+
+
+_stop_command(
+    "suspend",
+    """Put NODE into its sleep state: suspend-to-RAM (method wol); soft-off (ssh); soft-off,
+    then its outlet off (outlet).""",
+)
+_stop_command(
+    "poweroff",
+    """Power NODE off: `systemctl poweroff` over SSH, then (method outlet) its outlet off once
+    it has shut down (the inventory's grace_s at most).""",
+)
+
+
+@power.command("check-inventory")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+def check_inventory(file: Path) -> None:
+    """Validate a power inventory FILE and print one line per node (ansible validates the
+    rendered file with this)."""
+    inventory = load_inventory(file)
+    for name, entry in sorted(inventory.nodes.items()):
+        roles = ", ".join(entry.never_sleeps()) or "may sleep"
+        outlet = "—" if entry.outlet is None else str(entry.outlet)
+        click.echo(
+            f"{name}: method {entry.method}, mac {entry.mac or '—'}, outlet {outlet}, {roles}"
+        )
