@@ -127,5 +127,4 @@ def build_cluster(spec: ClusterSpec, seed: int, models: list[ServerModel] | None
         power_cap_w=points[:, -1] * spec.power_cap_ratio,
         meta=meta,
         server=[chosen[k].label for k in kind],
-        empty_node=spec.empty_node,
     )

@@ -9,6 +9,12 @@
   share. Every pod eventually runs in a drain-to-empty replay, so shares over the whole run are
   trivially equal to demand; the arrival window is where a scheduler can starve a tenant.
 * ``violations`` — from :func:`.violations.check_placements`.
+* power management — ``sleeps``, ``wakes``, ``failed_wakes``, ``failed_suspends``,
+  ``transitions_per_node_hour`` ((sleeps + wakes) / (N · makespan in hours)),
+  ``transition_energy_j`` (drawn while suspending and waking, part of ``energy_j``),
+  ``asleep_fraction`` (node-time asleep), ``wake_waited_pods`` (pods bound on a node right
+  after it woke, having arrived before it was Ready) and ``p95_wake_wait_s`` (their arrival-to-
+  start, p95); all 0 (``None`` for the p95) without a power manager.
 * scheduling latency — wall-clock per decision, reported apart from the deterministic figures.
 """
 
@@ -55,6 +61,17 @@ def tenant_shares(cluster: Cluster, workload: Workload, replay: Replay) -> NDArr
     return (per[has] / total) / quota[has]
 
 
+NO_MANAGER = {
+    "sleeps": 0,
+    "wakes": 0,
+    "failed_wakes": 0,
+    "failed_suspends": 0,
+    "transitions_per_node_hour": 0.0,
+    "transition_energy_j": 0.0,
+    "asleep_fraction": 0.0,
+}
+
+
 def summarise(cluster: Cluster, workload: Workload, replay: Replay) -> dict[str, object]:
     """The deterministic figures of one run (no wall-clock values).
 
@@ -62,8 +79,8 @@ def summarise(cluster: Cluster, workload: Workload, replay: Replay) -> dict[str,
     -------
     dict with keys ``pods``, ``placed``, ``unschedulable``, ``work_core_s``, ``energy_j``,
     ``energy_per_work_j_per_core_s``, ``p95_completion_s``, ``mean_wait_s``, ``makespan_s``,
-    ``jain``, ``violations``, ``unschedulable_examples``; a value that cannot be computed (no pod
-    placed) is ``None``.
+    ``jain``, ``violations``, ``unschedulable_examples`` and the power-management figures
+    (module docstring); a value that cannot be computed (no pod placed) is ``None``.
     """
     placed = replay.node >= 0
     work = float(workload.work_core_s[placed].sum())
@@ -85,6 +102,13 @@ def summarise(cluster: Cluster, workload: Workload, replay: Replay) -> dict[str,
         "violations": len(violations),
         "violation_examples": violations[:5],
         "unschedulable_examples": examples,
+        **(replay.power or NO_MANAGER),
+        "wake_waited_pods": len(replay.wake_wait_s),
+        "p95_wake_wait_s": (
+            float(np.percentile(list(replay.wake_wait_s.values()), 95))
+            if replay.wake_wait_s
+            else None
+        ),
     }
 
 

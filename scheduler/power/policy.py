@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from eams.scheduler.power import policy_costs as costs
-from eams.scheduler.power.policy_fleet import FleetState, PowerState
+from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, SUSPENDING, WAKING, FleetState
 from eams.scheduler.power.policy_plan import Action, Decision, PolicyMemory, Reason
 from eams.scheduler.power.policy_wake import RATE_WINDOW_S, Work, pick_node, retry_at_s
 
@@ -65,7 +65,7 @@ class PolicyConfig(BaseModel):
 
     idle_before_sleep_s: float = Field(default=120.0, ge=0)
     min_awake_s: float = Field(default=300.0, ge=0)
-    wake_after_s: float = Field(default=10.0, ge=0)
+    wake_after_s: float = Field(default=2.0, ge=0)
     market_after_s: float = Field(default=10.0, ge=0)
     market_margin: float = Field(default=1.25, ge=1)
     reserve_cores: float | None = Field(default=None, ge=0)
@@ -92,7 +92,9 @@ class Plan:
     Attributes
     ----------
     decisions : tuple of Decision, to apply now, in order
-    held : tuple of Decision, held back by a rate limit (``held_by`` says which)
+    held : tuple of Decision, the first sleep and the first wake a rate limit held back
+        (``held_by`` says which limit)
+    held_total : int, how many decisions the rate limits held back in all
     next_check_s : float or None, the next instant a timer may change the answer without any
         new event (a node reaching ``idle_before_sleep_s``, a phase timeout, a pod reaching
         ``wake_after_s``…); ``None`` when nothing is timed
@@ -101,6 +103,7 @@ class Plan:
 
     decisions: tuple[Decision, ...]
     held: tuple[Decision, ...]
+    held_total: int
     next_check_s: float | None
     memory: PolicyMemory
 
@@ -131,37 +134,40 @@ class PowerPolicy:
         cfg = self.config
         memory = (memory or PolicyMemory()).observe(fleet, cfg.idle_history, cfg.recent_s)
         work = Work.start(fleet, cfg.resume_rate_per_min, cfg.suspend_rate_per_min)
-        timers: list[float] = []
+        timers: list[NDArray] = []
         _timeouts(work, cfg, timers)
         fits = _fits(fleet)
-        model = costs.above_sleep_floor(fleet)
+        measured = costs.sleep_measured(fleet)
+        work.sleepable = measured & ~fleet.no_sleep
+        work.break_even_s = costs.break_even_s(fleet, measured)
+        model = costs.above_sleep_floor(fleet, measured)
         retry = retry_at_s(
             fleet, work.suspect, work.failed_wakes, cfg.suspect_retry_s, cfg.suspect_retry_max_s
         )
-        timers += retry[np.isfinite(retry)].tolist()
+        timers.append(retry[np.isfinite(retry)])
         _pending_wakes(work, cfg, fits, model, retry, timers)
         reserve = cfg.reserve_cores
         if reserve is None:
             reserve = memory.recent_largest_pod_cores
-            timers += [t + cfg.recent_s for t, _ in memory.recent_pods]
+            timers.append(np.asarray([t + cfg.recent_s for t, _ in memory.recent_pods]))
         _sleeps(work, cfg, fits, memory, reserve, timers)
         _floor_wakes(work, cfg, reserve, retry, timers)
         _health_wakes(work, cfg, retry, timers)
         if work.held:
             last = np.concatenate([fleet.last_wake_s, fleet.last_sleep_s])
-            timers += (last[last > fleet.now_s - RATE_WINDOW_S] + RATE_WINDOW_S).tolist()
-        future = [t for t in timers if t > fleet.now_s + 1e-9]
-        return Plan(
-            tuple(work.decisions), tuple(work.held), min(future) if future else None, memory
-        )
+            timers.append(last[last > fleet.now_s - RATE_WINDOW_S] + RATE_WINDOW_S)
+        stamps = np.concatenate([np.ravel(t) for t in timers])
+        future = stamps[stamps > fleet.now_s + 1e-9]
+        next_check = float(future.min()) if future.size else None
+        return Plan(tuple(work.decisions), tuple(work.held), work.held_total, next_check, memory)
 
 
-def _timeouts(work: Work, cfg: PolicyConfig, timers: list[float]) -> None:
+def _timeouts(work: Work, cfg: PolicyConfig, timers: list[NDArray]) -> None:
     fleet = work.fleet
     for state, span, margin, action, reason in (
-        (PowerState.WAKING, fleet.wake_s, cfg.wake_margin, Action.WAKE_FAILED, Reason.WAKE_TIMEOUT),
+        (WAKING, fleet.wake_s, cfg.wake_margin, Action.WAKE_FAILED, Reason.WAKE_TIMEOUT),
         (
-            PowerState.SUSPENDING,
+            SUSPENDING,
             fleet.suspend_s,
             cfg.suspend_margin,
             Action.SUSPEND_FAILED,
@@ -178,7 +184,7 @@ def _timeouts(work: Work, cfg: PolicyConfig, timers: list[float]) -> None:
                 "failed_wakes": float(fleet.failed_wakes[n] + (action is Action.WAKE_FAILED)),
             }
             work.mark(int(n), action, reason, numbers)
-        timers += deadline[in_phase & (fleet.now_s < deadline)].tolist()
+        timers.append(deadline[in_phase & (fleet.now_s < deadline)])
 
 
 def _fits(fleet: FleetState) -> NDArray[np.bool_]:
@@ -193,64 +199,39 @@ def _fits(fleet: FleetState) -> NDArray[np.bool_]:
     )
 
 
-def _room(work: Work, fits_row: NDArray[np.bool_], cores: float, mem_mib: float):
-    """(N,) bool: nodes up or coming up (awake, waking) with room for the pod now."""
-    up = (work.state == PowerState.AWAKE) | (work.state == PowerState.WAKING)
-    return (
-        fits_row & up & (work.spare_cores + 1e-9 >= cores) & (work.spare_mem_mib + 1e-9 >= mem_mib)
-    )
-
-
 def _pending_wakes(work, cfg, fits, model, retry, timers) -> None:
     fleet = work.fleet
     pods = fleet.pending
     now = fleet.now_s
     age = now - pods.pending_since_s
-    timers += (pods.pending_since_s + cfg.wake_after_s).tolist()
-    timers += (pods.pending_since_s + cfg.market_after_s).tolist()
-    if not np.any(work.state == PowerState.ASLEEP):
+    timers.append(pods.pending_since_s + cfg.wake_after_s)
+    timers.append(pods.pending_since_s + cfg.market_after_s)
+    wakeable = (work.state == ASLEEP) & (retry <= now)
+    if not wakeable.any():
         return  # nothing to wake: the claims below only serve the choice of a node to wake
     runtime = np.where(np.isnan(pods.runtime_ref_s), cfg.assumed_runtime_s, pods.runtime_ref_s)
     order = np.lexsort((np.arange(pods.size), -pods.mem_mib, -pods.cores))
-    first_age = min(cfg.wake_after_s, cfg.market_after_s)
-    sleepable = costs.sleep_measured(fleet) & ~fleet.no_sleep
-    for p in order[age[order] >= first_age]:
+    awake = (fleet.state == AWAKE) & (work.state == AWAKE)
+    up = awake | (work.state == WAKING)
+    for p in order[age[order] >= min(cfg.wake_after_s, cfg.market_after_s)]:
         c, m = float(pods.cores[p]), float(pods.mem_mib[p])
-        room = _room(work, fits[p], c, m)
-        awake_room = room & (fleet.state == PowerState.AWAKE) & (work.state == PowerState.AWAKE)
-        if room.any() and not awake_room.any():  # a node already waking will take it
+        room = fits[p] & up & (work.spare_cores + 1e-9 >= c) & (work.spare_mem_mib + 1e-9 >= m)
+        awake_room = np.flatnonzero(room & awake)
+        if awake_room.size == 0 and room.any():  # a node already waking will take it
             _claim(work, int(np.flatnonzero(room)[0]), c, m)
             continue
-        asleep = np.flatnonzero(fits[p] & (work.state == PowerState.ASLEEP) & (retry <= now))
-        if asleep.size == 0 or not (awake_room.any() or age[p] >= cfg.wake_after_s):
-            if awake_room.any():  # the scheduler will bind it there
-                _claim(work, int(np.flatnonzero(awake_room)[0]), c, m)
-            continue
-        cost = costs.wake_cost_j(fleet, model, c, float(runtime[p]), asleep)
-        if not awake_room.any():
+        asleep = np.flatnonzero(fits[p] & wakeable)
+        if awake_room.size:
+            choice = _market(work, cfg, model, p, float(runtime[p]), asleep, awake_room, age[p])
+            if choice is None:
+                _claim(work, int(awake_room[0]), c, m)  # the scheduler will bind it there
+                continue
+            asleep, cost, reason, numbers = choice
+        elif asleep.size and age[p] >= cfg.wake_after_s:
+            cost = costs.wake_cost_j(fleet, model, c, float(runtime[p]), asleep)
             reason, numbers = Reason.PENDING, {"pending_s": float(age[p])}
         else:
-            first_awake = int(np.flatnonzero(awake_room)[0])
-            if age[p] < cfg.market_after_s or np.isnan(pods.runtime_ref_s[p]):
-                _claim(work, first_awake, c, m)
-                continue
-            awake = np.flatnonzero(awake_room)
-            empty = (fleet.pods[awake] == 0) & sleepable[awake]  # else its idle power is sunk
-            awake_j = np.maximum(
-                costs.run_energy_j(model, c, float(runtime[p]), awake, empty), 1e-12
-            )
-            bid_asleep = (
-                costs.latency_discount(float(runtime[p]), fleet.speed[asleep], fleet.wake_s[asleep])
-                / cost
-            )
-            best_asleep, best_awake = bid_asleep.max(), (1.0 / awake_j).max()
-            if best_asleep <= cfg.market_margin * best_awake:
-                _claim(work, first_awake, c, m)
-                continue
-            near = bid_asleep >= best_asleep / (1 + cfg.equal_cost_rel)
-            asleep, cost = asleep[near], cost[near]
-            reason = Reason.MARKET
-            numbers = {"pending_s": float(age[p]), "bid_ratio": float(best_asleep / best_awake)}
+            continue
         slept = now - fleet.state_since_s[asleep]
         n = pick_node(asleep, cost, work.suspect[asleep], slept, cfg.equal_cost_rel)
         numbers |= {
@@ -259,8 +240,32 @@ def _pending_wakes(work, cfg, fits, model, retry, timers) -> None:
             "cost_j": float(cost[np.flatnonzero(asleep == n)[0]]),
             "wake_s": float(fleet.wake_s[n]),
         }
-        if work.mark(n, Action.WAKE, reason, numbers, (pods.names[p],)):
-            _claim(work, n, c, m)
+        if not work.mark(n, Action.WAKE, reason, numbers, (pods.names[p],)):
+            return  # the rate limit is reached: later pods wait for the next call
+        _claim(work, n, c, m)
+        wakeable[n] = False
+        up[n] = True
+
+
+def _market(work, cfg, model, p, runtime_s, asleep, awake_room, age_s):
+    """A market wake for pending pod ``p`` that fits the awake nodes ``awake_room``: its best
+    bid on an asleep node (:func:`~.policy_costs.latency_discount` / wake cost) against its
+    best awake bid (1 / ΔE, an empty node charged the idle power it would otherwise not draw).
+    Returns (candidates, their costs, reason, numbers), or ``None`` (no market wake)."""
+    fleet, pods = work.fleet, work.fleet.pending
+    if asleep.size == 0 or age_s < cfg.market_after_s or np.isnan(pods.runtime_ref_s[p]):
+        return None
+    c = float(pods.cores[p])
+    cost = costs.wake_cost_j(fleet, model, c, runtime_s, asleep)
+    empty = (fleet.pods[awake_room] == 0) & work.sleepable[awake_room]
+    awake_j = np.maximum(costs.run_energy_j(model, c, runtime_s, awake_room, empty), 1e-12)
+    bids = costs.latency_discount(runtime_s, fleet.speed[asleep], fleet.wake_s[asleep]) / cost
+    best_asleep, best_awake = bids.max(), (1.0 / awake_j).max()
+    if best_asleep <= cfg.market_margin * best_awake:
+        return None
+    near = bids >= best_asleep / (1 + cfg.equal_cost_rel)
+    numbers = {"pending_s": float(age_s), "bid_ratio": float(best_asleep / best_awake)}
+    return asleep[near], cost[near], Reason.MARKET, numbers
 
 
 def _claim(work: Work, n: int, cores: float, mem_mib: float) -> None:
@@ -272,12 +277,12 @@ def _claim(work: Work, n: int, cores: float, mem_mib: float) -> None:
 def _sleeps(work, cfg, fits, memory, reserve, timers) -> None:
     fleet = work.fleet
     now = fleet.now_s
-    awake = work.state == PowerState.AWAKE
-    sleepable = costs.sleep_measured(fleet) & ~fleet.no_sleep
+    awake = work.state == AWAKE
+    sleepable = work.sleepable
     empty = fleet.pods == 0
     base = awake & ~(empty & sleepable)
     efficiency = costs.work_per_joule(fleet)
-    waking = work.state == PowerState.WAKING
+    waking = work.state == WAKING
     free = float(work.spare_cores[base | waking].sum())
     count = int(np.count_nonzero(base))
     cands = np.flatnonzero(awake & empty & sleepable)
@@ -291,17 +296,20 @@ def _sleeps(work, cfg, fits, memory, reserve, timers) -> None:
     rest = cands[keep:][::-1]  # least efficient first
     if rest.size == 0:
         return
-    t_be = costs.break_even_s(fleet)[rest]
+    t_be = work.break_even_s[rest]
     idle_s = now - fleet.empty_since_s[rest]
     expected = costs.expected_idle_s(idle_s, memory.idle_gaps_s)
     since_wake = now - np.nan_to_num(fleet.last_wake_s[rest], nan=-np.inf)
     wanted = fits[:, rest].any(axis=0) if fits.shape[0] else np.zeros(rest.size, bool)
-    timers += (fleet.empty_since_s[rest] + cfg.idle_before_sleep_s).tolist()
-    timers += (fleet.last_wake_s[rest] + cfg.min_awake_s).tolist()
+    timers.append(fleet.empty_since_s[rest] + cfg.idle_before_sleep_s)
+    timers.append(fleet.last_wake_s[rest] + cfg.min_awake_s)
     recheck = costs.idle_recheck_s(idle_s, memory.idle_gaps_s, t_be)
-    timers += (fleet.empty_since_s[rest] + recheck + 1e-6).tolist()
+    timers.append(fleet.empty_since_s[rest] + recheck + 1e-6)
     ready = (idle_s >= cfg.idle_before_sleep_s) & (since_wake >= cfg.min_awake_s) & ~wanted
     for i in np.flatnonzero(ready & (expected >= t_be)):
+        if work.sleeps_left <= 0 and work.held:
+            work.held_total += 1  # the first held sleep is listed; count the others
+            continue
         numbers = {
             "empty_s": float(idle_s[i]),
             "expected_idle_s": float(expected[i]),
@@ -316,9 +324,9 @@ def _floor_wakes(work, cfg, reserve, retry, timers) -> None:
     now = fleet.now_s
     efficiency = costs.work_per_joule(fleet)
     since_sleep = now - np.nan_to_num(fleet.last_sleep_s, nan=-np.inf)
-    timers += (fleet.last_sleep_s + cfg.cooldown_s).tolist()
+    timers.append(fleet.last_sleep_s + cfg.cooldown_s)
     while True:
-        up = (work.state == PowerState.AWAKE) | (work.state == PowerState.WAKING)
+        up = (work.state == AWAKE) | (work.state == WAKING)
         free = float(work.spare_cores[up].sum())
         count = int(np.count_nonzero(up))
         if count < cfg.min_awake:
@@ -328,7 +336,7 @@ def _floor_wakes(work, cfg, reserve, retry, timers) -> None:
         else:
             return
         asleep = np.flatnonzero(
-            (work.state == PowerState.ASLEEP) & (retry <= now) & (since_sleep >= cfg.cooldown_s)
+            (work.state == ASLEEP) & (retry <= now) & (since_sleep >= cfg.cooldown_s)
         )
         if asleep.size == 0:
             return
@@ -342,9 +350,9 @@ def _floor_wakes(work, cfg, reserve, retry, timers) -> None:
 def _health_wakes(work, cfg, retry, timers) -> None:
     fleet = work.fleet
     now = fleet.now_s
-    asleep = work.state == PowerState.ASLEEP
+    asleep = work.state == ASLEEP
     due = fleet.state_since_s + cfg.max_asleep_s
-    timers += due[asleep].tolist()
+    timers.append(due[asleep])
     for n in np.flatnonzero(asleep & (now >= due) & (retry <= now)):
         work.mark(
             int(n), Action.WAKE, Reason.ASLEEP_TIMEOUT, {"asleep_s": now - fleet.state_since_s[n]}

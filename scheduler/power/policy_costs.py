@@ -42,9 +42,10 @@ def sleep_measured(fleet: FleetState) -> NDArray[np.bool_]:
     return known & (fleet.p_idle_w > np.nan_to_num(fleet.sleep_power_w, nan=np.inf))
 
 
-def break_even_s(fleet: FleetState) -> NDArray[np.float64]:
-    """T_be per node (s), ``inf`` where sleeping cannot pay (unmeasured, or P_sleep ≥ P_idle)."""
-    ok = sleep_measured(fleet)
+def break_even_s(fleet: FleetState, measured: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """T_be per node (s), ``inf`` where sleeping cannot pay (``measured``, (N,) bool, is
+    :func:`sleep_measured`)."""
+    ok = measured
     cycle_s = fleet.suspend_s + fleet.wake_s
     extra_j = fleet.suspend_energy_j + fleet.wake_energy_j - fleet.sleep_power_w * cycle_s
     saved_w = fleet.p_idle_w - fleet.sleep_power_w
@@ -78,10 +79,10 @@ def idle_recheck_s(elapsed_s: NDArray[np.float64], gaps_s: NDArray[np.float64], 
     return np.minimum(above.min(axis=1), beyond)
 
 
-def above_sleep_floor(fleet: FleetState) -> EnergyModel:
+def above_sleep_floor(fleet: FleetState, measured: NDArray[np.bool_]) -> EnergyModel:
     """The §5.1 model of every node with its sleep power taken off both ends of the line
-    (module docstring); a node that cannot sleep keeps its floor at 0 W."""
-    floor_w = np.where(sleep_measured(fleet), fleet.sleep_power_w, 0.0)
+    (module docstring); a node that cannot sleep (``measured`` False) keeps its floor at 0 W."""
+    floor_w = np.where(measured, fleet.sleep_power_w, 0.0)
     return EnergyModel(fleet.p_idle_w - floor_w, fleet.p_max_w - floor_w, fleet.cores, fleet.speed)
 
 

@@ -51,6 +51,10 @@ class PowerState(IntEnum):
     SUSPENDING = 3
 
 
+AWAKE, ASLEEP, WAKING, SUSPENDING = (int(s) for s in PowerState)
+"""The state codes as plain ints, for vectorised comparisons with :attr:`FleetState.state`."""
+
+
 @dataclass(frozen=True)
 class NodeView:
     """One node as a caller describes it (the live manager; tests). Times are seconds on the
@@ -124,9 +128,9 @@ def _fail(column: str, index: int, value: object, rule: str) -> FleetInputError:
 def _check(column: str, values: NDArray, n: int, rule: str, ok: NDArray[np.bool_]) -> None:
     if values.shape[:1] != (n,):
         raise FleetInputError(f"{column}: shape {values.shape}, expected ({n},)")
-    bad = np.flatnonzero(~ok)
-    if bad.size:
-        raise _fail(column, int(bad[0]), values[bad[0]].item(), rule)
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise _fail(column, bad, values[bad].item(), rule)
 
 
 @dataclass(frozen=True)
@@ -238,9 +242,8 @@ class FleetState:
         for column in ("sleep_power_w", "wake_energy_j", "suspend_energy_j", "wake_s", "suspend_s"):
             v = getattr(self, column)
             _check(f"nodes.{column}", v, n, "must be >= 0 or NaN", np.isnan(v) | (v >= 0))
-        states = np.asarray([s.value for s in PowerState])
-        ok = np.isin(self.state, states)
-        _check("nodes.state", self.state, n, f"must be one of {states.tolist()}", ok)
+        ok = (self.state >= PowerState.AWAKE) & (self.state <= PowerState.SUSPENDING)
+        _check("nodes.state", self.state, n, f"must be one of {[int(s) for s in PowerState]}", ok)
         since = self.state_since_s
         _check("nodes.state_since_s", since, n, "must be finite", np.isfinite(since))
         for column in ("empty_since_s", "last_wake_s", "last_sleep_s"):

@@ -21,7 +21,7 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.power.policy_fleet import FleetState, PowerState
+from eams.scheduler.power.policy_fleet import WAKING, FleetState
 
 
 class Action(StrEnum):
@@ -144,7 +144,7 @@ class PolicyMemory:
         recent_s : float, s, the window of :attr:`recent_largest_pod_cores`
         """
         now = fleet.now_s
-        idle_now = (fleet.pods == 0) & (fleet.state != PowerState.WAKING)
+        idle_now = (fleet.pods == 0) & (fleet.state != WAKING)
         before = _aligned(self.open_since_s, self.names, fleet.names)
         closed = ~np.isnan(before) & ~idle_now
         gaps = np.concatenate([self.idle_gaps_s, now - before[closed]])[-history:]

@@ -9,12 +9,13 @@ among those equals the one that has slept longest (wear levelling).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.power.policy_fleet import FleetState, PowerState
+from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, SUSPENDING, WAKING, FleetState
 from eams.scheduler.power.policy_plan import RATE_LIMIT, Action, Decision, Reason
 
 RATE_WINDOW_S = 60.0
@@ -33,7 +34,11 @@ class Work:
     spare_cores, spare_mem_mib : (N,) float, capacity not yet claimed: free cores of awake
         nodes, the cores a waking node brings minus the pending pods counted on it
     wakes_left, sleeps_left : int, what the rate limits still allow
-    decisions, held : lists of Decision
+    decisions : list of Decision
+    held : list of Decision, the first held back of each action (one is enough to say why)
+    held_total : int, how many were held back
+    sleepable : (N,) bool, sleep state measured and no role forbids sleeping
+    break_even_s : (N,) float, s (:func:`~.policy_costs.break_even_s`)
     """
 
     fleet: FleetState
@@ -46,13 +51,16 @@ class Work:
     sleeps_left: int
     decisions: list[Decision] = field(default_factory=list)
     held: list[Decision] = field(default_factory=list)
+    held_total: int = 0
+    sleepable: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    break_even_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def start(cls, fleet: FleetState, resume_rate: int, suspend_rate: int) -> Work:
         """The fleet as it is, with the budgets left in the current minute."""
         now = fleet.now_s
-        waking = fleet.state == PowerState.WAKING
-        awake = fleet.state == PowerState.AWAKE
+        waking = fleet.state == WAKING
+        awake = fleet.state == AWAKE
         spare = np.where(awake, fleet.cores - fleet.used_cores, np.where(waking, fleet.cores, 0))
         spare_mem = np.where(
             awake, fleet.mem_mib - fleet.used_mem_mib, np.where(waking, fleet.mem_mib, 0)
@@ -76,38 +84,32 @@ class Work:
         decision = Decision(action, self.fleet.names[n], n, reason, numbers, tuple(pods))
         if action is Action.WAKE:
             if self.wakes_left <= 0:
-                self.held.append(_held(decision))
+                self.hold(decision)
                 return False
             self.wakes_left -= 1
-            self.state[n] = PowerState.WAKING
+            self.state[n] = WAKING
             self.spare_cores[n] = self.fleet.cores[n]
             self.spare_mem_mib[n] = self.fleet.mem_mib[n]
         elif action is Action.SLEEP:
             if self.sleeps_left <= 0:
-                self.held.append(_held(decision))
+                self.hold(decision)
                 return False
             self.sleeps_left -= 1
-            self.state[n] = PowerState.SUSPENDING
+            self.state[n] = SUSPENDING
             self.spare_cores[n] = self.spare_mem_mib[n] = 0.0
         else:  # a phase timed out: asleep and suspect
-            self.state[n] = PowerState.ASLEEP
+            self.state[n] = ASLEEP
             self.suspect[n] = True
             self.failed_wakes[n] += action is Action.WAKE_FAILED
             self.spare_cores[n] = self.spare_mem_mib[n] = 0.0
         self.decisions.append(decision)
         return True
 
-
-def _held(decision: Decision) -> Decision:
-    return Decision(
-        decision.action,
-        decision.node,
-        decision.index,
-        decision.reason,
-        decision.numbers,
-        decision.pods,
-        RATE_LIMIT,
-    )
+    def hold(self, decision: Decision) -> None:
+        """Count a decision the rate limit holds back; keep the first of its action."""
+        self.held_total += 1
+        if all(h.action is not decision.action for h in self.held):
+            self.held.append(dataclasses.replace(decision, held_by=RATE_LIMIT))
 
 
 def retry_at_s(fleet: FleetState, suspect, failed_wakes, base_s: float, cap_s: float):

@@ -51,7 +51,6 @@ class Cluster:
     power_cap_w : (N,) float, watts
     meta : list of NodeMeta (labels, taints)
     server : list of str, the SPECpower system of each node
-    empty_node : ``"off"`` or ``"idle"``
     """
 
     names: list[str]
@@ -65,7 +64,6 @@ class Cluster:
     power_cap_w: NDArray[np.float64]
     meta: list[NodeMeta]
     server: list[str]
-    empty_node: str
 
     @property
     def size(self) -> int:
