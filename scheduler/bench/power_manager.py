@@ -250,7 +250,7 @@ class SimPowerManager:
         self.state_since_s[n] = now_s
         self.awake[n] = new == PowerState.AWAKE
 
-    def summary(self, end_s: float, n_nodes: int) -> dict[str, float | int]:
+    def summary(self, end_s: float, n_nodes: int) -> dict[str, float | int | None]:
         """The run's power figures at its end (transitions per node-hour over [0, end])."""
         asleep = self.state == PowerState.ASLEEP
         asleep_s = self.asleep_node_s + float((end_s - self.state_since_s[asleep]).sum())

@@ -128,7 +128,7 @@ def run_cell(manifest: Manifest, cell: Cell) -> tuple[dict, dict]:
     finally:
         policy.close()
     label = {"scheduler": cell.scheduler, "power_manager": cell.manager, "run": cell.run}
-    figures = label | {"rho": cell.rho, "seed": cell.seed}
+    figures: dict = label | {"rho": cell.rho, "seed": cell.seed}
     figures |= summarise(cluster, workload, replay)
     figures["policy_stats"] = dict(getattr(policy, "stats", {}))
     figures["extender_filtered"] = replay.extender_filtered
