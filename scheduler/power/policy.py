@@ -55,6 +55,11 @@ from eams.scheduler.power.policy_wake import RATE_WINDOW_S, Work, pick_node, ret
 
 __all__ = ["Plan", "PolicyConfig", "PowerPolicy"]
 
+EPS_S = 1e-6
+"""A threshold reached within this (s) counts as reached: ``next_check_s`` is computed as
+``since + span`` and compared again as ``now − since``, which floating point can leave a hair
+short."""
+
 
 class PolicyConfig(BaseModel):
     """The policy's settings (seconds, cores; unknown keys refused). Defaults and where they
@@ -157,7 +162,7 @@ class PowerPolicy:
             last = np.concatenate([fleet.last_wake_s, fleet.last_sleep_s])
             timers.append(last[last > fleet.now_s - RATE_WINDOW_S] + RATE_WINDOW_S)
         stamps = np.concatenate([np.ravel(t) for t in timers])
-        future = stamps[stamps > fleet.now_s + 1e-9]
+        future = stamps[stamps > fleet.now_s + EPS_S]
         next_check = float(future.min()) if future.size else None
         return Plan(tuple(work.decisions), tuple(work.held), work.held_total, next_check, memory)
 
@@ -177,14 +182,14 @@ def _timeouts(work: Work, cfg: PolicyConfig, timers: list[NDArray]) -> None:
         timeout = np.where(np.isnan(span), cfg.unknown_phase_timeout_s, span * margin)
         in_phase = fleet.state == state
         deadline = fleet.state_since_s + timeout
-        for n in np.flatnonzero(in_phase & (fleet.now_s >= deadline)):
+        for n in np.flatnonzero(in_phase & (fleet.now_s >= deadline - EPS_S)):
             numbers = {
                 "in_phase_s": fleet.now_s - fleet.state_since_s[n],
                 "timeout_s": float(timeout[n]),
                 "failed_wakes": float(fleet.failed_wakes[n] + (action is Action.WAKE_FAILED)),
             }
             work.mark(int(n), action, reason, numbers)
-        timers.append(deadline[in_phase & (fleet.now_s < deadline)])
+        timers.append(deadline[in_phase])
 
 
 def _fits(fleet: FleetState) -> NDArray[np.bool_]:
@@ -206,14 +211,14 @@ def _pending_wakes(work, cfg, fits, model, retry, timers) -> None:
     age = now - pods.pending_since_s
     timers.append(pods.pending_since_s + cfg.wake_after_s)
     timers.append(pods.pending_since_s + cfg.market_after_s)
-    wakeable = (work.state == ASLEEP) & (retry <= now)
+    wakeable = (work.state == ASLEEP) & (retry <= now + EPS_S)
     if not wakeable.any():
         return  # nothing to wake: the claims below only serve the choice of a node to wake
     runtime = np.where(np.isnan(pods.runtime_ref_s), cfg.assumed_runtime_s, pods.runtime_ref_s)
     order = np.lexsort((np.arange(pods.size), -pods.mem_mib, -pods.cores))
     awake = (fleet.state == AWAKE) & (work.state == AWAKE)
     up = awake | (work.state == WAKING)
-    for p in order[age[order] >= min(cfg.wake_after_s, cfg.market_after_s)]:
+    for p in order[age[order] >= min(cfg.wake_after_s, cfg.market_after_s) - EPS_S]:
         c, m = float(pods.cores[p]), float(pods.mem_mib[p])
         room = fits[p] & up & (work.spare_cores + 1e-9 >= c) & (work.spare_mem_mib + 1e-9 >= m)
         awake_room = np.flatnonzero(room & awake)
@@ -227,7 +232,7 @@ def _pending_wakes(work, cfg, fits, model, retry, timers) -> None:
                 _claim(work, int(awake_room[0]), c, m)  # the scheduler will bind it there
                 continue
             asleep, cost, reason, numbers = choice
-        elif asleep.size and age[p] >= cfg.wake_after_s:
+        elif asleep.size and age[p] >= cfg.wake_after_s - EPS_S:
             cost = costs.wake_cost_j(fleet, model, c, float(runtime[p]), asleep)
             reason, numbers = Reason.PENDING, {"pending_s": float(age[p])}
         else:
@@ -253,15 +258,15 @@ def _market(work, cfg, model, p, runtime_s, asleep, awake_room, age_s):
     best awake bid (1 / ΔE, an empty node charged the idle power it would otherwise not draw).
     Returns (candidates, their costs, reason, numbers), or ``None`` (no market wake)."""
     fleet, pods = work.fleet, work.fleet.pending
-    if asleep.size == 0 or age_s < cfg.market_after_s or np.isnan(pods.runtime_ref_s[p]):
+    if asleep.size == 0 or age_s < cfg.market_after_s - EPS_S or np.isnan(pods.runtime_ref_s[p]):
         return None
     c = float(pods.cores[p])
     cost = costs.wake_cost_j(fleet, model, c, runtime_s, asleep)
     empty = (fleet.pods[awake_room] == 0) & work.sleepable[awake_room]
     awake_j = np.maximum(costs.run_energy_j(model, c, runtime_s, awake_room, empty), 1e-12)
     bids = costs.latency_discount(runtime_s, fleet.speed[asleep], fleet.wake_s[asleep]) / cost
-    best_asleep, best_awake = bids.max(), (1.0 / awake_j).max()
-    if best_asleep <= cfg.market_margin * best_awake:
+    best_asleep, best_awake = np.nanmax(bids, initial=-np.inf), (1.0 / awake_j).max()
+    if not best_asleep > cfg.market_margin * best_awake:  # NaN (an unmeasured wake): no
         return None
     near = bids >= best_asleep / (1 + cfg.equal_cost_rel)
     numbers = {"pending_s": float(age_s), "bid_ratio": float(best_asleep / best_awake)}
@@ -305,8 +310,8 @@ def _sleeps(work, cfg, fits, memory, reserve, timers) -> None:
     timers.append(fleet.last_wake_s[rest] + cfg.min_awake_s)
     recheck = costs.idle_recheck_s(idle_s, memory.idle_gaps_s, t_be)
     timers.append(fleet.empty_since_s[rest] + recheck + 1e-6)
-    ready = (idle_s >= cfg.idle_before_sleep_s) & (since_wake >= cfg.min_awake_s) & ~wanted
-    for i in np.flatnonzero(ready & (expected >= t_be)):
+    ready = (idle_s >= cfg.idle_before_sleep_s - EPS_S) & (since_wake >= cfg.min_awake_s - EPS_S)
+    for i in np.flatnonzero(ready & ~wanted & (expected >= t_be - EPS_S)):
         if work.sleeps_left <= 0 and work.held:
             work.held_total += 1  # the first held sleep is listed; count the others
             continue
@@ -336,7 +341,9 @@ def _floor_wakes(work, cfg, reserve, retry, timers) -> None:
         else:
             return
         asleep = np.flatnonzero(
-            (work.state == ASLEEP) & (retry <= now) & (since_sleep >= cfg.cooldown_s)
+            (work.state == ASLEEP)
+            & (retry <= now + EPS_S)
+            & (since_sleep >= cfg.cooldown_s - EPS_S)
         )
         if asleep.size == 0:
             return
@@ -353,7 +360,7 @@ def _health_wakes(work, cfg, retry, timers) -> None:
     asleep = work.state == ASLEEP
     due = fleet.state_since_s + cfg.max_asleep_s
     timers.append(due[asleep])
-    for n in np.flatnonzero(asleep & (now >= due) & (retry <= now)):
+    for n in np.flatnonzero(asleep & (now >= due - EPS_S) & (retry <= now + EPS_S)):
         work.mark(
             int(n), Action.WAKE, Reason.ASLEEP_TIMEOUT, {"asleep_s": now - fleet.state_since_s[n]}
         )

@@ -65,8 +65,9 @@ class Work:
         spare_mem = np.where(
             awake, fleet.mem_mib - fleet.used_mem_mib, np.where(waking, fleet.mem_mib, 0)
         )
-        woke = int(np.count_nonzero(fleet.last_wake_s > now - RATE_WINDOW_S))
-        slept = int(np.count_nonzero(fleet.last_sleep_s > now - RATE_WINDOW_S))
+        since = now - RATE_WINDOW_S + 1e-6  # a transition exactly a minute old is out
+        woke = int(np.count_nonzero(fleet.last_wake_s > since))
+        slept = int(np.count_nonzero(fleet.last_sleep_s > since))
         return cls(
             fleet,
             fleet.state.copy(),
@@ -132,11 +133,16 @@ def pick_node(
     equal_rel: float,
 ) -> int:
     """The node to wake among ``candidates`` (M,) with ``cost`` (M,) (lower is better):
-    sound nodes before suspect ones, then every node within ``equal_rel`` of the cheapest,
+    sound nodes before suspect ones, then every node within ``equal_rel`` of the cheapest (a
+    NaN cost — an unmeasured wake — ranks last),
     then the longest asleep (``slept_s``, (M,)), then the lowest index."""
     sound = ~suspect
     pool = np.flatnonzero(sound) if sound.any() else np.arange(candidates.size)
+    cost = np.where(np.isnan(cost), np.inf, cost)  # unmeasured: last, but still a candidate
     best = cost[pool].min()
-    equal = pool[cost[pool] <= best + abs(best) * equal_rel]
+    if np.isinf(best):
+        equal = pool[np.isinf(cost[pool])]
+    else:
+        equal = pool[cost[pool] <= best + abs(best) * equal_rel]
     longest = equal[slept_s[equal] == slept_s[equal].max()]
     return int(candidates[longest[np.argmin(candidates[longest])]])
