@@ -54,8 +54,10 @@ class PodClass(_Strict):
 
 
 class PowerStatesSpec(_Strict):
-    """The measured sleep state of every simulated node (field names as the calibration file's
-    power-state fields).
+    """The measured sleep state of every simulated node, named as the calibration file's
+    schema-2 power states name them (``Calibration.sleep_power_w``, ``.wake_energy_j``,
+    ``PowerStates.wake_time_s``; ``suspend_*`` from its ``suspend`` transition's ``time_s`` and
+    ``energy_j``). The wake time is until the node takes pods again (Ready).
 
     The defaults are an **assumption**, sized for a mini PC in suspend-to-RAM (ACPI S3), the
     same as the PDU simulator's ``NodePower`` (``meter/simulator/node.py``): 3 W asleep, 2 s to
@@ -67,9 +69,9 @@ class PowerStatesSpec(_Strict):
     """
 
     sleep_power_w: float = Field(default=3.0, ge=0)
-    suspend_s: float = Field(default=2.0, gt=0)
+    suspend_time_s: float = Field(default=2.0, gt=0)
     suspend_energy_j: float | None = Field(default=None, ge=0)
-    wake_s: float = Field(default=15.0, gt=0)
+    wake_time_s: float = Field(default=15.0, gt=0)
     wake_energy_j: float | None = Field(default=None, ge=0)
     wake_failure_rate: float = Field(default=0.0, ge=0, lt=1)
 

@@ -7,12 +7,13 @@ simulator: after every instant's events (and at the instants the policy asks to 
 again, ``Plan.next_check_s``) it builds the fleet state from the simulated nodes and the
 pending pods, and applies the decisions the way the live manager does:
 
-* **sleep** — the node is tainted at once (no pod lands on it), suspends for ``suspend_s``
-  drawing ``suspend_energy_j / suspend_s``, then draws ``sleep_power_w``;
-* **wake** — it draws ``wake_energy_j / wake_s`` for ``wake_s`` and is then awake and takes
-  pods (pods that waited for it are bound in the pass that follows). A wake drawn to fail
-  (``wake_failure_rate``, seeded) draws the wake power for ``wake_s`` and then the sleep power,
-  never becoming Ready, until the policy's wake timeout makes it asleep and suspect;
+* **sleep** — the node is tainted at once (no pod lands on it), suspends for ``suspend_time_s``
+  drawing ``suspend_energy_j / suspend_time_s``, then draws ``sleep_power_w``;
+* **wake** — it draws ``wake_energy_j / wake_time_s`` for ``wake_time_s`` and is then awake
+  and takes pods (pods that waited for it are bound in the pass that follows). A wake drawn to
+  fail (``wake_failure_rate``, seeded) draws the wake power for ``wake_time_s`` and then the
+  sleep power, never becoming Ready, until the policy's wake timeout makes it asleep and
+  suspect;
 * **wake-failed / suspend-failed** — asleep and suspect (draws the sleep power).
 
 It counts sleeps, wakes, failed wakes, the energy spent in transitions and the node-seconds
@@ -40,13 +41,13 @@ power at 50 % load (the PDU simulator's ``NodePower`` boot-power default)."""
 @dataclass(frozen=True)
 class SleepModel:
     """Every node's measured sleep state, arrays of shape (N,): ``sleep_power_w`` (W),
-    ``suspend_s``, ``wake_s`` (s), ``suspend_energy_j``, ``wake_energy_j`` (J), and the
+    ``suspend_time_s``, ``wake_time_s`` (s), ``suspend_energy_j``, ``wake_energy_j`` (J), and the
     fraction of wakes that fail."""
 
     sleep_power_w: NDArray[np.float64]
-    suspend_s: NDArray[np.float64]
+    suspend_time_s: NDArray[np.float64]
     suspend_energy_j: NDArray[np.float64]
-    wake_s: NDArray[np.float64]
+    wake_time_s: NDArray[np.float64]
     wake_energy_j: NDArray[np.float64]
     wake_failure_rate: float = 0.0
 
@@ -61,13 +62,15 @@ class SleepModel:
         wake_j = spec.wake_energy_j
         return cls(
             sleep_power_w=full(n, spec.sleep_power_w),
-            suspend_s=full(n, spec.suspend_s),
+            suspend_time_s=full(n, spec.suspend_time_s),
             suspend_energy_j=(
-                points[:, 0] * spec.suspend_s if suspend_j is None else full(n, suspend_j)
+                points[:, 0] * spec.suspend_time_s if suspend_j is None else full(n, suspend_j)
             ),
-            wake_s=full(n, spec.wake_s),
+            wake_time_s=full(n, spec.wake_time_s),
             wake_energy_j=(
-                points[:, WAKE_POWER_LEVEL] * spec.wake_s if wake_j is None else full(n, wake_j)
+                points[:, WAKE_POWER_LEVEL] * spec.wake_time_s
+                if wake_j is None
+                else full(n, wake_j)
             ),
             wake_failure_rate=spec.wake_failure_rate,
         )
@@ -129,9 +132,9 @@ class SimPowerManager:
         if s == PowerState.AWAKE:
             return None
         if s == PowerState.SUSPENDING:
-            return float(sl.suspend_energy_j[n] / sl.suspend_s[n])
+            return float(sl.suspend_energy_j[n] / sl.suspend_time_s[n])
         if s == PowerState.WAKING and not self.failing[n]:
-            return float(sl.wake_energy_j[n] / sl.wake_s[n])
+            return float(sl.wake_energy_j[n] / sl.wake_time_s[n])
         return float(sl.sleep_power_w[n])
 
     def pod_bound(self, n: int, pod: int) -> None:
@@ -177,9 +180,9 @@ class SimPowerManager:
             p_max_w=c.p_max_w,
             speed=c.speed,
             sleep_power_w=sl.sleep_power_w,
-            wake_s=sl.wake_s,
+            wake_time_s=sl.wake_time_s,
             wake_energy_j=sl.wake_energy_j,
-            suspend_s=sl.suspend_s,
+            suspend_time_s=sl.suspend_time_s,
             suspend_energy_j=sl.suspend_energy_j,
             state_since_s=self.state_since_s,
             empty_since_s=self.empty_since_s,
@@ -210,13 +213,13 @@ class SimPowerManager:
                 self._enter(n, PowerState.SUSPENDING, now)
                 self.last_sleep_s[n] = now
                 self.stats["sleeps"] += 1
-                ends.append((now + float(self.sleep.suspend_s[n]), n))
+                ends.append((now + float(self.sleep.suspend_time_s[n]), n))
             elif d.action is Action.WAKE:
                 self._enter(n, PowerState.WAKING, now)
                 self.last_wake_s[n] = now
                 self.stats["wakes"] += 1
                 self.failing[n] = self.rng.random() < self.sleep.wake_failure_rate
-                ends.append((now + float(self.sleep.wake_s[n]), n))
+                ends.append((now + float(self.sleep.wake_time_s[n]), n))
             else:
                 key = "failed_wakes" if d.action is Action.WAKE_FAILED else "failed_suspends"
                 self.stats[key] += 1

@@ -170,10 +170,10 @@ class PowerPolicy:
 def _timeouts(work: Work, cfg: PolicyConfig, timers: list[NDArray]) -> None:
     fleet = work.fleet
     for state, span, margin, action, reason in (
-        (WAKING, fleet.wake_s, cfg.wake_margin, Action.WAKE_FAILED, Reason.WAKE_TIMEOUT),
+        (WAKING, fleet.wake_time_s, cfg.wake_margin, Action.WAKE_FAILED, Reason.WAKE_TIMEOUT),
         (
             SUSPENDING,
-            fleet.suspend_s,
+            fleet.suspend_time_s,
             cfg.suspend_margin,
             Action.SUSPEND_FAILED,
             Reason.SUSPEND_TIMEOUT,
@@ -243,7 +243,7 @@ def _pending_wakes(work, cfg, fits, model, retry, timers) -> None:
             "pod_cores": c,
             "wake_energy_j": float(fleet.wake_energy_j[n]),
             "cost_j": float(cost[np.flatnonzero(asleep == n)[0]]),
-            "wake_s": float(fleet.wake_s[n]),
+            "wake_time_s": float(fleet.wake_time_s[n]),
         }
         if not work.mark(n, Action.WAKE, reason, numbers, (pods.names[p],)):
             return  # the rate limit is reached: later pods wait for the next call
@@ -264,7 +264,7 @@ def _market(work, cfg, model, p, runtime_s, asleep, awake_room, age_s):
     cost = costs.wake_cost_j(fleet, model, c, runtime_s, asleep)
     empty = (fleet.pods[awake_room] == 0) & work.sleepable[awake_room]
     awake_j = np.maximum(costs.run_energy_j(model, c, runtime_s, awake_room, empty), 1e-12)
-    bids = costs.latency_discount(runtime_s, fleet.speed[asleep], fleet.wake_s[asleep]) / cost
+    bids = costs.latency_discount(runtime_s, fleet.speed[asleep], fleet.wake_time_s[asleep]) / cost
     best_asleep, best_awake = np.nanmax(bids, initial=-np.inf), (1.0 / awake_j).max()
     if not best_asleep > cfg.market_margin * best_awake:  # NaN (an unmeasured wake): no
         return None

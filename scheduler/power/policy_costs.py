@@ -36,8 +36,8 @@ def work_per_joule(fleet: FleetState) -> NDArray[np.float64]:
 
 def sleep_measured(fleet: FleetState) -> NDArray[np.bool_]:
     """(N,) bool: every sleep-state figure is measured and sleeping draws less than idling."""
-    known = np.isfinite(fleet.sleep_power_w) & np.isfinite(fleet.wake_s)
-    known &= np.isfinite(fleet.wake_energy_j) & np.isfinite(fleet.suspend_s)
+    known = np.isfinite(fleet.sleep_power_w) & np.isfinite(fleet.wake_time_s)
+    known &= np.isfinite(fleet.wake_energy_j) & np.isfinite(fleet.suspend_time_s)
     known &= np.isfinite(fleet.suspend_energy_j)
     return known & (fleet.p_idle_w > np.nan_to_num(fleet.sleep_power_w, nan=np.inf))
 
@@ -46,7 +46,7 @@ def break_even_s(fleet: FleetState, measured: NDArray[np.bool_]) -> NDArray[np.f
     """T_be per node (s), ``inf`` where sleeping cannot pay (``measured``, (N,) bool, is
     :func:`sleep_measured`)."""
     ok = measured
-    cycle_s = fleet.suspend_s + fleet.wake_s
+    cycle_s = fleet.suspend_time_s + fleet.wake_time_s
     extra_j = fleet.suspend_energy_j + fleet.wake_energy_j - fleet.sleep_power_w * cycle_s
     saved_w = fleet.p_idle_w - fleet.sleep_power_w
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -102,8 +102,8 @@ def wake_cost_j(fleet: FleetState, model: EnergyModel, pod_cores, runtime_ref_s,
     )
 
 
-def latency_discount(runtime_ref_s: float, speed, wake_s) -> NDArray[np.float64]:
+def latency_discount(runtime_ref_s: float, speed, wake_time_s) -> NDArray[np.float64]:
     """t / (t + t_wake) per node, t = runtime_ref_s / speed: how much a wait of the node's wake
     time takes off a pod's bid (1 for an awake node)."""
     t = runtime_ref_s / np.asarray(speed)
-    return t / (t + np.nan_to_num(np.asarray(wake_s), nan=0.0))
+    return t / (t + np.nan_to_num(np.asarray(wake_time_s), nan=0.0))

@@ -67,7 +67,7 @@ class NodeView:
     allocatable_cores, allocatable_mem_mib : float, > 0
     p_idle_w, p_max_w : float, W, the calibrated line (study §5.1)
     speed : float, > 0, relative per-core speed
-    sleep_power_w, wake_s, wake_energy_j, suspend_s, suspend_energy_j : float or None
+    sleep_power_w, wake_time_s, wake_energy_j, suspend_time_s, suspend_energy_j : float or None
         The measured sleep state: draw while asleep (W); a wake until the node is Ready again
         (s, J); a suspend until it is asleep (s, J). ``None``: not measured (never slept).
     state_since_s : float, when it entered ``state``
@@ -88,9 +88,9 @@ class NodeView:
     p_max_w: float
     speed: float
     sleep_power_w: float | None
-    wake_s: float | None
+    wake_time_s: float | None
     wake_energy_j: float | None
-    suspend_s: float | None
+    suspend_time_s: float | None
     suspend_energy_j: float | None
     state_since_s: float
     pod_cores: tuple[float, ...] = ()
@@ -213,9 +213,9 @@ class FleetState:
     p_max_w: NDArray[np.float64]
     speed: NDArray[np.float64]
     sleep_power_w: NDArray[np.float64]
-    wake_s: NDArray[np.float64]
+    wake_time_s: NDArray[np.float64]
     wake_energy_j: NDArray[np.float64]
-    suspend_s: NDArray[np.float64]
+    suspend_time_s: NDArray[np.float64]
     suspend_energy_j: NDArray[np.float64]
     state_since_s: NDArray[np.float64]
     empty_since_s: NDArray[np.float64]
@@ -239,7 +239,13 @@ class FleetState:
             _check(f"nodes.{column}", v, n, "must be finite and >= 0", np.isfinite(v) & (v >= 0))
         ok = np.isfinite(self.p_max_w) & (self.p_max_w >= self.p_idle_w)
         _check("nodes.p_max_w", self.p_max_w, n, "must be finite and >= p_idle_w", ok)
-        for column in ("sleep_power_w", "wake_energy_j", "suspend_energy_j", "wake_s", "suspend_s"):
+        for column in (
+            "sleep_power_w",
+            "wake_energy_j",
+            "suspend_energy_j",
+            "wake_time_s",
+            "suspend_time_s",
+        ):
             v = getattr(self, column)
             _check(f"nodes.{column}", v, n, "must be >= 0 or NaN", np.isnan(v) | (v >= 0))
         ok = (self.state >= PowerState.AWAKE) & (self.state <= PowerState.SUSPENDING)
@@ -316,9 +322,9 @@ class FleetState:
             p_max_w=col(lambda v: v.p_max_w),
             speed=col(lambda v: v.speed),
             sleep_power_w=col(lambda v: _nan(v.sleep_power_w)),
-            wake_s=col(lambda v: _nan(v.wake_s)),
+            wake_time_s=col(lambda v: _nan(v.wake_time_s)),
             wake_energy_j=col(lambda v: _nan(v.wake_energy_j)),
-            suspend_s=col(lambda v: _nan(v.suspend_s)),
+            suspend_time_s=col(lambda v: _nan(v.suspend_time_s)),
             suspend_energy_j=col(lambda v: _nan(v.suspend_energy_j)),
             state_since_s=col(lambda v: v.state_since_s),
             empty_since_s=col(lambda v: _nan(v.empty_since_s)),

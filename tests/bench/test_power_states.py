@@ -17,7 +17,11 @@ from tests.bench.conftest import tiny_cluster, tiny_workload
 # straight 50 W → 150 W curve (tiny_cluster's default): 2 W asleep, 4 s / 100 J suspend,
 # 10 s / 800 J wake
 SLEEP = PowerStatesSpec(
-    sleep_power_w=2.0, suspend_s=4.0, suspend_energy_j=100.0, wake_s=10.0, wake_energy_j=800.0
+    sleep_power_w=2.0,
+    suspend_time_s=4.0,
+    suspend_energy_j=100.0,
+    wake_time_s=10.0,
+    wake_energy_j=800.0,
 )
 LONELY = PolicyConfig(min_awake=0, reserve_cores=0.0, idle_before_sleep_s=100.0, min_awake_s=0.0)
 

@@ -13,9 +13,9 @@ NODE = {
     "p_max_w": 40.0,
     "speed": 1.0,
     "sleep_power_w": 1.0,
-    "wake_s": 10.0,
+    "wake_time_s": 10.0,
     "wake_energy_j": 300.0,
-    "suspend_s": 3.0,
+    "suspend_time_s": 3.0,
     "suspend_energy_j": 30.0,
     "state_since_s": 0.0,
 }

@@ -17,7 +17,11 @@ NODES, PERIODS, BUSY_S = 4, 20, 400.0
 # 50 W idle, 2 W asleep; a wake dear enough that the break-even is
 # (100 + 7128 − 2·14) / (50 − 2) = 150 s
 SLEEP = PowerStatesSpec(
-    sleep_power_w=2.0, suspend_s=4.0, suspend_energy_j=100.0, wake_s=10.0, wake_energy_j=7128.0
+    sleep_power_w=2.0,
+    suspend_time_s=4.0,
+    suspend_energy_j=100.0,
+    wake_time_s=10.0,
+    wake_energy_j=7128.0,
 )
 
 
