@@ -18,10 +18,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from eams.scheduler.bench.summary import MANAGED, run_of
+from eams.scheduler.bench.summary import ENERGY, MANAGED, run_of
 
 PANELS = (
-    ("energy_per_work_j_per_core_s", "energy per unit work (J per reference core-second)"),
+    (ENERGY, "energy per unit work in the arrival window (J per reference core-second)"),
     ("p95_completion_s", "p95 completion time (s)"),
 )
 

@@ -73,6 +73,7 @@ class Replay:
     start_s, finish_s : (J,) float, NaN when never placed
     unschedulable : dict pod index → reason
     energy_j : float, joules over [0, last completion]
+    energy_window_j : float, joules over the arrival window [0, last arrival]
     makespan_s : float
     log : list of (time_s, +1 bind / −1 completion, pod, node), chronological
     decision_wall_s : list of float, wall-clock time of each scheduling decision (s)
@@ -87,6 +88,7 @@ class Replay:
     finish_s: NDArray[np.float64]
     unschedulable: dict[int, str]
     energy_j: float = 0.0
+    energy_window_j: float = 0.0
     makespan_s: float = 0.0
     log: list[tuple[float, int, int, int]] = field(default_factory=list)
     decision_wall_s: list[float] = field(default_factory=list)
@@ -125,6 +127,7 @@ class _Sim:
         self.pod_events = 0
         self.last_pod_event_s = 0.0
         self.check_at = np.inf
+        self.window_end_s = float(workload.arrival_s.max(initial=0.0))
         self.managed_at = -np.inf
         self.now = 0.0
         self.pending: list[int] = []
@@ -139,6 +142,10 @@ class _Sim:
         self.seq += 1
 
     def advance(self, t: float) -> None:
+        if self.now < self.window_end_s <= t:
+            self.out.energy_window_j = self.out.energy_j + self.total_w * (
+                self.window_end_s - self.now
+            )
         self.out.energy_j += self.total_w * (t - self.now)
         self.now = t
         self.state.now_s = t

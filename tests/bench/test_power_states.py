@@ -48,6 +48,8 @@ def test_a_node_sleeps_wakes_for_a_pod_and_every_joule_is_counted() -> None:
     expected = 150 * 50 + 50 * 100 + 100 + 2 * (1002 - 154) + 800 + 150 * 50
     assert replay.energy_j == pytest.approx(expected)
     assert replay.makespan_s == 1062.0
+    # the arrival window ends with the last arrival (1000 s)
+    assert replay.energy_window_j == pytest.approx(150 * 50 + 50 * 100 + 100 + 2 * (1000 - 154))
     assert replay.wake_wait_s == {1: pytest.approx(12.0)}
     power = replay.power
     assert power["sleeps"] == 1 and power["wakes"] == 1 and power["failed_wakes"] == 0

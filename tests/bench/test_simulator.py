@@ -94,3 +94,15 @@ def test_node_selector_pods_only_land_on_labelled_nodes() -> None:
     workload = tiny_workload([0.0, 0.0], [1.0, 1.0], [5.0, 5.0], profile=[1, 1], profiles=profiles)
     replay = simulate(cluster, workload, load("default").make(cluster, Params(), 0), seed=0)
     assert replay.node.tolist() == [1, 1]
+
+
+def test_window_metric_counts_energy_and_work_inside_the_arrival_window_only() -> None:
+    cluster = tiny_cluster([4, 4])
+    # a 4-core pod runs 0–300 s; the last arrival (1 core, 10 s) at 100 s ends the window
+    workload = tiny_workload([0.0, 100.0], [4.0, 1.0], [300.0, 10.0])
+    replay = simulate(cluster, workload, load("fcfs").make(cluster, Params(), 0), seed=0)
+    figures = summarise(cluster, workload, replay)
+    assert figures["work_window_core_s"] == 4 * 100  # the second pod starts as it closes
+    assert figures["energy_window_j"] == pytest.approx((150 + 50) * 100)
+    assert figures["energy_per_work_window_j_per_core_s"] == pytest.approx(50.0)
+    assert figures["work_core_s"] == 4 * 300 + 1 * 10
