@@ -1,10 +1,13 @@
-"""VT-4 (AR-3, AR-7): the ρ sweep for every scheduler, summarised honestly.
+"""VT-4 (AR-3, AR-7): the ρ sweep for every scheduler with and without the power manager,
+summarised honestly.
 
 Runs ``eams bench sweep`` on a manifest (default: the shipped ``regime-1000.yaml``) and prints,
-per scheduler, AR-3 (≥ 10 % less energy per unit work than ``default`` at every swept ρ in
-[0.7, 1.0] with ≤ 5 % p95 completion regression), AR-7 (Jain ≥ 0.9 in every cell), the shape
-of the energy gain over ρ (hump or not), violations and unschedulable pods — met or NOT met,
-whatever the answer — plus the wall time and the regime PNG's path.
+per run (a scheduler, ``+pm`` under the power manager), AR-3 (≥ 10 % less energy per unit work
+than ``default`` without a manager at every swept ρ in [0.7, 1.0] with ≤ 5 % p95 completion
+regression), AR-7 (Jain ≥ 0.9 in every cell), the shape of the energy gain over ρ (hump or
+not), violations and unschedulable pods — met or NOT met, whatever the answer — the manager's
+transitions per node-hour and p95 wait for a wake, what sleeping saves per scheduler, what the
+market adds (``eams+pm`` vs ``most-allocated+pm``), plus the wall time and the regime PNG.
 
 ``--from DIR`` summarises a sweep already run (also a stopped one: the finished cells in
 ``DIR/cells.jsonl``) and redraws its plots, without running anything.
@@ -26,13 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from eams.scheduler.bench.plots import regime_plot  # noqa: E402
-from eams.scheduler.bench.summary import evaluate, report_lines  # noqa: E402
+from eams.scheduler.bench.summary import comparisons, evaluate, report_lines, run_of  # noqa: E402
 
 
 def summarise(out: Path) -> int:
     rows = [json.loads(line) for line in (out / "cells.jsonl").read_text().splitlines() if line]
     results = [r["figures"] for r in rows]
-    cells = {(r["scheduler"], r["rho"], r["seed"]) for r in results}
+    cells = {(run_of(r), r["rho"], r["seed"]) for r in results}
     schedulers = sorted({c[0] for c in cells})
     rhos = sorted({c[1] for c in cells})
     seeds = sorted({c[2] for c in cells})
@@ -46,15 +49,15 @@ def summarise(out: Path) -> int:
             f"  (partial sweep: {len(complete)} of {len(schedulers) * len(rhos)} "
             "scheduler × ρ points have every seed)"
         )
-    for line in report_lines(evaluate(results)):
+    for line in report_lines(evaluate(results), comparisons(results)):
         print("  " + line)
     latency = [r["latency"] for r in rows if r["latency"]["p99_ms"] is not None]
     for s in schedulers:
-        p99 = [row["p99_ms"] for row in latency if row["scheduler"] == s]
+        p99 = [row["p99_ms"] for row in latency if run_of(row) == s]
         if p99:
             print(f"  {s}: emulator decision p99 (wall clock, worst cell) {max(p99):.1f} ms")
     plots = regime_plot(
-        sorted(results, key=lambda r: (r["scheduler"], r["rho"], r["seed"])),
+        sorted(results, key=lambda r: (r["scheduler"], run_of(r), r["rho"], r["seed"])),
         out,
         f"{out.name}: regime curve",
     )

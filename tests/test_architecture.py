@@ -64,6 +64,7 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler.extender",
         "scheduler.policies",
         "scheduler.record",
+        "scheduler.power",  # the manager's policy core, run in simulated time
     },
     # eams power (and the power manager of issue 14): switches outlets and sends magic packets
     # (meter) through the power-state actions (calibrate).

@@ -85,7 +85,6 @@ def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> C
         power_cap_w=np.array([n.power_cap_w for n in nodes]),
         meta=[NodeMeta() for _ in nodes],
         server=[n.server for n in nodes],
-        empty_node="idle",
     )
 
 

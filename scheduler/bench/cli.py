@@ -24,7 +24,7 @@ from eams.scheduler.bench.auction_batches import KINDS
 from eams.scheduler.bench.clearing_time import compare
 from eams.scheduler.bench.manifest import load_manifest
 from eams.scheduler.bench.plots import regime_plot
-from eams.scheduler.bench.summary import evaluate, report_lines
+from eams.scheduler.bench.summary import comparisons, evaluate, report_lines
 from eams.scheduler.bench.sweep import cells, run_rho_sweep
 
 _COUNT = click.IntRange(min=1)
@@ -43,7 +43,9 @@ def _budgets(text: str) -> tuple[float, ...]:
 
 
 CSV_COLUMNS = (
+    "run",
     "scheduler",
+    "power_manager",
     "rho",
     "seed",
     "pods",
@@ -52,31 +54,42 @@ CSV_COLUMNS = (
     "work_core_s",
     "energy_j",
     "energy_per_work_j_per_core_s",
+    "energy_window_j",
+    "work_window_core_s",
+    "energy_per_work_window_j_per_core_s",
     "p95_completion_s",
     "mean_wait_s",
     "makespan_s",
     "jain",
     "violations",
+    "sleeps",
+    "wakes",
+    "failed_wakes",
+    "transitions_per_node_hour",
+    "transition_energy_j",
+    "asleep_fraction",
+    "wake_waited_pods",
+    "p95_wake_wait_s",
 )
 
 
 def write_outputs(manifest, results: list[dict], latency: list[dict], out: Path) -> list[Path]:
     """Write ``results.json``, ``results.csv``, ``latency.json``, ``summary.txt`` and the PNGs."""
     out.mkdir(parents=True, exist_ok=True)
-    evaluation = evaluate(results)
-    (out / "results.json").write_text(
-        json.dumps(
-            {"manifest": manifest.model_dump(), "results": results, "evaluation": evaluation},
-            indent=1,
-            default=str,
-        )
-    )
+    evaluation, compared = evaluate(results), comparisons(results)
+    document = {
+        "manifest": manifest.model_dump(),
+        "results": results,
+        "evaluation": evaluation,
+        "comparisons": compared,
+    }
+    (out / "results.json").write_text(json.dumps(document, indent=1, default=str))
     with (out / "results.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, CSV_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(results)
     (out / "latency.json").write_text(json.dumps(latency, indent=1))
-    (out / "summary.txt").write_text("\n".join(report_lines(evaluation)) + "\n")
+    (out / "summary.txt").write_text("\n".join(report_lines(evaluation, compared)) + "\n")
     return regime_plot(results, out, f"{manifest.name}: regime curve")
 
 
@@ -97,7 +110,8 @@ def write_outputs(manifest, results: list[dict], latency: list[dict], out: Path)
 )
 @click.option("--workers", type=int, default=None, help="Worker processes (default: manifest).")
 def sweep(manifest_path: Path, out_dir: Path, workers: int | None) -> None:
-    """Replay a manifest's workload for every scheduler × ρ × seed; write results.json,
+    """Replay a manifest's workload for every scheduler × power-manager mode × ρ × seed (a
+    scheduler under the manager is the run ``NAME+pm``); write results.json,
     results.csv, latency.json, summary.txt and regime PNGs to OUT, and print the AR-3/AR-7
     summary. Each finished cell is also appended to OUT/cells.jsonl as it completes."""
     manifest = load_manifest(manifest_path)
@@ -126,7 +140,7 @@ def sweep(manifest_path: Path, out_dir: Path, workers: int | None) -> None:
         task = progress.add_task(f"{manifest.name} cells", total=len(cells(manifest)))
         results, latency = run_rho_sweep(manifest, done)
     plots = write_outputs(manifest, results, latency, out_dir)
-    for line in report_lines(evaluate(results)):
+    for line in report_lines(evaluate(results), comparisons(results)):
         click.echo(line)
     click.echo(f"results: {out_dir / 'results.json'}; plot: {plots[0]}")
 

@@ -127,6 +127,5 @@ def build_cluster(spec: ClusterSpec, seed: int, models: list[ServerModel] | None
         power_cap_w=points[:, -1] * spec.power_cap_ratio,
         meta=meta,
         server=[chosen[k].label for k in kind],
-        empty_node=spec.empty_node,
         p_wake_w=points[:, 0].copy(),  # measured active idle: Calibration.wake_power_w
     )

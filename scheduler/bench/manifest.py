@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from eams.scheduler.bench.errors import ManifestError
 from eams.scheduler.policies import available
 from eams.scheduler.policies.base import Params
+from eams.scheduler.power.policy import PolicyConfig
 from eams.validation import describe_validation_error
 
 
@@ -52,12 +53,50 @@ class PodClass(_Strict):
     node_selector: dict[str, str] = {}
 
 
+class PowerStatesSpec(_Strict):
+    """The measured sleep state of every simulated node, named as the calibration file's
+    schema-2 power states name them (``Calibration.sleep_power_w``, ``.wake_energy_j``,
+    ``PowerStates.wake_time_s``; ``suspend_*`` from its ``suspend`` transition's ``time_s`` and
+    ``energy_j``). The wake time is until the node takes pods again (Ready).
+
+    The defaults are an **assumption**, sized for a mini PC in suspend-to-RAM (ACPI S3), the
+    same as the PDU simulator's ``NodePower`` (``meter/simulator/node.py``): 3 W asleep, 2 s to
+    suspend at the node's idle draw, and a wake of 15 s until the node is Ready again (5 s
+    resume plus about 10 s for the kubelet to report) at the node's draw at 50 % load. ``None``
+    energies are those times × those draws on each node's own measured curve. A sweep on real
+    hardware should put the calibrated figures here. ``wake_failure_rate`` is the fraction of
+    wakes that never reach Ready (seeded), to exercise the failed-wake path.
+    """
+
+    sleep_power_w: float = Field(default=3.0, ge=0)
+    suspend_time_s: float = Field(default=2.0, gt=0)
+    suspend_energy_j: float | None = Field(default=None, ge=0)
+    wake_time_s: float = Field(default=15.0, gt=0)
+    wake_energy_j: float | None = Field(default=None, ge=0)
+    wake_failure_rate: float = Field(default=0.0, ge=0, lt=1)
+
+
+class PowerManagerSpec(_Strict):
+    """Which power managements every scheduler runs under: ``none`` (every node stays awake;
+    an empty node draws its measured idle power) and ``policy`` (the power manager,
+    :class:`eams.scheduler.power.policy.PowerPolicy` with ``policy``, in simulated time).
+    ``no_sleep_nodes``: the first this many nodes hold a role that forbids sleeping (the k3s
+    server, the PDU owner). ``tick_s``: the manager's loop period — it is asked at most once
+    per tick (after the events of an instant, or at the instant the policy names), as the live
+    manager polls its cluster (cluster-autoscaler's ``--scan-interval`` is 10 s)."""
+
+    modes: list[Literal["none", "policy"]] = Field(default=["none", "policy"], min_length=1)
+    policy: PolicyConfig = PolicyConfig()
+    no_sleep_nodes: int = Field(default=0, ge=0)
+    tick_s: float = Field(default=5.0, ge=0)
+
+
 class ClusterSpec(_Strict):
     """The simulated cluster.
 
-    ``empty_node`` says what an empty node draws: ``off`` (powered down, 0 W, the study's §5.1
-    wake-cost assumption) or ``idle`` (its measured active-idle power). ``power_cap_ratio`` sets
-    each node's cap as a multiple of its measured power at 100 % load.
+    ``power_states`` is the nodes' measured sleep state (used only under a power manager:
+    without one every node stays awake and an empty node draws its measured active idle).
+    ``power_cap_ratio`` sets each node's cap as a multiple of its measured power at 100 % load.
     """
 
     nodes: int = Field(default=1000, ge=1)
@@ -67,7 +106,7 @@ class ClusterSpec(_Strict):
     hw_year_from: int = 2016
     hw_year_to: int = 2030
     max_pods_per_node: int = Field(default=110, ge=1)
-    empty_node: Literal["off", "idle"] = "off"
+    power_states: PowerStatesSpec = PowerStatesSpec()
     power_cap_ratio: float = Field(default=1.0, gt=0)
     groups: list[NodeGroup] = []
 
@@ -96,7 +135,7 @@ class TraceSpec(_Strict):
 
 
 class Manifest(_Strict):
-    """One sweep: every scheduler × every ρ × every seed is one cell."""
+    """One sweep: every scheduler × power-manager mode × ρ × seed is one cell."""
 
     name: str
     trace: TraceSpec = TraceSpec()
@@ -105,6 +144,7 @@ class Manifest(_Strict):
     rho: list[float] = Field(min_length=1)
     seeds: list[int] = Field(min_length=1)
     params: Params = Params()
+    power_manager: PowerManagerSpec = PowerManagerSpec()
     workers: int = Field(default=2, ge=1)
 
     @field_validator("schedulers")

@@ -16,9 +16,14 @@ scheduling pass over the pending pods in arrival order (kube-scheduler's active 
 
 A pod that fits no node even on the empty cluster is *unschedulable*: it is recorded with a
 kube-style reason and never dropped silently. A pod that fits but finds no room waits (its wait
-counts in its completion time). Energy is integrated exactly: between events every node's
-utilisation is constant, so E = Σ P_n(u_n)·Δt on each node's measured curve; an empty node draws
-0 W (``empty_node: off``) or its measured active-idle power (``idle``).
+counts in its completion time). Energy is integrated exactly: between events every node's draw
+is constant, so E = Σ P_n·Δt; an awake node draws its measured curve at its utilisation (an
+empty one its measured active idle).
+
+Under a power manager (:class:`~.power_manager.SimPowerManager`) the policy is asked after every
+instant's events and at the instants it names; a node that is asleep, waking or suspending
+draws its state's power and is filtered out (tainted ``eams.io/asleep``), so pods that need a
+wake wait for it; the run ends at the last pod's completion, as without a manager.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from eams.scheduler.bench.power_manager import SimPowerManager
 from eams.scheduler.bench.predicates import resource_fit, static_masks
 from eams.scheduler.policies.base import (
     BatchPolicy,
@@ -40,8 +46,11 @@ from eams.scheduler.policies.base import (
     WorkloadPod,
 )
 
-_COMPLETE, _ARRIVE, _PASS = 0, 1, 2
+_COMPLETE, _ARRIVE, _PASS, _POWER, _CHECK = 0, 1, 2, 3, 4
 MIN_FEASIBLE_NODES = 100
+STALL_S = 2 * 86_400.0
+"""With a power manager, a run whose last pods can never be placed stops this long (simulated)
+after its last pod event; those pods are reported unschedulable."""
 
 
 def feasible_to_find(n_nodes: int, percentage: int) -> int:
@@ -64,10 +73,14 @@ class Replay:
     start_s, finish_s : (J,) float, NaN when never placed
     unschedulable : dict pod index → reason
     energy_j : float, joules over [0, last completion]
+    energy_window_j : float, joules over the arrival window [0, last arrival]
     makespan_s : float
     log : list of (time_s, +1 bind / −1 completion, pod, node), chronological
     decision_wall_s : list of float, wall-clock time of each scheduling decision (s)
     extender_filtered : int, pods the policy's own filter left with no node, summed over passes
+    power : dict, the power manager's figures (:meth:`SimPowerManager.summary`); empty without
+    wake_wait_s : dict pod index → s, pods that waited for a node to wake: arrival to bind on
+        the node, bound in the pass right after it became Ready
     """
 
     node: NDArray[np.int64]
@@ -75,10 +88,13 @@ class Replay:
     finish_s: NDArray[np.float64]
     unschedulable: dict[int, str]
     energy_j: float = 0.0
+    energy_window_j: float = 0.0
     makespan_s: float = 0.0
     log: list[tuple[float, int, int, int]] = field(default_factory=list)
     decision_wall_s: list[float] = field(default_factory=list)
     extender_filtered: int = 0
+    power: dict[str, float | int | None] = field(default_factory=dict)
+    wake_wait_s: dict[int, float] = field(default_factory=dict)
 
 
 class _Sim:
@@ -90,23 +106,29 @@ class _Sim:
         seed: int,
         window_s: float,
         sample_pct: int = 100,
+        power: SimPowerManager | None = None,
     ):
         self.c, self.w, self.policy = cluster, workload, policy
         self.rng = np.random.default_rng([seed, 4])
         self.batched = isinstance(policy, BatchPolicy) or getattr(policy, "batched", False)
         self.window_s = window_s if self.batched else 0.0
         self.state = NodeState.empty(cluster)
+        self.pm = power
+        if power is not None:
+            self.state.awake = power.awake  # the manager's array: it changes the states
         self.masks = static_masks(workload.profiles, cluster.meta)
         j = workload.size
         self.out = Replay(
             np.full(j, -1, dtype=np.int64), np.full(j, np.nan), np.full(j, np.nan), {}
         )
-        self.power_w = (
-            cluster.curves.power_all_w(np.zeros(cluster.size))
-            if cluster.empty_node == "idle"
-            else np.zeros(cluster.size)
-        )
+        self.power_w = self.state.power_w
         self.total_w = float(self.power_w.sum())
+        self.remaining = workload.size
+        self.pod_events = 0
+        self.last_pod_event_s = 0.0
+        self.check_at = np.inf
+        self.window_end_s = float(workload.arrival_s.max(initial=0.0))
+        self.managed_at = -np.inf
         self.now = 0.0
         self.pending: list[int] = []
         self.events: list[tuple[float, int, int, int]] = []
@@ -120,6 +142,10 @@ class _Sim:
         self.seq += 1
 
     def advance(self, t: float) -> None:
+        if self.now < self.window_end_s <= t:
+            self.out.energy_window_j = self.out.energy_j + self.total_w * (
+                self.window_end_s - self.now
+            )
         self.out.energy_j += self.total_w * (t - self.now)
         self.now = t
         self.state.now_s = t
@@ -131,16 +157,26 @@ class _Sim:
         s.pods_on[n] += sign
         if s.pods_on[n] == 0:
             s.alloc_cpu[n] = s.alloc_mem_mib[n] = 0.0  # no float residue on an empty node
-        busy = s.pods_on[n] > 0 or self.c.empty_node == "idle"
-        new = self.c.curves.power_w(n, s.alloc_cpu[n] / self.c.cores[n]) if busy else 0.0
+        self.set_power(n)
+        self.out.log.append((self.now, sign, pod, n))
+
+    def set_power(self, n: int) -> None:
+        """Node ``n``'s draw after a change: its curve when awake, else its state's power."""
+        draw = self.pm.draw_w(n) if self.pm is not None else None
+        u = self.state.alloc_cpu[n] / self.c.cores[n]
+        new = self.c.curves.power_w(n, u) if draw is None else draw
         self.total_w += new - self.power_w[n]
         self.power_w[n] = new
-        self.out.log.append((self.now, sign, pod, n))
 
     def bind(self, pod: int, n: int) -> None:
         self.set_node(n, pod, +1)
         self.out.node[pod] = n
         self.out.start_s[pod] = self.now
+        if self.pm is not None:
+            self.pm.pod_bound(n, pod)
+            ready = self.pm.ready_at_s[n]
+            if self.w.arrival_s[pod] < ready and self.now - ready <= self.window_s + 1e-9:
+                self.out.wake_wait_s[pod] = self.now - float(self.w.arrival_s[pod])
         finish = self.now + self.w.duration_s[pod] / self.c.speed[n]
         self.out.finish_s[pod] = finish
         self.push(finish, _COMPLETE, pod)
@@ -163,7 +199,8 @@ class _Sim:
         fit = resource_fit(
             self.w.cpu[pod], self.w.mem_mib[pod], s.free_cpu, s.free_mem_mib, s.free_slots
         )
-        return self.masks[self.w.profile[pod]] & fit
+        ok = self.masks[self.w.profile[pod]] & fit
+        return ok & self.pm.awake if self.pm is not None else ok
 
     def candidates(self) -> NDArray[np.int64]:
         if not self.pending:
@@ -253,32 +290,70 @@ class _Sim:
         if placed:
             self.pending = [p for p in self.pending if self.out.node[p] < 0]
 
+    def manage(self) -> None:
+        """Ask the power manager (if any) and apply its decisions now — or, within a tick of
+        the last time it was asked, at the tick's end."""
+        if self.pm is None:
+            return
+        due = self.managed_at + self.pm.tick_s
+        if self.now < due - 1e-9:
+            if due < self.check_at:
+                self.check_at = due
+                self.push(due, _CHECK, -1)
+            return
+        self.managed_at = self.now
+        touched, ends, next_check_s = self.pm.step(self.state, self.pending)
+        for n in touched:
+            self.set_power(n)
+        for at_s, n in ends:
+            self.push(at_s, _POWER, n)
+        if next_check_s is not None and next_check_s < self.check_at:
+            self.check_at = next_check_s
+            self.push(next_check_s, _CHECK, -1)
+
+    def pod_event(self, done: bool) -> None:
+        self.pod_events -= 1
+        self.remaining -= done
+        self.last_pod_event_s = self.now
+
     def run(self, batch_size: int) -> Replay:
         if isinstance(self.policy, ScoringPolicy):
             self.policy.start(self.w)
         for j in range(self.w.size):
             self.push(float(self.w.arrival_s[j]), _ARRIVE, j)
-        while self.events:
-            t, kind, _, pod = heapq.heappop(self.events)
+        self.pod_events = self.w.size * 2
+        while self.events and self.remaining > 0:
+            t, kind, _, item = heapq.heappop(self.events)
             self.advance(t)
             if kind == _COMPLETE:
-                node = int(self.out.node[pod])
-                self.set_node(node, pod, -1)
+                node = int(self.out.node[item])
+                self.set_node(node, item, -1)
+                if self.pm is not None:
+                    self.pm.pod_left(node, item, t)
+                self.pod_event(True)
                 if isinstance(self.policy, ScoringPolicy):
-                    self.policy.completed(WorkloadPod.of(self.w, pod), node)
+                    self.policy.completed(WorkloadPod.of(self.w, item), node)
             elif kind == _ARRIVE:
-                reason = self.never_fits(pod)
+                reason = self.never_fits(item)
                 if reason is None:
-                    self.pending.append(pod)
+                    self.pending.append(item)
                 else:
-                    self.out.unschedulable[pod] = reason
-            else:
+                    self.out.unschedulable[item] = reason
+                    self.pod_events -= 1  # it never completes
+                self.pod_event(reason is not None)
+            elif kind == _PASS:
                 self.pass_at = None
                 if isinstance(self.policy, BatchPolicy):
                     self.batch_pass(batch_size)
                 else:
                     self.scoring_pass()
+                self.manage()
                 continue
+            elif kind == _POWER:
+                self.pm.transition_ends(item, t)  # type: ignore[union-attr]
+                self.set_power(item)
+            elif t >= self.check_at:
+                self.check_at = np.inf
             if self.events and self.events[0][0] == t and self.events[0][1] != _PASS:
                 continue  # finish this instant's events first
             if not self.batched:
@@ -286,9 +361,14 @@ class _Sim:
             elif self.pass_at is None and self.pending:
                 self.pass_at = t + self.window_s
                 self.push(self.pass_at, _PASS, -1)
+            self.manage()
+            if self.pod_events == 0 and t - self.last_pod_event_s > STALL_S:
+                break
         for pod in self.pending:
             self.out.unschedulable[pod] = "never placed: the scheduler's filter left no node"
         self.out.makespan_s = self.now
+        if self.pm is not None:
+            self.out.power = self.pm.summary(self.now, self.c.size)
         return self.out
 
 
@@ -301,6 +381,7 @@ def simulate(
     batch_window_s: float = 0.2,
     batch_size: int = 64,
     percentage_of_nodes_to_score: int = 100,
+    power: SimPowerManager | None = None,
 ) -> Replay:
     """Replay ``workload`` on ``cluster`` with ``policy``; deterministic for a given ``seed``
     (wall-clock time only enters :attr:`Replay.decision_wall_s`).
@@ -314,6 +395,7 @@ def simulate(
     batch_size : int, pods per batch handed to a :class:`BatchPolicy`
     percentage_of_nodes_to_score : int, kube-scheduler's setting (0 = adaptive) for per-pod
         policies; 100 (the default here) searches every node
+    power : SimPowerManager, optional, the power manager; ``None``: every node stays awake
     """
-    sim = _Sim(cluster, workload, policy, seed, batch_window_s, percentage_of_nodes_to_score)
+    sim = _Sim(cluster, workload, policy, seed, batch_window_s, percentage_of_nodes_to_score, power)
     return sim.run(batch_size)

@@ -1,10 +1,18 @@
 """The study's acceptance figures from a sweep: AR-3 (energy vs default in the contended band),
-AR-7 (fairness), the hump-or-flat shape of the gain over ρ, and AR-4 (violations).
+AR-7 (fairness), the hump-or-flat shape of the gain over ρ, and AR-4 (violations) — per *run*
+(a scheduler, ``+pm`` under the power manager) — and what the power manager changes.
 
-AR-3 (study §3): ≥ 10 % lower energy per unit work than ``default`` at every swept ρ in
-[0.7, 1.0], with ≤ 5 % p95 completion-time regression. AR-7: Jain's index ≥ 0.9 in every cell.
-Means are over seeds. The gain is a *hump* when its mean inside [0.7, 1.0] exceeds its mean on
-both sides (ρ < 0.7 and ρ > 1.0) by at least 2 points; otherwise the shape is reported as it is.
+AR-3 (study §3): ≥ 10 % lower energy per unit work (over the arrival window, where the offered
+load is ρ: :data:`ENERGY`) than ``default`` *without* a power manager at every swept ρ in
+[0.7, 1.0], with ≤ 5 % p95 completion-time regression. AR-7: Jain's index
+≥ 0.9 in every cell. Means are over seeds. The gain is a *hump* when its mean inside [0.7, 1.0]
+exceeds its mean on both sides (ρ < 0.7 and ρ > 1.0) by at least 2 points; otherwise the shape
+is reported as it is.
+
+Issue 14's comparisons (:func:`comparisons`): what sleeping saves — each scheduler under the
+manager against itself without one (energy, and the p95 completion cost of waiting for wakes) —
+and what the market adds — ``eams+pm`` against ``most-allocated+pm``, the strongest energy
+baseline the study names, under the same manager.
 """
 
 from __future__ import annotations
@@ -18,38 +26,60 @@ ENERGY_GAIN_MIN = 0.10
 P95_REGRESSION_MAX = 0.05
 JAIN_MIN = 0.9
 HUMP_POINTS = 2.0
+MANAGED = "+pm"
+MARKET = ("eams" + MANAGED, "most-allocated" + MANAGED)
+"""What the market adds: this run against that one (both under the same power manager)."""
+
+
+def run_of(row: dict) -> str:
+    """The run label of a result row (rows from before the power manager have none)."""
+    return row.get("run", row["scheduler"])
 
 
 def _means(results: list[dict], key: str) -> dict[tuple[str, float], float]:
     acc: dict[tuple[str, float], list[float]] = defaultdict(list)
     for row in results:
-        if row[key] is not None:
-            acc[(row["scheduler"], row["rho"])].append(row[key])
+        if row.get(key) is not None:
+            acc[(run_of(row), row["rho"])].append(row[key])
     return {k: float(np.mean(v)) for k, v in acc.items()}
 
 
+ENERGY = "energy_per_work_window_j_per_core_s"
+"""The energy figure judged: energy per work over the arrival window (:mod:`.metrics`)."""
+
+
+def _against(results, run: str, reference: str, rhos) -> tuple[dict, dict]:
+    """Energy gain (:data:`ENERGY`) and p95 change of ``run`` against ``reference`` per ρ (%)."""
+    energy = _means(results, ENERGY)
+    p95 = _means(results, "p95_completion_s")
+    gain, regression = {}, {}
+    for rho in rhos:
+        ref_e, ref_p = energy.get((reference, rho)), p95.get((reference, rho))
+        if ref_e and (run, rho) in energy:
+            gain[rho] = 100.0 * (1.0 - energy[(run, rho)] / ref_e)
+        if ref_p and (run, rho) in p95:
+            regression[rho] = 100.0 * (p95[(run, rho)] / ref_p - 1.0)
+    return gain, regression
+
+
 def evaluate(results: list[dict], reference: str = "default") -> dict[str, dict]:
-    """Per scheduler: gain and regression per ρ, AR-3, AR-7, shape, violations.
+    """Per run: gain and regression per ρ against ``reference``, AR-3, AR-7, shape, violations,
+    and the power manager's transitions per node-hour and p95 wait for a wake.
 
     Returns
     -------
-    dict scheduler → {"energy_gain_pct": {ρ: %}, "p95_regression_pct": {ρ: %}, "ar3": bool|None,
-    "ar7": bool, "min_jain": float|None, "shape": str, "violations": int}; ``ar3`` is ``None``
-    for the reference itself or when no swept ρ lies in the band.
+    dict run → {"energy_gain_pct": {ρ: %}, "p95_regression_pct": {ρ: %}, "ar3": bool|None,
+    "ar7": bool, "min_jain": float|None, "shape": str, "violations": int, "unschedulable": int,
+    "transitions_per_node_hour": float (mean over cells), "p95_wake_wait_s": float|None (worst
+    cell), "failed_wakes": int}; ``ar3`` is ``None`` for the reference itself or when no swept ρ
+    lies in the band.
     """
-    energy = _means(results, "energy_per_work_j_per_core_s")
-    p95 = _means(results, "p95_completion_s")
-    schedulers = list(dict.fromkeys(r["scheduler"] for r in results))
+    runs = list(dict.fromkeys(run_of(r) for r in results))
     rhos = sorted({r["rho"] for r in results})
     out: dict[str, dict] = {}
-    for s in schedulers:
-        gain, regression = {}, {}
-        for rho in rhos:
-            ref_e, ref_p = energy.get((reference, rho)), p95.get((reference, rho))
-            if ref_e and (s, rho) in energy:
-                gain[rho] = 100.0 * (1.0 - energy[(s, rho)] / ref_e)
-            if ref_p and (s, rho) in p95:
-                regression[rho] = 100.0 * (p95[(s, rho)] / ref_p - 1.0)
+    for s in runs:
+        rows = [r for r in results if run_of(r) == s]
+        gain, regression = _against(results, s, reference, rhos)
         in_band = [r for r in rhos if BAND[0] <= r <= BAND[1] and r in gain]
         ar3 = None
         if s != reference and in_band:
@@ -58,7 +88,8 @@ def evaluate(results: list[dict], reference: str = "default") -> dict[str, dict]
                 and regression.get(r, np.inf) <= 100 * P95_REGRESSION_MAX
                 for r in in_band
             )
-        jains = [r["jain"] for r in results if r["scheduler"] == s and r["jain"] is not None]
+        jains = [r["jain"] for r in rows if r["jain"] is not None]
+        waits = [r["p95_wake_wait_s"] for r in rows if r.get("p95_wake_wait_s") is not None]
         out[s] = {
             "energy_gain_pct": gain,
             "p95_regression_pct": regression,
@@ -66,8 +97,45 @@ def evaluate(results: list[dict], reference: str = "default") -> dict[str, dict]
             "min_jain": min(jains) if jains else None,
             "ar7": bool(jains) and min(jains) >= JAIN_MIN,
             "shape": _shape(gain) if s != reference else "reference",
-            "violations": sum(r["violations"] for r in results if r["scheduler"] == s),
-            "unschedulable": max(r["unschedulable"] for r in results if r["scheduler"] == s),
+            "violations": sum(r["violations"] for r in rows),
+            "unschedulable": max(r["unschedulable"] for r in rows),
+            "transitions_per_node_hour": float(
+                np.mean([r.get("transitions_per_node_hour") or 0.0 for r in rows])
+            ),
+            "p95_wake_wait_s": max(waits) if waits else None,
+            "failed_wakes": sum(r.get("failed_wakes", 0) for r in rows),
+        }
+    return out
+
+
+def comparisons(results: list[dict]) -> dict[str, dict]:
+    """What sleeping saves and what the market adds (module docstring).
+
+    Returns
+    -------
+    dict label → {"run", "reference", "energy_gain_pct": {ρ: %}, "p95_change_pct": {ρ: %},
+    "band_gain_pct": float|None (mean over the band's ρ)}; labels ``sleep:<scheduler>`` for
+    every scheduler swept in both modes and ``market`` when both :data:`MARKET` runs are there.
+    """
+    runs = set(run_of(r) for r in results)
+    rhos = sorted({r["rho"] for r in results})
+    pairs = [
+        (f"sleep:{s}", s + MANAGED, s)
+        for s in dict.fromkeys(r["scheduler"] for r in results)
+        if s in runs and s + MANAGED in runs
+    ]
+    if set(MARKET) <= runs:
+        pairs.append(("market", *MARKET))
+    out = {}
+    for label, run, reference in pairs:
+        gain, change = _against(results, run, reference, rhos)
+        band = [g for r, g in gain.items() if BAND[0] <= r <= BAND[1]]
+        out[label] = {
+            "run": run,
+            "reference": reference,
+            "energy_gain_pct": gain,
+            "p95_change_pct": change,
+            "band_gain_pct": float(np.mean(band)) if band else None,
         }
     return out
 
@@ -84,8 +152,8 @@ def _shape(gain: dict[float, float]) -> str:
     return f"no hump (flat or monotone): {m:+.1f} % in band vs {lo:+.1f} % below, {hi:+.1f} % above"
 
 
-def report_lines(evaluation: dict[str, dict]) -> list[str]:
-    """Human-readable VT-4 summary lines (met / NOT met, honestly)."""
+def report_lines(evaluation: dict[str, dict], compared: dict[str, dict] | None = None) -> list:
+    """Human-readable VT-4 summary lines (met / NOT met, honestly), then the comparisons."""
     lines = []
     for s, ev in evaluation.items():
         if ev["ar3"] is None:
@@ -99,9 +167,28 @@ def report_lines(evaluation: dict[str, dict]) -> list[str]:
             if BAND[0] <= r <= BAND[1]
         )
         jain = "n/a" if ev["min_jain"] is None else f"{ev['min_jain']:.3f}"
+        power = ""
+        if s.endswith(MANAGED):
+            wait = ev["p95_wake_wait_s"]
+            power = (
+                f"; {ev['transitions_per_node_hour']:.2f} transitions per node-hour, "
+                f"p95 wait for a wake {'n/a' if wait is None else f'{wait:.1f} s'}, "
+                f"{ev['failed_wakes']} failed wakes"
+            )
         lines.append(
             f"{s}: AR-3 {ar3} [{band}]; AR-7 {'met' if ev['ar7'] else 'NOT met'} "
             f"(min Jain {jain}); shape {ev['shape']}; violations {ev['violations']}; "
-            f"unschedulable {ev['unschedulable']}"
+            f"unschedulable {ev['unschedulable']}{power}"
+        )
+    for label, c in (compared or {}).items():
+        per_rho = ", ".join(
+            f"ρ={r:g}: {g:+.1f} % energy, {c['p95_change_pct'].get(r, float('nan')):+.1f} % p95"
+            for r, g in c["energy_gain_pct"].items()
+        )
+        band = c["band_gain_pct"]
+        head = "what the market adds" if label == "market" else "what sleeping saves"
+        lines.append(
+            f"{head}: {c['run']} vs {c['reference']}: "
+            f"{'n/a' if band is None else f'{band:+.1f} %'} in band [{per_rho}]"
         )
     return lines

@@ -1,10 +1,14 @@
-"""The ρ sweep: every scheduler × ρ × seed of a manifest is one cell, run in worker processes.
+"""The ρ sweep: every scheduler × power-manager mode × ρ × seed of a manifest is one cell, run
+in worker processes.
 
 A cell builds the cluster and the workload from its seed, rescales arrivals to its ρ (over the
-pods that fit some node, see :func:`schedulable_mask`), replays it with the scheduler and
-summarises it (:mod:`.metrics`). Cells are independent, so they run in a process pool
-(``manifest.workers``); results are ordered by (scheduler, ρ, seed), never by finishing order,
-so the same manifest gives the same numbers (AR-8). Wall-clock latency is kept apart.
+pods that fit some node, see :func:`schedulable_mask`), replays it with the scheduler — under
+the power manager (:class:`~.power_manager.SimPowerManager`) in mode ``policy``, with every
+node awake in mode ``none`` — and summarises it (:mod:`.metrics`). A cell's *run* label is the
+scheduler's name, with ``+pm`` under the manager. Cells are independent, so they run in a
+process pool (``manifest.workers``); results are ordered by (scheduler, mode, ρ, seed), never
+by finishing order, so the same manifest gives the same numbers (AR-8). Wall-clock latency is
+kept apart.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 from eams.scheduler.bench.cluster import build_cluster
 from eams.scheduler.bench.manifest import Manifest
 from eams.scheduler.bench.metrics import latency_summary, summarise
+from eams.scheduler.bench.power_manager import SimPowerManager, SleepModel
 from eams.scheduler.bench.predicates import static_masks
 from eams.scheduler.bench.simulator import simulate
 from eams.scheduler.bench.traces import load_workload
@@ -27,22 +32,31 @@ from eams.scheduler.policies import load
 from eams.scheduler.policies.base import Cluster, Workload
 
 SLOW = ("eams", "milp")
+MANAGED = "+pm"
+"""Suffix of a run label under the power manager (``most-allocated+pm``)."""
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of the sweep."""
+    """One run of the sweep; ``manager`` is ``"none"`` or ``"policy"``."""
 
     scheduler: str
     rho: float
     seed: int
+    manager: str = "none"
+
+    @property
+    def run(self) -> str:
+        """The run label: the scheduler, ``+pm`` under the power manager."""
+        return self.scheduler + (MANAGED if self.manager == "policy" else "")
 
 
 def cells(manifest: Manifest) -> list[Cell]:
-    """Every (scheduler, ρ, seed) of ``manifest``, in result order."""
+    """Every (scheduler, mode, ρ, seed) of ``manifest``, in result order."""
     return [
-        Cell(s, r, seed)
+        Cell(s, r, seed, mode)
         for s in manifest.schedulers
+        for mode in manifest.power_manager.modes
         for r in manifest.rho
         for seed in manifest.seeds
     ]
@@ -87,6 +101,19 @@ def run_cell(manifest: Manifest, cell: Cell) -> tuple[dict, dict]:
     """Run one cell; returns (deterministic figures, latency figures)."""
     cluster, workload = prepare(manifest, cell.rho, cell.seed)
     policy = load(cell.scheduler).make(cluster, manifest.params, cell.seed)
+    power = None
+    if cell.manager == "policy":
+        spec = manifest.power_manager
+        power = SimPowerManager(
+            cluster,
+            workload,
+            static_masks(workload.profiles, cluster.meta),
+            SleepModel.from_spec(manifest.cluster.power_states, cluster),
+            spec.policy,
+            cell.seed,
+            spec.no_sleep_nodes,
+            spec.tick_s,
+        )
     try:
         replay = simulate(
             cluster,
@@ -96,14 +123,16 @@ def run_cell(manifest: Manifest, cell: Cell) -> tuple[dict, dict]:
             batch_window_s=manifest.params.batch_window_s,
             batch_size=manifest.params.milp_max_batch,
             percentage_of_nodes_to_score=manifest.params.percentage_of_nodes_to_score,
+            power=power,
         )
     finally:
         policy.close()
-    figures = {"scheduler": cell.scheduler, "rho": cell.rho, "seed": cell.seed}
+    label = {"scheduler": cell.scheduler, "power_manager": cell.manager, "run": cell.run}
+    figures: dict = label | {"rho": cell.rho, "seed": cell.seed}
     figures |= summarise(cluster, workload, replay)
     figures["policy_stats"] = dict(getattr(policy, "stats", {}))
     figures["extender_filtered"] = replay.extender_filtered
-    latency = {"scheduler": cell.scheduler, "rho": cell.rho, "seed": cell.seed}
+    latency = label | {"rho": cell.rho, "seed": cell.seed}
     return figures, latency | latency_summary(replay)
 
 

@@ -1,3 +1,8 @@
-"""Power management of the cluster's nodes: for now the ``eams power`` commands (wake, suspend,
-power off one node by hand, through :mod:`eams.calibrate.powerstates`); the power manager that
-decides when (issue 14) will join them here."""
+"""Power management of the cluster's nodes (issue 14, DESIGN.md §5b): which nodes of the fleet
+sleep and which wake.
+
+``policy`` is the power manager's pure core — fleet state in, decisions out, no I/O — driven by
+the bench's discrete-event simulator in simulated time and by the live manager service in real
+time; ``cli`` holds the ``eams power`` commands (wake, suspend, power off one node by hand,
+through :mod:`eams.calibrate.powerstates`).
+"""

@@ -14,7 +14,6 @@ def tiny_cluster(
     points_w: list[list[float]] | None = None,
     mem_mib: list[float] | None = None,
     meta: list[NodeMeta] | None = None,
-    empty_node: str = "off",
 ) -> Cluster:
     """A cluster of len(cores) nodes; default curve 50 W idle → 150 W full, straight."""
     n = len(cores)
@@ -33,7 +32,6 @@ def tiny_cluster(
         power_cap_w=pts[:, -1],
         meta=meta if meta else [NodeMeta() for _ in range(n)],
         server=["test"] * n,
-        empty_node=empty_node,
     )
 
 

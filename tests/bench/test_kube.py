@@ -69,10 +69,11 @@ def test_telemetry_rows_are_the_telemetry_contract() -> None:
     cluster = tiny_cluster([4.0, 4.0])
     state = NodeState.empty(cluster)
     state.alloc_cpu[0], state.pods_on[0], state.now_s = 2.0, 1, 30.0
+    state.power_w[0], state.power_w[1] = 100.0, 3.0  # the emulator's draw: busy, and asleep
     rows = telemetry(state, [0, 1], measured_at_s=1000.0)
     samples = [TelemetrySample.from_json(r) for r in rows]
     assert rows == [s.to_json() for s in samples]
     assert samples[0].utilisation == 0.5 and samples[0].power_w == 100.0
-    assert samples[1].power_w == 0.0  # empty node off
+    assert samples[1].power_w == 3.0  # what the node draws, not a curve point
     assert samples[0].measured_at_ns == 1000 * 10**9
     assert samples[0].headroom == 1 - 100.0 / 150.0

@@ -1,5 +1,5 @@
-"""The event loop: energy integration on the measured curve, unschedulable pods, Jain, and the
-idle-vs-off parameter."""
+"""The event loop: energy integration on the measured curve (empty nodes at their active idle),
+unschedulable pods, Jain."""
 
 import numpy as np
 import pytest
@@ -33,14 +33,12 @@ def test_energy_is_integrated_on_the_measured_curve_not_the_fit() -> None:
     assert abs(replay.energy_j - linear) > 100  # the fit would give a different number
 
 
-def test_idle_mode_charges_empty_nodes_idle_power() -> None:
-    off = tiny_cluster([4, 4], points_w=[CURVE, CURVE])
-    idle = tiny_cluster([4, 4], points_w=[CURVE, CURVE], empty_node="idle")
+def test_an_empty_awake_node_draws_its_measured_active_idle() -> None:
+    cluster = tiny_cluster([4, 4], points_w=[CURVE, CURVE])
     workload = tiny_workload([0.0], [4.0], [10.0])
-    e_off = simulate(off, workload, load("fcfs").make(off, Params(), 0), seed=0).energy_j
-    e_idle = simulate(idle, workload, load("fcfs").make(idle, Params(), 0), seed=0).energy_j
-    assert e_off == pytest.approx(200 * 10)
-    assert e_idle == pytest.approx(200 * 10 + 60 * 10)
+    replay = simulate(cluster, workload, load("fcfs").make(cluster, Params(), 0), seed=0)
+    assert replay.energy_j == pytest.approx(200 * 10 + 60 * 10)  # no free "off" state
+    assert replay.power == {}  # no power manager
 
 
 def test_pod_that_fits_nowhere_is_reported_unschedulable_not_dropped() -> None:
@@ -96,3 +94,15 @@ def test_node_selector_pods_only_land_on_labelled_nodes() -> None:
     workload = tiny_workload([0.0, 0.0], [1.0, 1.0], [5.0, 5.0], profile=[1, 1], profiles=profiles)
     replay = simulate(cluster, workload, load("default").make(cluster, Params(), 0), seed=0)
     assert replay.node.tolist() == [1, 1]
+
+
+def test_window_metric_counts_energy_and_work_inside_the_arrival_window_only() -> None:
+    cluster = tiny_cluster([4, 4])
+    # a 4-core pod runs 0–300 s; the last arrival (1 core, 10 s) at 100 s ends the window
+    workload = tiny_workload([0.0, 100.0], [4.0, 1.0], [300.0, 10.0])
+    replay = simulate(cluster, workload, load("fcfs").make(cluster, Params(), 0), seed=0)
+    figures = summarise(cluster, workload, replay)
+    assert figures["work_window_core_s"] == 4 * 100  # the second pod starts as it closes
+    assert figures["energy_window_j"] == pytest.approx((150 + 50) * 100)
+    assert figures["energy_per_work_window_j_per_core_s"] == pytest.approx(50.0)
+    assert figures["work_core_s"] == 4 * 300 + 1 * 10

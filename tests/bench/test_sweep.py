@@ -48,10 +48,14 @@ def test_same_manifest_gives_identical_numbers(shared_data) -> None:
     first, _ = run_rho_sweep(manifest)
     second, _ = run_rho_sweep(manifest)
     assert json.dumps(first, default=str) == json.dumps(second, default=str)
-    assert len(first) == 4 * 2 * 2
+    assert len(first) == 4 * 2 * 2 * 2  # schedulers × {none, power manager} × ρ × seeds
     assert all(r["violations"] == 0 and r["placed"] == r["pods"] for r in first)
-    seeds = {r["seed"]: r["energy_j"] for r in first if r["scheduler"] == "default"}
+    seeds = {r["seed"]: r["energy_j"] for r in first if r["run"] == "default"}
     assert seeds[1] != seeds[2]
+    for row in first:  # the manager sleeps nodes; without it nothing transitions
+        managed = row["power_manager"] == "policy"
+        assert (row["sleeps"] > 0) == managed and (row["wakes"] == 0 or managed), row["run"]
+    assert sum(r["wakes"] for r in first) > 0
 
 
 def test_sweep_command_writes_results_plots_and_summary(shared_data, tmp_path) -> None:
@@ -63,17 +67,19 @@ def test_sweep_command_writes_results_plots_and_summary(shared_data, tmp_path) -
     )
     assert result.exit_code == 0, result.output
     assert "most-allocated: AR-3" in result.output and "AR-7" in result.output
+    assert (
+        "most-allocated+pm: AR-3" in result.output and "transitions per node-hour" in result.output
+    )
+    assert "what the market adds: eams+pm vs most-allocated+pm" in result.output
+    assert "what sleeping saves: default+pm vs default" in result.output
     data = json.loads((out / "results.json").read_text())
-    assert {r["scheduler"] for r in data["results"]} == {
-        "default",
-        "most-allocated",
-        "milp",
-        "eams",
-    }
-    assert (out / "results.csv").read_text().startswith("scheduler,rho,seed")
+    names = ("default", "most-allocated", "milp", "eams")
+    assert {r["run"] for r in data["results"]} == {*names, *(n + "+pm" for n in names)}
+    assert set(data["comparisons"]) == {"market", *(f"sleep:{n}" for n in names)}
+    assert (out / "results.csv").read_text().startswith("run,scheduler,power_manager,rho,seed")
     for png in ("regime.png", "regime_energy.png", "regime_p95.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
-    assert len((out / "cells.jsonl").read_text().splitlines()) == 4 * 2
+    assert len((out / "cells.jsonl").read_text().splitlines()) == 4 * 2 * 2
     latency = json.loads((out / "latency.json").read_text())
     assert all(row["decisions"] > 0 for row in latency)
 

@@ -51,7 +51,6 @@ class Cluster:
     power_cap_w : (N,) float, watts
     meta : list of NodeMeta (labels, taints)
     server : list of str, the SPECpower system of each node
-    empty_node : ``"off"`` or ``"idle"``
     p_wake_w : (N,) float, watts, or None — the wake term's power, as a calibration's
         ``wake_power_w`` gives it (the measured active idle); ``None``: ``p_idle_w``
     """
@@ -67,7 +66,6 @@ class Cluster:
     power_cap_w: NDArray[np.float64]
     meta: list[NodeMeta]
     server: list[str]
-    empty_node: str
     p_wake_w: NDArray[np.float64] | None = None
 
     @property

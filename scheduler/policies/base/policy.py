@@ -38,6 +38,11 @@ class NodeState:
     alloc_cpu : (N,) float, cores allocated to running pods
     alloc_mem_mib : (N,) float, MiB allocated
     pods_on : (N,) int, running pods per node
+    power_w : (N,) float, W, what each node draws now (its measured curve when awake; its
+        sleep or transition draw under a power manager): what its agent would meter
+    awake : (N,) bool, the node is awake and takes pods (under a power manager an asleep,
+        waking or suspending node is tainted ``eams.io/asleep`` and the emulator's filter
+        leaves it out)
     now_s : float, simulated time (s)
     """
 
@@ -45,13 +50,17 @@ class NodeState:
     alloc_cpu: NDArray[np.float64]
     alloc_mem_mib: NDArray[np.float64]
     pods_on: NDArray[np.int64]
+    power_w: NDArray[np.float64]
+    awake: NDArray[np.bool_]
     now_s: float = 0.0
 
     @classmethod
     def empty(cls, cluster: Cluster) -> NodeState:
-        """All nodes empty at t = 0."""
+        """All nodes awake and empty at t = 0, drawing their measured active idle."""
         n = cluster.size
-        return cls(cluster, np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64))
+        idle_w = cluster.curves.power_all_w(np.zeros(n))
+        zeros = np.zeros(n, dtype=np.int64)
+        return cls(cluster, np.zeros(n), np.zeros(n), zeros, idle_w, np.ones(n, dtype=bool))
 
     @property
     def free_cpu(self) -> NDArray[np.float64]:

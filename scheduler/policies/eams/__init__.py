@@ -10,7 +10,8 @@ Per pod: in-tree filters → ``POST /filter`` → (more than one node left) in-t
 What the extender would learn in a cluster it learns here over HTTP too: ``POST /nodes`` once
 (the node objects), ``POST /telemetry`` before a pass (each node's agent: power on the
 *measured* curve, utilisation, headroom against ``power_cap_w``; a node is re-reported when its
-load changed or its last sample is ``telemetry_period_s`` old), and ``POST /pending`` with the
+load changed or its last sample is ``telemetry_period_s`` old; an asleep node's agent is
+silent), and ``POST /pending`` with the
 pods bound and finished since the previous pass (the watch's HTTP twin). The calibration each
 node gets is the robust line fit (``eams.calibrate.fit``) of its measured SPECpower curve,
 written as calibration files (``eams.calibrate.calfile``) for ``calibrations_dir``.
@@ -135,7 +136,7 @@ class ExtenderPolicy(ScoringPolicy):
         self.workload = workload
 
     def observe(self, state: NodeState) -> None:
-        """Flush pod updates and the agents' telemetry that is due."""
+        """Flush pod updates and the telemetry that is due from the awake nodes' agents."""
         if self.clock is not None:
             self.clock.now_s = state.now_s
         if self.pod_updates:
@@ -144,7 +145,7 @@ class ExtenderPolicy(ScoringPolicy):
         due = (state.now_s - self.reported_at >= self.period_s) | (
             self.reported_cpu != state.alloc_cpu
         )
-        nodes = np.flatnonzero(due)
+        nodes = np.flatnonzero(due & state.awake)  # an asleep node's agent does not report
         if nodes.size:
             # a real extender process ages samples on its own wall clock
             stamp = self.clock() if self.clock is not None else time.time()

@@ -79,7 +79,7 @@ def telemetry(
 ) -> list[dict[str, Any]]:
     """What each node's agent would report now, as :meth:`TelemetrySample.to_json` dicts.
 
-    Power on the measured curve (0 W when an empty node is off), ``modelled``; utilisation the
+    Power as the emulator draws it (:attr:`NodeState.power_w`), ``modelled``; utilisation the
     allocated share of the cores, held in [0, 1] against float residue of adding and removing
     requests; headroom :func:`~eams.telemetry.headroom_from_power`; measured at
     ``measured_at_s`` (epoch s; default the simulated instant, :data:`EPOCH_S` +
@@ -91,8 +91,7 @@ def telemetry(
     out = []
     for n in nodes:
         u = min(1.0, max(0.0, float(state.alloc_cpu[n] / c.cores[n])))
-        off = state.pods_on[n] == 0 and c.empty_node == "off"
-        power = 0.0 if off else c.curves.power_w(n, u)
+        power = float(state.power_w[n])
         cap = float(c.power_cap_w[n])
         sample = TelemetrySample(
             node=c.names[n],

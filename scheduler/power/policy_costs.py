@@ -1,0 +1,109 @@
+"""The numbers the power policy decides by: efficiency, break-even, expected idle time, and
+what waking a node for a pod costs (study §5.1's wake term with measured sleep states).
+
+* **Efficiency** — calibrated work per joule at full load, ``C·s / P_max`` (reference
+  core-seconds per joule): the node that does the most work per joule when busy is the one to
+  keep awake (the SPECpower ssj_ops/W idea on the calibrated line).
+* **Break-even** — sleeping for an idle stretch of T seconds costs ``E_suspend + E_wake +
+  P_sleep·(T − t_suspend − t_wake)`` against ``P_idle·T`` for staying awake, so it pays when
+  ``T ≥ T_be = (E_suspend + E_wake − P_sleep·(t_suspend + t_wake)) / (P_idle − P_sleep)``, and
+  never below ``t_suspend + t_wake`` (the cycle must fit). The ski-rental break-even of power
+  management (Irani, Shukla and Gupta, "Online strategies for dynamic power management in
+  systems with multiple power-saving states", ACM TECS 2003).
+* **Expected idle time** — the empirical mean residual life of the fleet's recent idle gaps:
+  for a node idle for τ, ``E[G − τ | G > τ]`` over the gaps seen; with no gap longer than τ
+  (or none yet), τ itself (a gap that has lasted τ is expected to last about as long again).
+* **Wake cost** — the §5.1 model measured above the sleep floor: with ``P_sleep`` taken off
+  both ends of the line, :meth:`EnergyModel.marginal_energy_j`'s wake term becomes
+  ``(P_idle − P_sleep)·t``, the power a woken node adds over sleeping (DESIGN.md §5b), and the
+  one-off ``E_wake`` is added. A market bid (study §5.2, without the headroom gate: an asleep
+  node has all its headroom) is work per joule, discounted by ``t / (t + t_wake)`` for the wait.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from eams.calibrate.energy import EnergyModel
+from eams.scheduler.power.policy_fleet import FleetState
+
+
+def work_per_joule(fleet: FleetState) -> NDArray[np.float64]:
+    """C·s / P_max per node (reference core-seconds per joule at full load), shape (N,)."""
+    return fleet.cores * fleet.speed / np.maximum(fleet.p_max_w, 1e-9)
+
+
+def sleep_measured(fleet: FleetState) -> NDArray[np.bool_]:
+    """(N,) bool: every sleep-state figure is measured and sleeping draws less than idling."""
+    known = np.isfinite(fleet.sleep_power_w) & np.isfinite(fleet.wake_time_s)
+    known &= np.isfinite(fleet.wake_energy_j) & np.isfinite(fleet.suspend_time_s)
+    known &= np.isfinite(fleet.suspend_energy_j)
+    return known & (fleet.p_idle_w > np.nan_to_num(fleet.sleep_power_w, nan=np.inf))
+
+
+def break_even_s(fleet: FleetState, measured: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """T_be per node (s), ``inf`` where sleeping cannot pay (``measured``, (N,) bool, is
+    :func:`sleep_measured`)."""
+    ok = measured
+    cycle_s = fleet.suspend_time_s + fleet.wake_time_s
+    extra_j = fleet.suspend_energy_j + fleet.wake_energy_j - fleet.sleep_power_w * cycle_s
+    saved_w = fleet.p_idle_w - fleet.sleep_power_w
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t_be = np.maximum(extra_j / saved_w, cycle_s)
+    return np.where(ok, t_be, np.inf)
+
+
+def expected_idle_s(elapsed_s: NDArray[np.float64], gaps_s: NDArray[np.float64]):
+    """Expected remaining idle time of nodes idle for ``elapsed_s`` (M,), from the closed idle
+    gaps ``gaps_s`` (G,) (module docstring); shape (M,), s."""
+    elapsed_s = np.asarray(elapsed_s, dtype=float)
+    if gaps_s.size == 0:
+        return elapsed_s.copy()
+    longer = gaps_s[None, :] > elapsed_s[:, None]
+    count = longer.sum(axis=1)
+    residual = np.where(longer, gaps_s[None, :] - elapsed_s[:, None], 0.0).sum(axis=1)
+    return np.where(count > 0, residual / np.maximum(count, 1), elapsed_s)
+
+
+def idle_recheck_s(elapsed_s: NDArray[np.float64], gaps_s: NDArray[np.float64], t_be_s):
+    """The idle time (M,) at which :func:`expected_idle_s` can next rise to ``t_be_s``: the next
+    gap length above ``elapsed_s`` (the conditional mean jumps there) or, past every gap, T_be
+    itself."""
+    elapsed_s = np.asarray(elapsed_s, dtype=float)
+    longest = gaps_s.max(initial=0.0)
+    beyond = np.maximum(longest, t_be_s)
+    if gaps_s.size == 0:
+        return np.broadcast_to(beyond, elapsed_s.shape).astype(float)
+    above = np.where(gaps_s[None, :] > elapsed_s[:, None], gaps_s[None, :], np.inf)
+    return np.minimum(above.min(axis=1), beyond)
+
+
+def above_sleep_floor(fleet: FleetState, measured: NDArray[np.bool_]) -> EnergyModel:
+    """The §5.1 model of every node with its sleep power taken off both ends of the line
+    (module docstring); a node that cannot sleep (``measured`` False) keeps its floor at 0 W."""
+    floor_w = np.where(measured, fleet.sleep_power_w, 0.0)
+    return EnergyModel(fleet.p_idle_w - floor_w, fleet.p_max_w - floor_w, fleet.cores, fleet.speed)
+
+
+def run_energy_j(model: EnergyModel, pod_cores: float, runtime_ref_s: float, nodes, empty):
+    """ΔE of one pod on ``nodes`` (M,) above the sleep floor, J; ``empty`` (M,) bool charges the
+    (P_idle − P_sleep)·t wake term (a node the pod keeps from sleeping)."""
+    sub = EnergyModel(
+        model.p_idle_w[nodes], model.p_max_w[nodes], model.cores[nodes], model.speed[nodes]
+    )
+    return sub.marginal_energy_j(pod_cores, runtime_ref_s, empty)
+
+
+def wake_cost_j(fleet: FleetState, model: EnergyModel, pod_cores, runtime_ref_s, nodes):
+    """What waking each of ``nodes`` (M,) for one pod costs: E_wake + ΔE above the floor, J."""
+    return fleet.wake_energy_j[nodes] + run_energy_j(
+        model, pod_cores, runtime_ref_s, nodes, np.ones(len(nodes), dtype=bool)
+    )
+
+
+def latency_discount(runtime_ref_s: float, speed, wake_time_s) -> NDArray[np.float64]:
+    """t / (t + t_wake) per node, t = runtime_ref_s / speed: how much a wait of the node's wake
+    time takes off a pod's bid (1 for an awake node)."""
+    t = runtime_ref_s / np.asarray(speed)
+    return t / (t + np.nan_to_num(np.asarray(wake_time_s), nan=0.0))

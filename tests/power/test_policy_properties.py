@@ -1,0 +1,139 @@
+"""Properties of the power policy on random fleets (hypothesis): never sleeps a node with pods,
+a role node or one a pending pod fits; never below ``min_awake``; acts only on nodes in the
+right state; keeps to the rate limits; is deterministic; wakes within its bound."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
+from eams.scheduler.power.policy_fleet import FleetState, PowerState
+from eams.scheduler.power.policy_plan import Action
+from tests.power.conftest import fleet, node, pod
+
+NOW_S = 10_000.0
+times = st.floats(0.0, NOW_S)
+
+
+@st.composite
+def node_views(draw, name: str):
+    state = draw(st.sampled_from(list(PowerState)))
+    pods = ()
+    if state is PowerState.AWAKE:
+        pods = tuple(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), max_size=3)))
+    p_idle_w = draw(st.sampled_from([5.0, 10.0, 60.0]))
+    changes = {
+        "allocatable_cores": draw(st.sampled_from([2.0, 4.0, 8.0])),
+        "speed": draw(st.sampled_from([0.5, 1.0, 1.5])),
+        "p_idle_w": p_idle_w,
+        "p_max_w": 3 * p_idle_w,
+        "state_since_s": draw(times),
+        "last_wake_s": draw(st.none() | times),
+        "last_sleep_s": draw(st.none() | times),
+        "suspect": draw(st.booleans()),
+        "failed_wakes": draw(st.integers(0, 3)),
+        "roles": draw(st.sampled_from([frozenset(), frozenset({"k3s-server"})])),
+        "wake_energy_j": draw(st.sampled_from([None, 300.0, 3000.0])),
+    }
+    if not pods:
+        changes["empty_since_s"] = draw(times)
+    return node(name, state, pods, **changes)
+
+
+@st.composite
+def fleets(draw):
+    n = draw(st.integers(1, 10))
+    nodes = [draw(node_views(f"n{i}")) for i in range(n)]
+    names = [v.name for v in nodes]
+    pending = [
+        pod(
+            f"p{j}",
+            draw(st.sampled_from([0.5, 2.0, 4.0, 16.0])),
+            draw(times),
+            runtime_ref_s=draw(st.none() | st.floats(10.0, 7200.0)),
+            eligible_nodes=draw(st.none() | st.sets(st.sampled_from(names)).map(frozenset)),
+        )
+        for j in range(draw(st.integers(0, 4)))
+    ]
+    return fleet(NOW_S, nodes, pending)
+
+
+configs = st.builds(
+    PolicyConfig,
+    min_awake=st.integers(0, 3),
+    reserve_cores=st.none() | st.sampled_from([0.0, 2.0, 8.0]),
+    suspend_rate_per_min=st.integers(1, 5),
+    resume_rate_per_min=st.integers(1, 5),
+    idle_before_sleep_s=st.sampled_from([0.0, 120.0]),
+    min_awake_s=st.sampled_from([0.0, 300.0]),
+)
+
+
+def _fits_some_pending(state: FleetState) -> np.ndarray:
+    pods = state.pending
+    eligible = pods.eligible[pods.profile] & (pods.cores[:, None] <= state.cores[None, :])
+    return eligible.any(axis=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(state=fleets(), config=configs)
+def test_invariants_of_every_plan(state: FleetState, config: PolicyConfig) -> None:
+    plan = PowerPolicy(config).decide(state)
+    again = PowerPolicy(config).decide(state)
+    assert [d.line() for d in plan.decisions] == [d.line() for d in again.decisions]
+    assert plan.next_check_s == again.next_check_s
+    assert plan.next_check_s is None or plan.next_check_s > state.now_s
+    wanted = _fits_some_pending(state)
+    slept = [d.index for d in plan.decisions if d.action is Action.SLEEP]
+    woken = [d.index for d in plan.decisions if d.action is Action.WAKE]
+    failed = [d.index for d in plan.decisions if d.action.value.endswith("-failed")]
+    for n in slept:
+        assert state.pods[n] == 0, "slept a node with pods"
+        assert state.state[n] == PowerState.AWAKE and not state.no_sleep[n]
+        assert not wanted[n], "slept a node a pending pod fits"
+        assert np.isfinite(state.wake_energy_j[n]), "slept a node with no measured wake"
+    for n in woken:
+        assert state.state[n] == PowerState.ASLEEP or n in failed
+    for n in failed:
+        assert state.state[n] in (PowerState.WAKING, PowerState.SUSPENDING)
+    assert len(set(slept)) == len(slept) and len(set(woken)) == len(woken)
+    assert not set(slept) & set(woken)
+    awake_before = int(np.count_nonzero(state.state == PowerState.AWAKE))
+    if slept:
+        assert awake_before - len(slept) >= config.min_awake, "slept below min_awake"
+    window = state.now_s - 60.0
+    assert len(slept) + int(np.count_nonzero(state.last_sleep_s > window)) <= max(
+        config.suspend_rate_per_min, int(np.count_nonzero(state.last_sleep_s > window))
+    )
+    assert len(woken) + int(np.count_nonzero(state.last_wake_s > window)) <= max(
+        config.resume_rate_per_min, int(np.count_nonzero(state.last_wake_s > window))
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    wake_after_s=st.floats(0.0, 120.0),
+    since_s=st.floats(0.0, 5000.0),
+    cores=st.sampled_from([0.5, 3.0, 4.0]),
+    asleep=st.integers(1, 5),
+)
+def test_a_pod_that_fits_no_awake_node_gets_a_wake_within_its_bound(
+    wake_after_s: float, since_s: float, cores: float, asleep: int
+) -> None:
+    """Asked at the instants the policy names (``next_check_s``), the wake comes exactly
+    ``wake_after_s`` after the pod began to pend."""
+    config = PolicyConfig(wake_after_s=wake_after_s, reserve_cores=0.0, min_awake=1)
+    nodes = [node("busy", pods=(4.0,))]
+    nodes += [node(f"s{i}", PowerState.ASLEEP, state_since_s=0.0) for i in range(asleep)]
+    pending = [pod("p", cores, since_s)]
+    policy, now, memory = PowerPolicy(config), since_s, None
+    for _ in range(10):
+        plan = policy.decide(fleet(now, nodes, pending), memory)
+        memory = plan.memory
+        wakes = [d for d in plan.decisions if d.action is Action.WAKE]
+        if wakes:
+            break
+        assert plan.next_check_s is not None
+        now = plan.next_check_s
+    assert len(wakes) == 1 and wakes[0].pods == ("p",)
+    assert now <= since_s + wake_after_s + 1e-6
