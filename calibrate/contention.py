@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eams.calibrate.calfile import ACTIVE_IDLE_MAX_UTILISATION, Contention
+from eams.calibrate.calfile import ACTIVE_IDLE_MAX_UTILISATION
+from eams.calibrate.sweeprecord import Contention
 
 IDLE_BUSY_MAX = ACTIVE_IDLE_MAX_UTILISATION
 """Utilisation at the idle level above which other work is running (fraction)."""

@@ -28,10 +28,11 @@ from typing import Annotated
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eams.calibrate.calfile import Calibration, SweepRecord
+from eams.calibrate.calfile import Calibration
 from eams.calibrate.errors import CalibrationError, SweepError
 from eams.calibrate.run import SpeedReferenceSpec, SshOptions, fit_and_save, sweep_node
 from eams.calibrate.sweep import ProgressCallback, SweepPlan
+from eams.calibrate.sweeprecord import SweepRecord
 from eams.errors import EamsError
 from eams.validation import describe_validation_error
 

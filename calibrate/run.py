@@ -15,7 +15,6 @@ from pathlib import Path
 
 from eams.calibrate.calfile import (
     Calibration,
-    SweepRecord,
     calibration_from_sweep,
     load_calibration,
     save_calibration,
@@ -24,6 +23,7 @@ from eams.calibrate.calfile import (
 from eams.calibrate.errors import CalibrationError, SweepError
 from eams.calibrate.runners import LocalRunner, Runner, SshRunner, SshTarget
 from eams.calibrate.sweep import ProgressCallback, SweepPlan, run_sweep
+from eams.calibrate.sweeprecord import SweepRecord
 from eams.meter.blocking import BlockingMeter
 
 

@@ -31,10 +31,10 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from eams.calibrate import stressng
-from eams.calibrate.calfile import PowerSample, SweepLevel, SweepRecord
 from eams.calibrate.contention import ContentionWatch, refusal
 from eams.calibrate.errors import SweepError
 from eams.calibrate.runners import Job, Runner
+from eams.calibrate.sweeprecord import PowerSample, SweepLevel, SweepRecord
 from eams.errors import ProcStatError
 from eams.meter.errors import MeterError
 from eams.meter.reading import Reading

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from eams.calibrate.calfile import BUSY_NODE_SPAN, Calibration, SweepRecord, load_calibration
+from eams.calibrate.calfile import BUSY_NODE_SPAN, Calibration, load_calibration
 from eams.calibrate.contention import IDLE_BUSY_MAX
 from eams.calibrate.errors import FitError
 from eams.calibrate.run import partial_path
 from eams.calibrate.runners import LocalJob, LocalRunner
+from eams.calibrate.sweeprecord import SweepRecord
 from eams.meter.blocking import BlockingMeter
 from eams.meter.simulator import HostCpuLoad, LinearCurve, PduSimulator, VirtualOutlet
 from tests.servers.sshd import SshServer, sshd

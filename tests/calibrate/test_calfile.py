@@ -7,15 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eams.calibrate.calfile import (
-    PowerSample,
-    SweepLevel,
-    SweepRecord,
-    calibration_from_sweep,
-    load_calibration,
-    save_calibration,
-)
+from eams.calibrate.calfile import calibration_from_sweep, load_calibration, save_calibration
 from eams.calibrate.errors import CalibrationFileError, FitError
+from eams.calibrate.sweeprecord import PowerSample, SweepLevel, SweepRecord
 
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 

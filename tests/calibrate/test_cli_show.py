@@ -11,14 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eams.calibrate.calfile import (
-    SweepRecord,
-    calibration_from_sweep,
-    load_calibration,
-    save_calibration,
-)
+from eams.calibrate.calfile import calibration_from_sweep, load_calibration, save_calibration
 from eams.calibrate.errors import CalibrationFileError, FitError
 from eams.calibrate.run import SpeedReferenceSpec, fit_and_save, partial_path
+from eams.calibrate.sweeprecord import SweepRecord
 from eams.cli import cli
 from tests.calibrate.test_calfile import _powers, _record
 

@@ -18,14 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eams.calibrate.calfile import (
-    PowerSample,
-    SweepLevel,
-    SweepRecord,
-    calibration_from_sweep,
-    load_calibration,
-    save_calibration,
-)
+from eams.calibrate.calfile import calibration_from_sweep, load_calibration, save_calibration
+from eams.calibrate.sweeprecord import PowerSample, SweepLevel, SweepRecord
 from eams.cli import cli
 from tests.calibrate.powerstates.conftest import FAST, drained, inventory_data, write_inventory
 from tests.servers.kubeapi import kube_api
