@@ -10,6 +10,12 @@ Every request is bounded by ``asyncio.timeout(timeout_s × (retries + 1) + slack
 retry loop should end first, the outer deadline is the guarantee that a black-holed agent cannot
 hang a read. Walks (RFC 3416 GETBULK) fetch several columns per request and stop each column at
 the first OID outside its subtree.
+
+A client's pysnmp engine (its socket and timers) is built on the first request, in the event
+loop running it, and belongs to that loop until :meth:`SnmpClient.close`: concurrent first
+requests share it, and a request or close from another loop raises
+:class:`~eams.meter.errors.WrongEventLoop` at once (pysnmp would send from the old loop's
+socket, which nothing reads any more, and time out).
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ from eams.meter.errors import (
     MeterTimeout,
     MeterUnreachable,
     WriteRefused,
+    WrongEventLoop,
 )
+from eams.meter.snmp.dispatch import close_engine
 from eams.meter.url import MeterUrl
 
 #: A decoded SNMP value: ``int`` (Integer32, Gauge32, Counter32/64, TimeTicks), ``str``
@@ -188,12 +196,19 @@ class SnmpClient:
             self._auth = CommunityData(url.community or "public", mpModel=1)
         self._context = ContextData(contextName=url.options.get("context", ""))
         self._engine: SnmpEngine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the engine's, while it is open
         self._target: UdpTransportTarget | None = None
 
     async def _connect(self) -> tuple[SnmpEngine, UdpTransportTarget]:
-        if self._engine is None or self._target is None:
+        loop = asyncio.get_running_loop()
+        if self._engine is None:  # built before any await: concurrent first requests share it
+            self._engine, self._loop = SnmpEngine(), loop
+        elif loop is not self._loop:
+            raise self._wrong_loop(closing=False)
+        engine = self._engine
+        if self._target is None:
             try:
-                self._target = await UdpTransportTarget.create(
+                target = await UdpTransportTarget.create(
                     (self.url.host, self.url.port), timeout=self.timeout_s, retries=self.retries
                 )
             except Exception as exc:  # pysnmp wraps the resolver's socket.gaierror
@@ -201,8 +216,24 @@ class SnmpClient:
                 raise MeterUnreachable(
                     f"{self._where}: cannot resolve or address the host: {cause}"
                 ) from exc
-            self._engine = SnmpEngine()
-        return self._engine, self._target
+            if self._engine is not engine:
+                raise MeterError(f"{self._where}: the meter was closed during the request")
+            self._target = self._target or target  # a concurrent first request may be first
+        return engine, self._target
+
+    def _wrong_loop(self, *, closing: bool) -> WrongEventLoop:
+        ended = self._loop is not None and self._loop.is_closed()
+        where = f"{self.url.redacted()}: this meter first read in another event loop"
+        state = "which has ended" if ended else "which is still open"
+        fix = (
+            "close it in the event loop that read it, before that loop ends"
+            if closing
+            else "its SNMP engine lives there until close()"
+        )
+        return WrongEventLoop(
+            f"{where} ({state}); {fix}; open one meter per event loop (open_meter in the "
+            f"coroutine that reads it) or, from synchronous code, use BlockingMeter"
+        )
 
     @contextlib.contextmanager
     def _translate(self, oid: str) -> Iterator[None]:
@@ -266,7 +297,7 @@ class SnmpClient:
 
         Raises
         ------
-        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError, WrongEventLoop
         """
         label = oids[0] if len(oids) == 1 else f"{oids[0]} (+{len(oids) - 1} more)"
         request = (ObjectType(ObjectIdentity(o)) for o in oids)
@@ -284,7 +315,7 @@ class SnmpClient:
             ``authorizationError`` (a read-only community or user), a rejected value
             (``wrongValue``, ``inconsistentValue``...) or object (``noCreation``); the message
             names the status, host:port and OID.
-        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError, WrongEventLoop
         """
         request = ObjectType(ObjectIdentity(oid), Integer32(value))
         indication, status, _, _ = await self._send(oid, set_cmd, request)
@@ -321,7 +352,7 @@ class SnmpClient:
 
         Raises
         ------
-        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError, WrongEventLoop
         """
         found: dict[str, list[tuple[str, Value]]] = {root: [] for root in roots}
         cursor = {root: root for root in roots}
@@ -369,8 +400,21 @@ class SnmpClient:
         return [root for root in active if root not in done]
 
     async def close(self) -> None:
-        """Close the transport. Idempotent."""
-        if self._engine is not None:
-            self._engine.close_dispatcher()
-        self._engine = None
-        self._target = None
+        """Close the engine and its socket; the client may then be used again in any loop.
+
+        Answers the loop has already read (a late answer arriving as the meter closes) are
+        dropped by the engine, without a traceback (:func:`~eams.meter.snmp.dispatch.close_engine`).
+        Idempotent.
+
+        Raises
+        ------
+        WrongEventLoop
+            If called from an event loop other than the one the client first read in.
+        """
+        engine = self._engine
+        if engine is None:
+            return
+        if asyncio.get_running_loop() is not self._loop:
+            raise self._wrong_loop(closing=True)
+        self._engine = self._loop = self._target = None
+        await close_engine(engine)
