@@ -8,7 +8,7 @@ machine that is what a late answer (one that comes after its request timed out) 
 meter closes just then, and what a request does when the simulator stops just then.
 :func:`close_engine` stops reading first, lets what was read reach the engine while its
 transport is still registered (the engine drops an answer it no longer waits for, RFC 3412
-§7.2.10, and answers a request), and only then closes the dispatcher.
+§7.2.10; a request is processed, its reply no longer sent), and only then closes the dispatcher.
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def test_a_request_read_as_the_simulator_stops_leaves_no_traceback(
     def read(meter: BlockingMeter) -> None:
         try:
             results.append(meter.read().outlet(1).power_w)
-        except MeterTimeout as exc:  # today's main: the second request dies with the loop
+        except MeterTimeout as exc:  # the simulator stops before it answers the second request
             results.append(exc)
 
     try:
