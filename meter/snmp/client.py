@@ -12,10 +12,9 @@ hang a read. Walks (RFC 3416 GETBULK) fetch several columns per request and stop
 the first OID outside its subtree.
 
 A client's pysnmp engine (its socket and timers) is built on the first request, in the event
-loop running it, and belongs to that loop until :meth:`SnmpClient.close`: concurrent first
-requests share it, and a request or close from another loop raises
-:class:`~eams.meter.errors.WrongEventLoop` at once (pysnmp would send from the old loop's
-socket, which nothing reads any more, and time out).
+loop running it, and belongs to that loop until :meth:`SnmpClient.close`
+(:class:`~eams.meter.snmp.dispatch.LoopEngine`): concurrent first requests share it, and a
+request or close from another loop raises :class:`~eams.meter.errors.WrongEventLoop` at once.
 """
 
 from __future__ import annotations
@@ -49,9 +48,8 @@ from eams.meter.errors import (
     MeterTimeout,
     MeterUnreachable,
     WriteRefused,
-    WrongEventLoop,
 )
-from eams.meter.snmp.dispatch import close_engine
+from eams.meter.snmp.dispatch import LoopEngine
 from eams.meter.url import MeterUrl
 
 #: A decoded SNMP value: ``int`` (Integer32, Gauge32, Counter32/64, TimeTicks), ``str``
@@ -195,17 +193,11 @@ class SnmpClient:
         else:
             self._auth = CommunityData(url.community or "public", mpModel=1)
         self._context = ContextData(contextName=url.options.get("context", ""))
-        self._engine: SnmpEngine | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None  # the engine's, while it is open
+        self._engine = LoopEngine(url.redacted())
         self._target: UdpTransportTarget | None = None
 
     async def _connect(self) -> tuple[SnmpEngine, UdpTransportTarget]:
-        loop = asyncio.get_running_loop()
-        if self._engine is None:  # built before any await: concurrent first requests share it
-            self._engine, self._loop = SnmpEngine(), loop
-        elif loop is not self._loop:
-            raise self._wrong_loop(closing=False)
-        engine = self._engine
+        engine = self._engine.get()  # before any await: concurrent first requests share it
         if self._target is None:
             try:
                 target = await UdpTransportTarget.create(
@@ -216,24 +208,10 @@ class SnmpClient:
                 raise MeterUnreachable(
                     f"{self._where}: cannot resolve or address the host: {cause}"
                 ) from exc
-            if self._engine is not engine:
+            if self._engine.current is not engine:
                 raise MeterError(f"{self._where}: the meter was closed during the request")
             self._target = self._target or target  # a concurrent first request may be first
         return engine, self._target
-
-    def _wrong_loop(self, *, closing: bool) -> WrongEventLoop:
-        ended = self._loop is not None and self._loop.is_closed()
-        where = f"{self.url.redacted()}: this meter first read in another event loop"
-        state = "which has ended" if ended else "which is still open"
-        fix = (
-            "close it in the event loop that read it, before that loop ends"
-            if closing
-            else "its SNMP engine lives there until close()"
-        )
-        return WrongEventLoop(
-            f"{where} ({state}); {fix}; open one meter per event loop (open_meter in the "
-            f"coroutine that reads it) or, from synchronous code, use BlockingMeter"
-        )
 
     @contextlib.contextmanager
     def _translate(self, oid: str) -> Iterator[None]:
@@ -403,18 +381,13 @@ class SnmpClient:
         """Close the engine and its socket; the client may then be used again in any loop.
 
         Answers the loop has already read (a late answer arriving as the meter closes) are
-        dropped by the engine, without a traceback (:func:`~eams.meter.snmp.dispatch.close_engine`).
-        Idempotent.
+        dropped by the engine, without a traceback
+        (:meth:`~eams.meter.snmp.dispatch.LoopEngine.close`). Idempotent.
 
         Raises
         ------
         WrongEventLoop
             If called from an event loop other than the one the client first read in.
         """
-        engine = self._engine
-        if engine is None:
-            return
-        if asyncio.get_running_loop() is not self._loop:
-            raise self._wrong_loop(closing=True)
-        self._engine = self._loop = self._target = None
-        await close_engine(engine)
+        await self._engine.close()
+        self._target = None
