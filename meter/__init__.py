@@ -24,6 +24,7 @@ from eams.meter.errors import (
     UnknownOutlet,
     WolError,
     WriteRefused,
+    WrongEventLoop,
 )
 from eams.meter.open import open_meter
 from eams.meter.reading import OutletReading, Reading
@@ -50,6 +51,7 @@ __all__ = [
     "UnknownOutlet",
     "WolError",
     "WriteRefused",
+    "WrongEventLoop",
     "open_meter",
     "parse_meter_url",
 ]

@@ -13,7 +13,9 @@ class Meter(Protocol):
 
     ``read`` returns every outlet at one instant and never hangs: it is bounded by a deadline of
     timeout × (retries + 1) plus slack, and raises a :class:`~eams.meter.errors.MeterError`
-    subclass naming host/port and the OID or register on failure.
+    subclass naming host/port and the OID or register on failure. Reads may run concurrently.
+    An SNMP meter is used in one event loop, from its first read until ``close()``
+    (:class:`~eams.meter.errors.WrongEventLoop` otherwise).
     """
 
     url: MeterUrl

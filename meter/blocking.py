@@ -2,7 +2,9 @@
 
 The meter lives on a private event loop in a daemon thread; each ``read()`` submits the
 coroutine there and waits. The wait is bounded twice: by the meter's own per-request deadline
-and by an outer guard here, so a caller can never hang on a meter.
+and by an outer guard here, so a caller can never hang on a meter. Any number of threads may
+call ``read()`` at once, the first read too: the reads run concurrently on that one loop and
+share one SNMP engine.
 """
 
 from __future__ import annotations

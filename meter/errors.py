@@ -9,6 +9,7 @@ EamsError
     ├── UnknownDevice          no driver matches sysObjectID/sysDescr, or --driver is unknown
     ├── MeterProtocolError     the device answered, but wrongly: noSuchObject, a string where a
     │                          number belongs, a CRC error, a truncated frame
+    ├── WrongEventLoop         an SNMP meter used from an event loop other than its own
     ├── SwitchError            an outlet switch was not done, or not confirmed (names the outlet)
     │   ├── NotConfirmed       the operator did not confirm (no --yes): nothing was sent
     │   ├── UnknownOutlet      the PDU has no such outlet
@@ -50,6 +51,14 @@ class UnknownDevice(MeterError):
 
 class MeterProtocolError(MeterError):
     """The device answered with something that is not a valid reading."""
+
+
+class WrongEventLoop(MeterError, RuntimeError):
+    """An SNMP meter was read or closed from an event loop other than the one it first read in.
+
+    Its pysnmp engine (socket, timers) lives on that loop until ``close()``; the message says
+    what to do: one meter per event loop, or :class:`~eams.meter.blocking.BlockingMeter`.
+    """
 
 
 class SwitchError(MeterError):

@@ -33,8 +33,11 @@ def open_meter(
     Returns
     -------
     Meter
-        ``async read() -> Reading`` and ``async close()``; see
-        :class:`~eams.meter.blocking.BlockingMeter` for synchronous callers.
+        ``async read() -> Reading`` and ``async close()``. An SNMP meter belongs to the event
+        loop of its first read until ``close()``: concurrent reads in that loop share one
+        engine, a read or close from another loop (a second ``asyncio.run``) raises
+        :class:`~eams.meter.errors.WrongEventLoop`. Serial meters are bound to no loop.
+        Synchronous callers use :class:`~eams.meter.blocking.BlockingMeter`.
 
     Raises
     ------

@@ -35,6 +35,7 @@ from eams.meter.simulator.instrum import Prepare, SnapshotInstrum
 from eams.meter.simulator.outlets import VirtualOutlet
 from eams.meter.simulator.pdu import VirtualPdu
 from eams.meter.simulator.wake import WakeProtocol
+from eams.meter.snmp.dispatch import close_engine
 
 log = logging.getLogger(__name__)
 
@@ -253,8 +254,8 @@ class PduSimulator(VirtualPdu):
         finally:
             if wake_transport is not None:
                 wake_transport.close()
-            if self._engine is not None:
-                self._engine.close_dispatcher()
+            if self._engine is not None:  # requests already read are not left to a traceback
+                loop.run_until_complete(close_engine(self._engine))
             loop.run_until_complete(asyncio.sleep(0))
             loop.close()
 

@@ -10,6 +10,11 @@ Every request is bounded by ``asyncio.timeout(timeout_s × (retries + 1) + slack
 retry loop should end first, the outer deadline is the guarantee that a black-holed agent cannot
 hang a read. Walks (RFC 3416 GETBULK) fetch several columns per request and stop each column at
 the first OID outside its subtree.
+
+A client's pysnmp engine (its socket and timers) is built on the first request, in the event
+loop running it, and belongs to that loop until :meth:`SnmpClient.close`
+(:class:`~eams.meter.snmp.dispatch.LoopEngine`): concurrent first requests share it, and a
+request or close from another loop raises :class:`~eams.meter.errors.WrongEventLoop` at once.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from eams.meter.errors import (
     MeterUnreachable,
     WriteRefused,
 )
+from eams.meter.snmp.dispatch import LoopEngine
 from eams.meter.url import MeterUrl
 
 #: A decoded SNMP value: ``int`` (Integer32, Gauge32, Counter32/64, TimeTicks), ``str``
@@ -187,13 +193,14 @@ class SnmpClient:
         else:
             self._auth = CommunityData(url.community or "public", mpModel=1)
         self._context = ContextData(contextName=url.options.get("context", ""))
-        self._engine: SnmpEngine | None = None
+        self._engine = LoopEngine(url.redacted())
         self._target: UdpTransportTarget | None = None
 
     async def _connect(self) -> tuple[SnmpEngine, UdpTransportTarget]:
-        if self._engine is None or self._target is None:
+        engine = self._engine.get()  # before any await: concurrent first requests share it
+        if self._target is None:
             try:
-                self._target = await UdpTransportTarget.create(
+                target = await UdpTransportTarget.create(
                     (self.url.host, self.url.port), timeout=self.timeout_s, retries=self.retries
                 )
             except Exception as exc:  # pysnmp wraps the resolver's socket.gaierror
@@ -201,8 +208,10 @@ class SnmpClient:
                 raise MeterUnreachable(
                     f"{self._where}: cannot resolve or address the host: {cause}"
                 ) from exc
-            self._engine = SnmpEngine()
-        return self._engine, self._target
+            if self._engine.current is not engine:
+                raise MeterError(f"{self._where}: the meter was closed during the request")
+            self._target = self._target or target  # a concurrent first request may be first
+        return engine, self._target
 
     @contextlib.contextmanager
     def _translate(self, oid: str) -> Iterator[None]:
@@ -266,7 +275,7 @@ class SnmpClient:
 
         Raises
         ------
-        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError, WrongEventLoop
         """
         label = oids[0] if len(oids) == 1 else f"{oids[0]} (+{len(oids) - 1} more)"
         request = (ObjectType(ObjectIdentity(o)) for o in oids)
@@ -284,7 +293,7 @@ class SnmpClient:
             ``authorizationError`` (a read-only community or user), a rejected value
             (``wrongValue``, ``inconsistentValue``...) or object (``noCreation``); the message
             names the status, host:port and OID.
-        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError, WrongEventLoop
         """
         request = ObjectType(ObjectIdentity(oid), Integer32(value))
         indication, status, _, _ = await self._send(oid, set_cmd, request)
@@ -321,7 +330,7 @@ class SnmpClient:
 
         Raises
         ------
-        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError
+        MeterTimeout, MeterAuthError, MeterUnreachable, MeterProtocolError, WrongEventLoop
         """
         found: dict[str, list[tuple[str, Value]]] = {root: [] for root in roots}
         cursor = {root: root for root in roots}
@@ -369,8 +378,16 @@ class SnmpClient:
         return [root for root in active if root not in done]
 
     async def close(self) -> None:
-        """Close the transport. Idempotent."""
-        if self._engine is not None:
-            self._engine.close_dispatcher()
-        self._engine = None
+        """Close the engine and its socket; the client may then be used again in any loop.
+
+        Answers the loop has already read (a late answer arriving as the meter closes) are
+        dropped by the engine, without a traceback
+        (:meth:`~eams.meter.snmp.dispatch.LoopEngine.close`). Idempotent.
+
+        Raises
+        ------
+        WrongEventLoop
+            If called from an event loop other than the one the client first read in.
+        """
+        await self._engine.close()
         self._target = None

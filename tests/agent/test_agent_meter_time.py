@@ -17,7 +17,7 @@ from eams.meter.reading import Reading
 from eams.meter.simulator import LinearCurve, PduSimulator, VirtualOutlet
 from eams.telemetry import PowerSource
 from tests.agent.conftest import jsonl_samples, running_agent, wait_for, write_config
-from tests.agent.udp_delay_proxy import UdpDelayProxy
+from tests.servers.udp_delay_proxy import UdpDelayProxy
 
 CAP_W = 200.0
 ANSWER_DELAY_S = 0.8

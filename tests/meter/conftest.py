@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers.pty import socat_pty_pair
 from tests.servers.snmpsim import SnmpSim, snmpsim
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -37,3 +38,13 @@ def snmp_agent(shared_data: Path) -> Iterator[SnmpSim]:
         v3_priv_proto="AES",
     ) as agent:
         yield agent
+
+
+@pytest.fixture
+def ptys(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A socat pty pair ``(ttyA, ttyB)`` (the peer opens ttyA); skips when socat is missing."""
+    try:
+        with socat_pty_pair(tmp_path) as pair:
+            yield pair
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))

@@ -21,19 +21,9 @@ from pymodbus.simulator import DataType, SimData, SimDevice
 from eams.meter.errors import MeterProtocolError, MeterTimeout, MeterUnreachable
 from eams.meter.serial import open_serial_meter
 from eams.meter.serial.eastron import register_map
-from tests.servers.pty import socat_pty_pair
 
 FLOAT32 = ModbusSerialClient.DATATYPE.FLOAT32
 REGISTER_SPAN = 0x200
-
-
-@pytest.fixture
-def ptys(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    try:
-        with socat_pty_pair(tmp_path) as pair:
-            yield pair
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
 
 
 class ModbusPeer:

@@ -12,7 +12,6 @@ import serial
 from eams.meter.errors import MeterProtocolError, MeterTimeout
 from eams.meter.serial import open_serial_meter
 from eams.meter.serial.wattsup import START_LOGGING, decode_record, split_records
-from tests.servers.pty import socat_pty_pair
 
 CAPTURES = ("wattsup_pro_raw_fan.raw", "wattsup_pro_raw_iphone4_charging.raw")
 
@@ -40,15 +39,6 @@ def test_every_recorded_record_decodes(shared_data: Path, capture: str):
         decoded = decode_record(record, capture)
         for name, value in _expected(record).items():
             assert getattr(decoded, name) == pytest.approx(value)
-
-
-@pytest.fixture
-def ptys(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    try:
-        with socat_pty_pair(tmp_path) as pair:
-            yield pair
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.fixture

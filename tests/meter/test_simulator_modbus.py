@@ -12,19 +12,9 @@ import pytest
 from eams.meter.open import open_meter
 from eams.meter.simulator import LinearCurve, PduSimulator, SimulatorError, VirtualOutlet
 from eams.meter.simulator.modbus import ModbusMeterSimulator
-from tests.servers.pty import socat_pty_pair
 
 EAMS = str(Path(sys.executable).with_name("eams"))
 CURVES = [LinearCurve(12.0, 48.0), LinearCurve(30.0, 90.0), LinearCurve(20.0, 70.0)]
-
-
-@pytest.fixture
-def ptys(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    try:
-        with socat_pty_pair(tmp_path) as pair:
-            yield pair
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.fixture

@@ -226,6 +226,7 @@ def test_meter_package_public_names() -> None:
         "UnknownOutlet",
         "WolError",
         "WriteRefused",
+        "WrongEventLoop",
         "open_meter",
         "parse_meter_url",
     ]
