@@ -23,8 +23,10 @@ Each :meth:`PowerManager.step` does, in order:
 3. **Decide** with the phases as the fleet's state columns.
 4. **Apply** (active mode): ``sleep`` — the node is marked first (cordon, taint
    ``eams.io/asleep:NoSchedule``, annotate), then told to sleep; a refusal (the actuator's
-   safety rules: pods that are not DaemonSets', a role that never sleeps) or a failure before
-   anything was done is undone (untaint, uncordon), as Karpenter undoes a failed disruption.
+   safety rules: pods that are not DaemonSets', a role that never sleeps) is undone (untaint,
+   uncordon), as Karpenter undoes a failed disruption; a failure may have left the node going
+   down, so it stays marked and suspending until the suspend timeout (asleep and suspect) or
+   its agent reporting again (awake, released) resolves it.
    A marker error means the node is not told to sleep. ``wake`` — the wake is sent (phase
    waking); one that cannot be sent leaves the node asleep and suspect with a failed wake, so
    the next tick wakes the next node. ``wake-failed`` / ``suspend-failed`` (the policy's phase
@@ -245,22 +247,23 @@ class PowerManager:
         self._record(now_s, name, None, "running", RE_REGISTERED, detail, {}, None)
 
     def _fleet(self, fleet: FleetState, managed: np.ndarray) -> FleetState:
-        """``fleet`` with the phase columns from :attr:`phases`, managed nodes only."""
+        """``fleet``'s managed nodes, with the phase columns from :attr:`phases`."""
+        if not managed.all():
+            fleet = _subset(fleet, managed)
         p = [self.phases[name] for name in fleet.names]
-        fleet = replace(
+
+        def column(get, dtype) -> np.ndarray:
+            return np.asarray([get(x) for x in p], dtype=dtype).reshape(fleet.size)
+
+        return replace(
             fleet,
-            state=np.asarray([x.state for x in p], dtype=np.int8).reshape(fleet.size),
-            state_since_s=np.asarray([x.since_s for x in p], dtype=float).reshape(fleet.size),
-            last_wake_s=np.asarray([x.last_wake_s for x in p], dtype=float).reshape(fleet.size),
-            last_sleep_s=np.asarray([x.last_sleep_s for x in p], dtype=float).reshape(fleet.size),
-            suspect=np.asarray([x.suspect for x in p], dtype=bool).reshape(fleet.size),
-            failed_wakes=np.asarray([x.failed_wakes for x in p], dtype=np.int64).reshape(
-                fleet.size
-            ),
+            state=column(lambda x: x.state, np.int8),
+            state_since_s=column(lambda x: x.since_s, float),
+            last_wake_s=column(lambda x: x.last_wake_s, float),
+            last_sleep_s=column(lambda x: x.last_sleep_s, float),
+            suspect=column(lambda x: x.suspect, bool),
+            failed_wakes=column(lambda x: x.failed_wakes, np.int64),
         )
-        if managed.all():
-            return fleet
-        return _subset(fleet, managed)
 
     # --- applying a decision ------------------------------------------------------------------
 
@@ -311,11 +314,11 @@ class PowerManager:
             log.warning("power manager: %s not marked, not slept: %s", d.node, exc)
             return None
         t = self.actuator.sleep(d.node, reason)
-        if t.result == "ok" or (t.result == "failed" and t.steps):
-            # something was done: the suspend timeout (or the node reporting again) resolves it
+        if t.result == "refused":
+            self._release(d.node, f"sleep refused: {t.detail}")  # undo: nothing was done
+        else:  # ok, or failed part-way: the node may be going down, so it stays marked and the
+            # suspend timeout (or its agent reporting again) resolves it
             phase.state, phase.since_s, phase.last_sleep_s = SUSPENDING, now_s, now_s
-        else:
-            self._release(d.node, f"sleep {t.result}: {t.detail}")  # undo: nothing was done
         return t
 
     def _suspect(self, name: str, phase: NodePhase, now_s: float, *, wake: bool, why: str) -> None:
