@@ -94,9 +94,7 @@ class PowerActuator:
             finally:
                 runner.close()
         except SweepError as exc:
-            return record(
-                Transition(node, "running", "ssh", "failed", WHO, why, (), 0.0, str(exc))
-            )
+            return record(Transition(node, "running", "ssh", "failed", WHO, why, (), 0.0, str(exc)))
         elapsed = time.monotonic() - started
         return record(Transition(node, "running", "ssh", "ok", WHO, why, (step,), elapsed))
 

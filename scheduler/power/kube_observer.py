@@ -170,4 +170,3 @@ class KubeObserver:
                 "power manager: left out (not in the inventory or not calibrated): %s",
                 ", ".join(new),
             )
-
