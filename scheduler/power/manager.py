@@ -13,10 +13,12 @@ Each :meth:`PowerManager.step` does, in order:
    sent) and, in active mode, the node is untainted and uncordoned; a waking node whose agent
    reports again but stays NotReady for ``restart_agent_after_s`` gets one
    ``systemctl restart k3s-agent`` per wake (k3s may need it after a resume); a suspending node
-   whose agent has been silent for ``agent_silent_s`` is asleep; an asleep node (suspect or not)
-   that re-registers is awake again (a late wake, or a person's). A node NotReady with no sleep
-   of ours to explain it is *unmanaged* this tick (left out of the fleet: a failed node is not
-   the manager's to sleep or wake), and so is a node that is not awake but runs pods. The
+   whose agent has been silent for ``agent_silent_s`` and whose measured suspend time has
+   passed is asleep (a magic packet sent while it is still going down is lost); an asleep node
+   (suspect or not) that re-registers is awake again (a late wake, or a person's). A node
+   NotReady with no sleep of ours to explain it is *unmanaged* this tick (left out of the
+   fleet: a failed node is not the manager's to sleep or wake), and so is a node that is not
+   awake but runs pods. The
    node-lifecycle taints (``node.kubernetes.io/unreachable``, ``not-ready``) the controller adds
    while a node sleeps are not the manager's: a woken node keeps them until its kubelet
    reports, and the manager never removes them.
@@ -220,7 +222,9 @@ class PowerManager:
                     log.warning("power manager: %s reports but is NotReady: k3s agent", name)
                     self.actuator.restart_agent(name)
             elif phase.state == SUSPENDING:
-                if math.isnan(seen) or now_s - seen >= cfg.agent_silent_s:
+                measured = float(np.nan_to_num(fleet.suspend_time_s[i], nan=0.0))
+                silent = math.isnan(seen) or now_s - seen >= cfg.agent_silent_s
+                if silent and now_s - phase.since_s >= measured:
                     phase.state, phase.since_s = ASLEEP, now_s
                     self._annotate(name, SUSPECT if phase.suspect else "asleep", "agent silent")
             elif phase.state == ASLEEP:
