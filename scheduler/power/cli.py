@@ -186,6 +186,12 @@ def check_inventory(file: Path) -> None:
     help="Kubeconfig of the cluster [the inventory's, else in-cluster, else $KUBECONFIG].",
 )
 @click.option(
+    "--in-cluster",
+    is_flag=True,
+    help="Ignore the inventory's kubeconfig: use the pod's service account (the Deployment in "
+    "deploy/k3s/power-manager), else $KUBECONFIG.",
+)
+@click.option(
     "--mode",
     type=click.Choice(["shadow", "active"]),
     default="shadow",
@@ -221,6 +227,7 @@ def manage(
     inventory_path: Path,
     calibrations_dir: Path,
     kubeconfig: Path | None,
+    in_cluster: bool,
     mode: str,
     interval_s: float,
     config_path: Path | None,
@@ -237,11 +244,14 @@ def manage(
     """
     from eams.scheduler.power import service
 
+    if in_cluster and kubeconfig is not None:
+        raise click.UsageError("give --kubeconfig or --in-cluster, not both")
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(message)s")
     built = service.build(
         inventory_path,
         calibrations_dir,
         kubeconfig=kubeconfig,
+        in_cluster=in_cluster,
         mode="active" if mode == "active" else "shadow",
         config_path=config_path,
         record_dir=record_dir,

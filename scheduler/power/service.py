@@ -2,7 +2,8 @@
 
 Wires the live adapters to :class:`~.manager.PowerManager`: :class:`~.kube_observer.
 KubeObserver` and :class:`~.kube_marker.KubeMarker` on one :class:`~.kube_client.KubeClient`
-(``--kubeconfig``, else the inventory's ``kubeconfig``, else in-cluster / ``$KUBECONFIG``),
+(``--kubeconfig``, else the inventory's ``kubeconfig``, else in-cluster / ``$KUBECONFIG``;
+``--in-cluster`` skips the inventory's),
 :class:`~.actuator.PowerActuator` on the inventory, the calibrations folder, the policy and
 manager settings of the config file (:mod:`.config`), a decision record (prefix ``power``,
 :class:`eams.scheduler.record.Recorder`) and Prometheus metrics on ``/metrics``: the
@@ -73,6 +74,7 @@ def build(
     calibrations_dir: Path,
     *,
     kubeconfig: Path | None = None,
+    in_cluster: bool = False,
     mode: Mode = "shadow",
     config_path: Path | None = None,
     record_dir: Path | None = None,
@@ -94,7 +96,7 @@ def build(
     if not calibrations:
         raise ManagerConfigError(f"--calibrations {calibrations_dir}: no calibration file")
     config = load_config(config_path)
-    client = KubeClient(kubeconfig or inventory.kubeconfig)
+    client = KubeClient(None if in_cluster else kubeconfig or inventory.kubeconfig)
     registry = CollectorRegistry(auto_describe=True)
     registry.register(_Forward(transitions.REGISTRY))
     recorder = None

@@ -90,6 +90,7 @@ def test_a_bad_config_file_is_refused_naming_the_field(
         (["--calibrations", "/nonexistent/cal"], 1, ["--calibrations", "not a folder"]),
         (["--inventory", "/nonexistent/power.yaml"], 1, ["/nonexistent/power.yaml", "cannot read"]),
         (["--kubeconfig", "/nonexistent/kubeconfig"], 1, ["no Kubernetes API configured"]),
+        (["--in-cluster", "--kubeconfig", "/k"], 2, ["--kubeconfig or --in-cluster"]),
     ],
 )
 def test_bad_options_and_files_are_one_error_line(files, capsys, args, code, needles) -> None:
