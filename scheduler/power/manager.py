@@ -209,6 +209,7 @@ class PowerManager:
             if phase is None:  # first seen: a node we (or an earlier run) marked is asleep
                 start = ASLEEP if obs.marked_asleep[i] else int(fleet.state[i])
                 phase = self.phases[name] = NodePhase(start, now_s)
+            was = phase.state
             if phase.state == WAKING:
                 if ready and _nan_lt(seen, phase.last_wake_s):
                     self._back(name, phase, now_s, f"after {now_s - phase.since_s:.3g} s")
@@ -231,6 +232,8 @@ class PowerManager:
                 last = np.nanmax([phase.last_wake_s, phase.last_sleep_s, phase.since_s])
                 if ready and _nan_lt(seen, float(last)):
                     self._back(name, phase, now_s, "asleep node back")
+            if was == AWAKE and obs.marked_asleep[i] and ready and self.active:
+                self._release(name, "awake but still marked")  # a release that failed before
             if phase.state == AWAKE and not ready:
                 managed[i] = False  # down, but not by us: not ours to sleep or wake
             if phase.state != AWAKE and fleet.pods[i] > 0:
@@ -347,7 +350,7 @@ class PowerManager:
     def _release(self, name: str, reason: str) -> None:
         try:
             self.marker.release(name, reason)
-        except EamsError as exc:  # retried when the node is seen marked and Ready again
+        except EamsError as exc:  # retried at the next tick that sees it awake and marked
             log.warning("power manager: %s not released: %s", name, exc)
 
     def _record(

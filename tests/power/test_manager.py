@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eams.calibrate.powerstates.transitions import Transition
+from eams.errors import EamsError
 from eams.scheduler.power.manager import ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import FleetState
@@ -177,3 +178,22 @@ def test_never_sleeps_a_node_with_pods() -> None:
     for t in range(100, 400, 50):
         m.step(float(t))
     assert world.calls == []
+
+
+def test_an_unobservable_fleet_decides_nothing_and_a_failed_release_is_retried() -> None:
+    world = World({"a": Host("a", pods=(1.0,)), "b": Host("b", tainted=True, cordoned=True)})
+    m = manager(world, "active")
+
+    def blind(now_s: float):
+        raise EamsError("the Kubernetes API did not answer")
+
+    seeing, world.observe = world.observe, blind  # type: ignore[method-assign]
+    assert m.step(1.0).decisions == () and m.metrics.observe_errors._value.get() == 1
+    world.observe = seeing  # type: ignore[method-assign]
+    m.step(2.0)  # b: marked at start → asleep until it reports after that
+    assert world.calls == [] and m.phases["b"].state == 1
+    m.step(3.0)  # Ready and reporting again → back, released
+    assert world.calls == [("release", "b")] and not world.hosts["b"].tainted
+    world.hosts["b"].tainted = True  # as if that release had not reached the API
+    m.step(4.0)
+    assert world.calls == [("release", "b"), ("release", "b")] and m.phases["b"].state == 0
