@@ -17,23 +17,15 @@ from kubernetes.client import ApiClient
 
 from eams.scheduler.power.cli import manage
 from eams.scheduler.power.config import load_config
+from tests.extender.test_deploy_manifests import MODELS
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "k3s" / "power-manager"
-MODELS = {
-    ("v1", "ServiceAccount"): "V1ServiceAccount",
-    ("v1", "ConfigMap"): "V1ConfigMap",
-    ("apps/v1", "Deployment"): "V1Deployment",
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
-}
 
 
 def _documents() -> list[dict[str, Any]]:
-    docs = []
-    for path in sorted(DEPLOY.glob("*.yaml")):
-        if path.name != "kustomization.yaml":
-            docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
-    return docs
+    """Every object of the files the folder's kustomization lists."""
+    listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    return [d for name in listed for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d]
 
 
 def _one(kind: str) -> dict[str, Any]:
@@ -58,6 +50,9 @@ def test_kustomize_builds_the_folder() -> None:
     )
     kinds = sorted(d["kind"] for d in yaml.safe_load_all(built.stdout))
     assert kinds == sorted(d["kind"] for d in _documents())
+    assert {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"} == set(
+        yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    )  # no file left out of the kustomization
 
 
 def test_the_command_parses_and_the_config_loads(tmp_path: Path) -> None:

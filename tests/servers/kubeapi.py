@@ -36,6 +36,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from tests.extender.apiserver import merge_patch  # RFC 7386, one home in the tests
+
 Document = dict[str, Any] | Callable[[], dict[str, Any]]
 
 
@@ -80,19 +82,6 @@ class Patch:
     content_type: str
     body: dict[str, Any]
     applied: bool
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 §2: apply JSON merge patch ``patch`` to ``target`` (a new value)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def _status(code: int, message: str) -> dict[str, Any]:
