@@ -5,7 +5,7 @@
       min_awake: 2
       reserve_cores: 4
     manager:                     # ManagerConfig (scheduler/power/manager.py)
-      agent_silent_s: 30
+      agent_silent_s: 5
       restart_agent_after_s: 60
 
 Unknown keys and bad values are refused, each named by its path (``policy.min_awake: Input

@@ -32,9 +32,10 @@ Each :meth:`PowerManager.step` does, in order:
    A marker error means the node is not told to sleep. ``wake`` — the wake is sent (phase
    waking); one that cannot be sent leaves the node asleep and suspect with a failed wake, so
    the next tick wakes the next node. ``wake-failed`` / ``suspend-failed`` (the policy's phase
-   timeouts) — asleep and suspect, never a terminal state. In shadow mode nothing is marked
-   or switched and the phases follow only the facts; a decision is logged, counted and
-   recorded once while it stands (not at every tick).
+   timeouts) — asleep and suspect, never a terminal state (a suspend-failed node whose agent
+   has been silent since the sleep was sent is asleep and sound: it went down). In shadow mode
+   nothing is marked or switched and the phases follow only the facts; a decision is logged,
+   counted and recorded once while it stands (not at every tick).
 
 The manager never drains: it sleeps only nodes with no pods but DaemonSets', so no
 PodDisruptionBudget is ever in play (the actuator re-checks the pods after the cordon).
@@ -84,8 +85,12 @@ class ManagerConfig(BaseModel):
     Attributes
     ----------
     agent_silent_s : float
-        A suspending node whose agent has not reported for this long is asleep (a few of the
-        agent's report intervals).
+        A suspending node whose agent has not reported for this long (and whose measured
+        suspend time has passed) is asleep. At least the agent's report interval (an observer
+        that polls the agent at each tick: any value up to the tick interval), and under the
+        policy's suspend timeout (measured time × ``suspend_margin``) so that a sound suspend
+        is confirmed before it times out; one that times out while the agent has stayed silent
+        since the sleep was sent is asleep and sound, not suspect.
     restart_agent_after_s : float
         A waking node whose agent reports again but that is not Ready this long after the
         wake was sent gets its k3s agent restarted (once per wake).
@@ -93,7 +98,7 @@ class ManagerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    agent_silent_s: float = Field(default=30.0, gt=0)
+    agent_silent_s: float = Field(default=5.0, gt=0)
     restart_agent_after_s: float = Field(default=60.0, gt=0)
 
 
@@ -160,6 +165,7 @@ class PowerManager:
         self.phases: dict[str, NodePhase] = {}
         self.last_plan: Plan | None = None
         self._standing: set[tuple[str, str]] = set()
+        self._seen: dict[str, float] = {}
 
     @property
     def active(self) -> bool:
@@ -202,6 +208,7 @@ class PowerManager:
     def _sync(self, obs: Observation, now_s: float) -> np.ndarray:
         """Update the phases from ``obs``; returns the (N,) bool mask of managed nodes."""
         fleet, cfg = obs.fleet, self.config
+        self._seen = dict(zip(fleet.names, obs.agent_seen_s.tolist(), strict=True))
         managed = np.ones(fleet.size, dtype=bool)
         for i, name in enumerate(fleet.names):
             ready, seen = bool(obs.ready[i]), float(obs.agent_seen_s[i])
@@ -304,6 +311,11 @@ class PowerManager:
             else:
                 self._suspect(d.node, phase, now_s, wake=True, why=f"wake not sent: {t.detail}")
                 phase.last_wake_s = now_s
+        elif d.action is Action.SUSPEND_FAILED and not _nan_lt(
+            self._seen.get(d.node, math.nan), phase.last_sleep_s
+        ):  # silent since the sleep was sent: it went down, only the confirmation lagged
+            phase.state, phase.since_s = ASLEEP, now_s
+            self._annotate(d.node, "asleep", f"{reason}; agent silent since the sleep")
         else:
             self._suspect(d.node, phase, now_s, wake=d.action is Action.WAKE_FAILED, why=reason)
         detail = d.line() + (f"; {t.detail}" if t is not None and t.detail else "")
