@@ -247,6 +247,11 @@ def manage(
     if in_cluster and kubeconfig is not None:
         raise click.UsageError("give --kubeconfig or --in-cluster, not both")
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(message)s")
+    power_log = logging.getLogger("eams.power")  # a service: every line timed, on stderr
+    for handler in list(power_log.handlers):
+        power_log.removeHandler(handler)  # the by-hand commands' echo to stdout
+    power_log.propagate = True
+    power_log.setLevel(logging.NOTSET)  # --log-level decides
     built = service.build(
         inventory_path,
         calibrations_dir,

@@ -62,6 +62,8 @@ class Service:
     manager: PowerManager
     registry: CollectorRegistry
     recorder: Recorder | None
+    managed: tuple[str, ...] = ()
+    """The inventory's nodes that have a calibration."""
 
     def close(self) -> None:
         """Write what the record has queued and close it."""
@@ -116,7 +118,8 @@ def build(
     uncalibrated = sorted(set(inventory.nodes) - set(calibrations))
     if uncalibrated:
         log.warning("power manager: no calibration for %s: left out", ", ".join(uncalibrated))
-    return Service(manager, registry, recorder)
+    managed = tuple(sorted(set(inventory.nodes) & set(calibrations)))
+    return Service(manager, registry, recorder, managed)
 
 
 def serve(
@@ -142,10 +145,10 @@ def serve(
         if metrics_port is not None:
             start_http_server(metrics_port, addr=metrics_host, registry=service.registry)
         log.info(
-            "power manager: %s mode, every %g s, %d nodes in the inventory",
+            "power manager: %s mode, every %g s, nodes %s",
             service.manager.mode,
             interval_s,
-            len(service.manager.phases) or 0,
+            ", ".join(service.managed),
         )
         service.manager.run(stop, interval_s)
     except KeyboardInterrupt:
