@@ -71,7 +71,8 @@ def _show(transition: Transition) -> None:
 
 @click.group()
 def power() -> None:
-    """Wake, suspend and power off nodes (Wake-on-LAN, SSH, switched PDU outlets).
+    """Wake, suspend and power off nodes (Wake-on-LAN, SSH, switched PDU outlets), by hand or
+    by the power manager (manage).
 
     Every action prints one `power transition:` line (who, what, why, the steps, the result).
     Anything that stops a node is refused unless it is cordoned, tainted and drained (from the
