@@ -41,18 +41,17 @@ def test_every_object_round_trips_through_the_upstream_models() -> None:
         assert api.sanitize_for_serialization(typed) == doc, f"{doc['kind']}: unknown field"
 
 
-def test_kustomize_builds_the_folder() -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
+def test_kustomize_builds_the_folder_into_kube_system() -> None:
+    if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
-    built = subprocess.run(
-        [kubectl, "kustomize", str(DEPLOY)], capture_output=True, text=True, timeout=60, check=True
-    )
-    kinds = sorted(d["kind"] for d in yaml.safe_load_all(built.stdout))
-    assert kinds == sorted(d["kind"] for d in _documents())
-    assert {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"} == set(
-        yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
-    )  # no file left out of the kustomization
+    out = subprocess.run(["kubectl", "kustomize", str(DEPLOY)], capture_output=True, text=True,
+                         timeout=60, check=True).stdout  # fmt: skip
+    built = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out)}
+    assert built == {(d["kind"], d["metadata"]["name"]) for d in _documents()}
+    namespaced = [d for d in _documents() if not d["kind"].startswith("ClusterRole")]
+    assert {d["metadata"]["namespace"] for d in namespaced} == {"kube-system"}
+    listed = set(yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"])
+    assert {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"} == listed
 
 
 def test_the_command_parses_and_the_config_loads(tmp_path: Path) -> None:
