@@ -21,7 +21,7 @@ import numpy as np
 from eams.scheduler.bench.summary import ENERGY, MANAGED, run_of
 
 PANELS = (
-    (ENERGY, "energy per unit work in the arrival window (J per reference core-second)"),
+    (ENERGY, "energy per work in the arrival window (J per core-s)"),
     ("p95_completion_s", "p95 completion time (s)"),
 )
 
@@ -81,7 +81,7 @@ def _draw(results: list[dict], key: str, label: str, ax, colours: dict[str, str]
         style = "--" if run.endswith(MANAGED) else "-"
         ax.plot(rhos, [v.mean() for v in values], style, marker="o", color=colour, label=run)
         low, high = [v.min() for v in values], [v.max() for v in values]
-        ax.fill_between(rhos, low, high, color=colour, alpha=0.15)
+        ax.fill_between(rhos, low, high, color=colour, alpha=0.08)
     ax.axvspan(0.7, 1.0, color="grey", alpha=0.1)
     ax.set_xlabel("offered load ρ")
     ax.set_ylabel(label)

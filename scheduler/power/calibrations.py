@@ -51,7 +51,7 @@ def read_folder(folder: str | Path) -> dict[str, Calibration]:
 
 
 def node_figures(cal: Calibration) -> dict[str, Any]:
-    """The :class:`~.policy_fleet.NodeView` fields a calibration gives: ``p_idle_w``,
+    """The :class:`~.policy_fleet.NodePowerView` fields a calibration gives: ``p_idle_w``,
     ``p_max_w``, ``speed`` (1 when unknown: the node is its own reference) and the sleep state
     (module docstring; ``None`` where not measured)."""
     states = cal.power_states

@@ -32,7 +32,7 @@ from eams.calibrate.powerstates.probes import AgentProbe
 from eams.scheduler.power.calibrations import node_figures
 from eams.scheduler.power.kube_client import KubeClient
 from eams.scheduler.power.kube_pods import MIB, PodInfo, admits, pod_info, quantity
-from eams.scheduler.power.policy_fleet import FleetState, NodeView, PendingPod, PowerState
+from eams.scheduler.power.policy_fleet import FleetState, NodePowerView, PendingPod, PowerState
 from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, Observation, guess_state
 
 log = logging.getLogger("eams.power.manager")
@@ -149,7 +149,7 @@ class KubeObserver:
         entry = self.inventory.nodes[name]
         roles = {r for r, on in (("k3s-server", entry.k3s_server), ("pdu-owner", entry.pdu_owner))
                  if on}  # fmt: skip
-        return NodeView(
+        return NodePowerView(
             name=name,
             state=PowerState(PowerState.AWAKE if pods else state),
             allocatable_cores=quantity(allocatable.get("cpu")),

@@ -11,7 +11,7 @@ and whether a role forbids sleeping it (:data:`NO_SLEEP_ROLES`). Per pending pod
 (:class:`PendingPods`): its requests, how long it has pended, its expected runtime when known,
 and which nodes its static predicates (taints, tolerations, selectors) admit.
 
-A missing measurement is NaN in the columns (``None`` in :class:`NodeView`), never 0: a node
+A missing measurement is NaN in the columns (``None`` in :class:`NodePowerView`), never 0: a node
 without measured wake and suspend costs is never put to sleep.
 """
 
@@ -56,7 +56,7 @@ AWAKE, ASLEEP, WAKING, SUSPENDING = (int(s) for s in PowerState)
 
 
 @dataclass(frozen=True)
-class NodeView:
+class NodePowerView:
     """One node as a caller describes it (the live manager; tests). Times are seconds on the
     caller's clock (epoch or simulated), ``None`` for never / unknown.
 
@@ -191,7 +191,7 @@ class PendingPods:
 @dataclass(frozen=True)
 class FleetState:
     """The fleet at ``now_s``: N nodes as columns (see the module docstring) and the pending
-    pods. Built directly from arrays (the simulator) or from :class:`NodeView` objects
+    pods. Built directly from arrays (the simulator) or from :class:`NodePowerView` objects
     (:meth:`from_views`); every column is checked when built.
 
     Raises
@@ -274,7 +274,7 @@ class FleetState:
 
     @classmethod
     def from_views(
-        cls, now_s: float, nodes: Sequence[NodeView], pending: Sequence[PendingPod] = ()
+        cls, now_s: float, nodes: Sequence[NodePowerView], pending: Sequence[PendingPod] = ()
     ) -> FleetState:
         """The columns of ``nodes`` and ``pending`` (one eligibility row per pending pod).
 

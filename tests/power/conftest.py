@@ -1,10 +1,10 @@
-"""Small fleets for the policy tests, described as the live manager would (NodeView); the
+"""Small fleets for the policy tests, described as the live manager would (NodePowerView); the
 power-state fixtures (simulator, sshd with a systemctl stand-in, stand-in Kubernetes API) are
 those of ``tests/calibrate/powerstates``."""
 
 from __future__ import annotations
 
-from eams.scheduler.power.policy_fleet import FleetState, NodeView, PendingPod, PowerState
+from eams.scheduler.power.policy_fleet import FleetState, NodePowerView, PendingPod, PowerState
 from tests.calibrate.powerstates.conftest import control, k8s, node1, sim  # noqa: F401
 
 # a mini-PC-like node: 4 cores, 10 W idle, 40 W full; 1 W asleep; 10 s / 300 J wake, 3 s / 30 J
@@ -25,11 +25,11 @@ NODE = {
 BREAK_EVEN_S = (30 + 300 - 1 * 13) / (10 - 1)
 
 
-def node(name: str, state: PowerState = PowerState.AWAKE, pods=(), **changes) -> NodeView:
-    """A NodeView from :data:`NODE`; empty nodes became empty at 0 unless told otherwise."""
+def node(name: str, state: PowerState = PowerState.AWAKE, pods=(), **changes) -> NodePowerView:
+    """A NodePowerView from :data:`NODE`; empty nodes became empty at 0 unless told otherwise."""
     fields = {**NODE, "pod_cores": tuple(pods), "empty_since_s": None if pods else 0.0}
     fields.update(changes)
-    return NodeView(name=name, state=state, **fields)
+    return NodePowerView(name=name, state=state, **fields)
 
 
 def pod(name: str, cores: float, since_s: float, **changes) -> PendingPod:

@@ -2,6 +2,8 @@
 a role node or one a pending pod fits; never below ``min_awake``; acts only on nodes in the
 right state; keeps to the rate limits; is deterministic; wakes within its bound."""
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -137,3 +139,99 @@ def test_a_pod_that_fits_no_awake_node_gets_a_wake_within_its_bound(
         now = plan.next_check_s
     assert len(wakes) == 1 and wakes[0].pods == ("p",)
     assert now <= since_s + wake_after_s + 1e-6
+
+
+@st.composite
+def runs(draw):
+    """A fleet, a config, and a sequence of steps: the time advanced, each node's pods if it is
+    awake (a node not awake keeps none), the pending pods, and whether each wake will fail."""
+    n = draw(st.integers(2, 8))
+    config = PolicyConfig(
+        min_awake=draw(st.integers(0, 3)),
+        reserve_cores=draw(st.none() | st.sampled_from([0.0, 4.0])),
+        idle_before_sleep_s=draw(st.sampled_from([0.0, 120.0])),
+        min_awake_s=draw(st.sampled_from([0.0, 300.0])),
+    )
+    load = st.lists(st.sampled_from([0.5, 1.0, 2.0]), max_size=2).map(tuple)
+    steps = [
+        {
+            "dt_s": draw(st.floats(1.0, 400.0)),
+            "pods": [draw(load) for _ in range(n)],
+            "pending": draw(st.lists(st.sampled_from([1.0, 4.0]), max_size=2)),
+            "wake_fails": draw(st.booleans()),
+        }
+        for _ in range(draw(st.integers(5, 15)))
+    ]
+    return n, config, steps
+
+
+@settings(max_examples=100, deadline=None)
+@given(run=runs())
+def test_over_a_run_never_below_min_awake_never_a_node_with_pods_and_failed_wakes_move_on(
+    run,
+) -> None:
+    """The policy driven call after call as the live manager drives it, transitions in flight:
+    a sleep makes the node suspending, then asleep after its suspend time; a wake makes it
+    waking, then awake after its wake time unless the step says the wake fails (it then stays
+    waking until the policy's timeout says so). Over the whole run, no sleep ever takes the
+    awake count below ``min_awake`` or hits a node with pods, and a node whose wake failed is
+    not the one woken next while a sound asleep node would do."""
+    n, config, steps = run
+    policy, memory, now = PowerPolicy(config), None, 0.0
+    views = {f"n{i}": node(f"n{i}") for i in range(n)}
+    failing: set[str] = set()
+    for step in steps:
+        now += step["dt_s"]
+        for i, (name, view) in enumerate(views.items()):
+            ends = view.state_since_s + (view.suspend_time_s or 0.0)
+            if view.state is PowerState.SUSPENDING and now >= ends:
+                view = replace(view, state=PowerState.ASLEEP, state_since_s=ends)
+            ends = view.state_since_s + (view.wake_time_s or 0.0)
+            if view.state is PowerState.WAKING and now >= ends and name not in failing:
+                view = replace(view, state=PowerState.AWAKE, state_since_s=ends, empty_since_s=ends)
+            if view.state is PowerState.AWAKE:
+                pods = step["pods"][i]
+                empty_since = None
+                if not pods:
+                    empty_since = now if view.empty_since_s is None else view.empty_since_s
+                view = replace(view, pod_cores=pods, empty_since_s=empty_since)
+            views[name] = view
+        pending = [pod(f"p{j}", c, now - 60.0) for j, c in enumerate(step["pending"])]
+        plan = policy.decide(fleet(now, list(views.values()), pending), memory)
+        memory = plan.memory
+        awake = sum(v.state is PowerState.AWAKE for v in views.values())
+        slept = [d.node for d in plan.decisions if d.action is Action.SLEEP]
+        assert awake - len(slept) >= min(config.min_awake, awake), "slept below min_awake"
+        failed_now = {d.node for d in plan.decisions if d.action is Action.WAKE_FAILED}
+        sound_asleep = {
+            name
+            for name, v in views.items()
+            if v.state is PowerState.ASLEEP and not v.suspect and name not in failed_now
+        }
+        for d in plan.decisions:
+            view = views[d.node]
+            if d.action is Action.SLEEP:
+                assert view.pod_cores == (), "slept a node with pods"
+                views[d.node] = replace(
+                    view, state=PowerState.SUSPENDING, state_since_s=now, last_sleep_s=now
+                )
+            elif d.action is Action.WAKE_FAILED:
+                views[d.node] = replace(
+                    view,
+                    state=PowerState.ASLEEP,
+                    state_since_s=now,
+                    suspect=True,
+                    failed_wakes=view.failed_wakes + 1,
+                )
+                failing.discard(d.node)
+            elif d.action is Action.SUSPEND_FAILED:
+                views[d.node] = replace(view, state=PowerState.ASLEEP, suspect=True)
+            elif d.action is Action.WAKE:
+                if d.node in failed_now or view.suspect:
+                    assert not sound_asleep, "woke a node whose wake failed, a sound one asleep"
+                sound_asleep.discard(d.node)
+                views[d.node] = replace(
+                    view, state=PowerState.WAKING, state_since_s=now, last_wake_s=now
+                )
+                if step["wake_fails"]:
+                    failing.add(d.node)
