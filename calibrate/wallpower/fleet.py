@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eams.calibrate.calfile import Calibration, load_calibration
+from eams.calibrate.calfile import Calibration
+from eams.calibrate.calfolder import load_calibration_folder
 from eams.calibrate.errors import CalibrationFileError, ModelError
 from eams.calibrate.wallpower.errors import RunMismatchError
 from eams.calibrate.wallpower.nodes import NodeModel
@@ -41,26 +42,19 @@ def load_fleet(directory: Path) -> dict[str, NodeModel]:
     Raises
     ------
     RunMismatchError
-        The directory does not exist, holds no calibration, or two files claim one node.
+        The directory does not exist or holds no calibration.
     CalibrationFileError
-        A file is malformed (naming it and the field), or its model is impossible (P_max
-        below P_idle, negative P_idle), naming the file.
+        A file is malformed (naming it and the field), two files claim one node (naming
+        both), or a model is impossible (P_max below P_idle, negative P_idle), naming the file.
     """
     if not directory.is_dir():
         raise RunMismatchError(f"calibration directory {directory} does not exist")
     fleet: dict[str, NodeModel] = {}
-    for path in sorted(directory.glob("*.json")):
-        if path.name.endswith(".partial.json"):
-            continue
+    for node, (path, calibration) in load_calibration_folder(directory).items():
         try:
-            model = node_model(load_calibration(path), str(path))
+            fleet[node] = node_model(calibration, str(path))
         except ModelError as exc:  # a well-formed file whose line is impossible
             raise CalibrationFileError(f"{path}: {exc}") from exc
-        if model.node in fleet:
-            raise RunMismatchError(
-                f"{path} and {fleet[model.node].source} both calibrate node {model.node}"
-            )
-        fleet[model.node] = model
     if not fleet:
         raise RunMismatchError(f"no calibration file (NODE.json) in {directory}")
     return fleet

@@ -15,16 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eams.calibrate.calfile import Calibration, load_calibration
-from eams.errors import EamsError
+from eams.calibrate.calfile import Calibration
+from eams.calibrate.calfolder import load_calibration_folder
+from eams.calibrate.errors import CalibrationFileError
 from eams.scheduler.power.errors import ManagerConfigError
-
-SKIPPED_SUFFIX = ".partial.json"
-"""Unfinished sweeps ``eams calibrate sweep`` leaves beside the calibrations."""
 
 
 def read_folder(folder: str | Path) -> dict[str, Calibration]:
-    """Node name → calibration, from every ``*.json`` of ``folder`` but ``*.partial.json``.
+    """Node name → calibration, from every calibration file of ``folder``
+    (:func:`eams.calibrate.calfolder.load_calibration_folder`).
 
     Raises
     ------
@@ -32,22 +31,10 @@ def read_folder(folder: str | Path) -> dict[str, Calibration]:
         ``--calibrations``: not a folder, a file that does not load, or a node calibrated by
         two files (names them).
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ManagerConfigError(f"--calibrations {folder}: not a folder")
-    by_node: dict[str, tuple[Path, Calibration]] = {}
-    for path in sorted(p for p in folder.glob("*.json") if not p.name.endswith(SKIPPED_SUFFIX)):
-        try:
-            cal = load_calibration(path)
-        except EamsError as exc:
-            raise ManagerConfigError(f"--calibrations: {exc}") from exc
-        if cal.node in by_node:
-            first = by_node[cal.node][0].name
-            raise ManagerConfigError(
-                f"--calibrations {folder}: {first} and {path.name} both calibrate {cal.node!r}"
-            )
-        by_node[cal.node] = (path, cal)
-    return {node: cal for node, (_, cal) in by_node.items()}
+    try:
+        return {node: cal for node, (_, cal) in load_calibration_folder(folder).items()}
+    except CalibrationFileError as exc:
+        raise ManagerConfigError(f"--calibrations: {exc}") from exc
 
 
 def node_figures(cal: Calibration) -> dict[str, Any]:

@@ -131,7 +131,10 @@ def test_calibration_folder_errors_name_the_file(tmp_path: Path) -> None:
     (tmp_path / "broken.json").unlink()
     copy = (tmp_path / "node-a.json").read_text()
     (tmp_path / "node-a-copy.json").write_text(copy)
-    with pytest.raises(ExtenderConfigError, match="calibrated twice"):
+    with pytest.raises(
+        ExtenderConfigError,
+        match=r"calibrations_dir: .*node-a-copy\.json and node-a\.json both calibrate node .node-a.",
+    ):
         load_calibrations(tmp_path)
 
 

@@ -62,7 +62,9 @@ def test_the_folder_skips_partial_sweeps_and_refuses_a_node_twice(tmp_path: Path
     (tmp_path / "b.partial.json").write_text("{not json")
     assert set(read_folder(tmp_path)) == {"a"}
     save_calibration(load_calibration(tmp_path / "a.json"), tmp_path / "again.json")
-    with pytest.raises(ManagerConfigError, match=r"a\.json and again\.json both calibrate 'a'"):
+    with pytest.raises(
+        ManagerConfigError, match=r"a\.json and again\.json both calibrate node 'a'"
+    ):
         read_folder(tmp_path)
     (tmp_path / "again.json").unlink()
     (tmp_path / "bad.json").write_text("[]")
