@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eams.calibrate.calfile import Calibration
@@ -35,6 +34,7 @@ from eams.calibrate.sweep import ProgressCallback, SweepPlan
 from eams.calibrate.sweeprecord import SweepRecord
 from eams.errors import EamsError
 from eams.validation import describe_validation_error
+from eams.yamlfile import read_yaml
 
 
 class NodeEntry(BaseModel):
@@ -69,12 +69,7 @@ class Inventory(BaseModel):
             Naming the file and field: unreadable, not YAML, a missing or unknown field, a
             node without a meter, or a reference that is not a node.
         """
-        try:
-            raw = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise SweepError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-        except yaml.YAMLError as exc:
-            raise SweepError(f"{path}: not YAML: {exc}") from exc
+        raw = read_yaml(path, SweepError)
         try:
             inventory = cls.model_validate(raw)
         except ValidationError as exc:

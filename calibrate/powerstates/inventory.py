@@ -37,7 +37,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eams.calibrate.powerstates.errors import InventoryError
@@ -45,6 +44,7 @@ from eams.meter.errors import BadMacAddress
 from eams.meter.url import parse_meter_url
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_mac
 from eams.validation import describe_validation_error
+from eams.yamlfile import read_yaml
 
 DEFAULT_GRACE_S = 60.0
 """How long a node may take to shut down before its outlet is cut (s), like Ironic's
@@ -269,10 +269,4 @@ def load_inventory(path: str | Path) -> PowerInventory:
         Unreadable, not YAML, or any bad field (all named in one line).
     """
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"{path}: not YAML: {' '.join(str(exc).split())}") from exc
-    return parse_inventory(data, path.parent, str(path))
+    return parse_inventory(read_yaml(path, InventoryError), path.parent, str(path))

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eams.scheduler.bench.errors import ManifestError
@@ -18,6 +17,7 @@ from eams.scheduler.policies import available
 from eams.scheduler.policies.base import Params
 from eams.scheduler.power.policy import PolicyConfig
 from eams.validation import describe_validation_error
+from eams.yamlfile import read_yaml
 
 
 class _Strict(BaseModel):
@@ -173,12 +173,7 @@ def load_manifest(path: str | Path) -> Manifest:
     ManifestError
         When the file is missing, is not YAML, or a field is invalid (the field path is named).
     """
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ManifestError(f"{path}: cannot read manifest: {exc}") from exc
-    return parse_manifest(data, source=str(path))
+    return parse_manifest(read_yaml(path, ManifestError), source=str(path))
 
 
 def parse_manifest(data: object, source: str = "<manifest>") -> Manifest:

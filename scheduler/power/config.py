@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eams.scheduler.power.errors import ManagerConfigError
 from eams.scheduler.power.manager import ManagerConfig
 from eams.scheduler.power.policy import PolicyConfig
 from eams.validation import describe_validation_error
+from eams.yamlfile import read_yaml
 
 
 class ManageConfig(BaseModel):
@@ -45,12 +45,7 @@ def load_config(path: str | Path | None) -> ManageConfig:
     if path is None:
         return ManageConfig()
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ManagerConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ManagerConfigError(f"{path}: not YAML: {' '.join(str(exc).split())}") from exc
+    data = read_yaml(path, ManagerConfigError)
     if data is None:
         data = {}
     if not isinstance(data, dict):

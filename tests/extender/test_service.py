@@ -133,7 +133,7 @@ def test_calibration_folder_errors_name_the_file(tmp_path: Path) -> None:
     (tmp_path / "node-a-copy.json").write_text(copy)
     with pytest.raises(
         ExtenderConfigError,
-        match=r"calibrations_dir: .*node-a-copy\.json and node-a\.json both calibrate node .node-a.",
+        match=r"calibrations_dir: .*node-a-copy\.json and node-a\.json both calibrate",
     ):
         load_calibrations(tmp_path)
 
