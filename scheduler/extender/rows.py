@@ -72,8 +72,8 @@ class Cleared:
     def scores_for(self, names: list[str]) -> list[int]:
         """Scores of ``names`` in order; 0 for a node that was not valued in the window."""
         index = self.columns.index_of(names)
-        if not index.size:
-            return []
+        if not self.scores.size:  # no node was valued in the window
+            return [0] * index.size
         picked = self.scores[index]
         if index.min() < 0:
             picked = np.where(index >= 0, picked, 0)

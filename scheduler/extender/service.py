@@ -154,6 +154,8 @@ class Extender:
         self.recommendations: deque[dict[str, Any]] = deque(maxlen=settings.recommendations_kept)
         self.watch_health: dict[str, str | None] = {}
         self.on_floor_change: Callable[[], None] | None = None
+        self._candidate_set: tuple[list[str], frozenset[str]] | None = None
+        self._unknown_of: tuple[frozenset[str], int, set[str]] | None = None
         metrics.record_calibrations(calibrations)
 
     @property
@@ -361,7 +363,7 @@ class Extender:
             return [0] * len(names)
         pending = self.batcher.pending(key)
         if pending is not None and pending.candidates is None:
-            self.batcher.submit(replace(pending, candidates=frozenset(names)))
+            self.batcher.submit(replace(pending, candidates=self.candidate_set(names)))
         row = self.batcher.clear_for(key, uid)
         if row is None:
             return None
@@ -407,17 +409,10 @@ class Extender:
     def _clear(self, batch: list[PendingPod]) -> list[Cleared]:
         started = time.perf_counter()
         now_s = self.clock()
-        known = self.nodes.names()
-        named = set().union(*(p.candidates for p in batch if p.candidates)).difference(known)
-        names = known + sorted(named) if named else known
-        m = self.metrics
-        if len(batch) == 1:  # one bidder: its best bid is the clearing (Market.clear_single)
-            row = self.market.clear_single(batch[0], names, now_s, reserve=self.active)
-            m.clearings.inc()
-            m.batch_pods.observe(1)
-            m.clearing_seconds.observe(time.perf_counter() - started)
-            self._after_clearing([row])
-            return [row]
+        names = self.nodes.names()
+        named = self._unknown_candidates(batch)
+        if named:
+            names = names + sorted(named)
         snapshot = self.market.snapshot(batch, names, now_s)
         # On the loop, not in a worker thread: a batch clears in a few ms, while a thread would
         # trade the GIL with the request handlers every switch interval (5 ms) on each of the
@@ -425,6 +420,7 @@ class Extender:
         budget_s = self.settings.clearing_budget_ms / 1e3 - (time.perf_counter() - started)
         clearing, scores = self.market.solve(snapshot, max(0.0, budget_s))
         rows = self.market.apply(snapshot, clearing, scores, now_s, reserve=self.active)
+        m = self.metrics
         m.clearings.inc()
         m.batch_pods.observe(len(batch))
         m.auction_rounds.observe(clearing.rounds)
@@ -436,6 +432,27 @@ class Extender:
         m.prices.update(snapshot.names, clearing.prices)
         self._after_clearing(rows)
         return rows
+
+    def _unknown_candidates(self, batch: list[PendingPod]) -> set[str]:
+        """Candidate nodes of the batch's pods that the node cache does not know (they enter
+        the clearing unvalued). Pods asked about with the same candidate list share one set
+        (:meth:`candidate_set`), so each is compared with the cache once per node change."""
+        unknown: set[str] = set()
+        for pod in batch:
+            if pod.candidates:
+                last = self._unknown_of
+                if last is None or last[0] is not pod.candidates or last[1] != self.nodes.version:
+                    missing = set(pod.candidates - self.nodes.known())
+                    last = self._unknown_of = (pod.candidates, self.nodes.version, missing)
+                unknown |= last[2]
+        return unknown
+
+    def candidate_set(self, names: list[str]) -> frozenset[str]:
+        """``frozenset(names)``, the same object while kube-scheduler sends the same list (the
+        verbs keep one list object while the names repeat)."""
+        if self._candidate_set is None or self._candidate_set[0] is not names:
+            self._candidate_set = (names, frozenset(names))
+        return self._candidate_set[1]
 
     def _after_clearing(self, rows: list[Cleared]) -> None:
         if not self.active:

@@ -41,6 +41,7 @@ class NodeTable:
         self.index: dict[str, int] = {}
         self.samples_version = 0  # counts set_sample calls (cached derived views compare it)
         self._last_key: tuple[str, ...] = ()
+        self._last_names: list[str] | None = None  # the list object last asked for
         self._last_rows = np.zeros(0, dtype=np.int64)
         self.cols = {c: np.full(initial_rows, 0.0 if c in _ZERO else np.nan) for c in COLUMNS}
 
@@ -61,15 +62,20 @@ class NodeTable:
         """(N,) int rows of ``names`` in order (creating unknown ones).
 
         kube-scheduler sends the same candidate list to filter and prioritize, and mostly the
-        same for consecutive pods, so the last answer is kept (rows never move or vanish).
+        same for consecutive pods, so the last answer is kept (rows never move or vanish); the
+        same list object again (``NodeCache.names``) is not even compared.
         """
+        if names is self._last_names:
+            return self._last_rows
         key = tuple(names)
         if key == self._last_key:
+            self._last_names = names
             return self._last_rows
         rows = list(map(self.index.get, names))
         if None in rows:
             rows = [self.row(n) if r is None else r for n, r in zip(names, rows, strict=True)]
         self._last_key, self._last_rows = key, np.array(rows, dtype=np.int64)
+        self._last_names = names
         return self._last_rows
 
     def set_capacity(
