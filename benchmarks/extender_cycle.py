@@ -251,9 +251,12 @@ async def bench_nodes(count: int, args: argparse.Namespace, folder: Path) -> dic
         await asyncio.sleep(args.idle_s)
         idle_share = (_cpu_s(server.process.pid) - idle0_s) / args.idle_s
         ref = await reference(server.port)
+        spies = _py_spy(args.py_spy, count, server.process.pid, args.duration_s)
         load = await run_load(
             api, server, pod_template, names, f"p{count}", args.rate, args.duration_s
         )
+        for spy in spies:
+            await asyncio.to_thread(spy.wait)
         metrics = await asyncio.to_thread(_metrics, server.port)
         saturated = None
         if args.saturate_s > 0:
@@ -272,6 +275,24 @@ async def bench_nodes(count: int, args: argparse.Namespace, folder: Path) -> dic
         "saturated": saturated,
         "metrics": metrics,
     }
+
+
+def _py_spy(folder: Path | None, count: int, pid: int, duration_s: float) -> list[Any]:
+    """py-spy (raw stacks, 250 Hz) on the extender and on this process (the emulated
+    kube-scheduler) for the load run: both sides of a call. Nothing without ``--py-spy``."""
+    import subprocess
+
+    if folder is None:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    runs = []
+    for side, target in (("extender", pid), ("scheduler", os.getpid())):
+        out = folder / f"{side}-{count}.txt"
+        argv = [spy, "record", "-r", "250", "-f", "raw", "-d", f"{duration_s:.0f}"]
+        argv += ["-p", str(target), "-o", str(out)]
+        runs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return runs
 
 
 def _server_share(metrics: dict[str, float], le: str) -> float:
@@ -343,6 +364,12 @@ def main() -> None:
         dest="pin",
         action="store_false",
         help="do not pin the extender to core 0 and this process to core 1",
+    )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        default=None,
+        help="folder for py-spy raw stacks of both sides during the load run",
     )
     parser.add_argument(
         "--extender-arg",

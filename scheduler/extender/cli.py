@@ -209,7 +209,14 @@ def _serve(
     gc.freeze()
     # workers=1 given, so uvicorn does not read WEB_CONCURRENCY itself
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level.lower(), access_log=False, workers=1
+        app,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        access_log=False,
+        workers=1,
+        proxy_headers=False,  # kube-scheduler and the agents call it directly; nothing reads
+        # the client address, and the middleware is one more layer on every call
     )
     stop.server = server = uvicorn.Server(config)
     server.should_exit = stop.requested

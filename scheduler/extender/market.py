@@ -156,6 +156,7 @@ class Market:
         self._columns: Columns | None = None
         self._columns_names: list[str] = []
         self._kept: tuple[list[str], np.ndarray, np.ndarray, list[str]] | None = None
+        self._among_last: tuple[frozenset[str], list[str], np.ndarray | None] | None = None
 
     def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
         """Columns for ``names`` plus the derived ones, each (N,):
@@ -173,8 +174,8 @@ class Market:
         view["fresh_headroom"] = np.where(fresh, view["headroom"], np.nan)
         view["reserved"] = view["reserved_pods"]
         view["valued"] = np.isfinite(view["speed"]) & (view["alloc_cpu_milli"] > 0)
-        free_cpu = np.nan_to_num(view["alloc_cpu_milli"] - view["used_cpu_milli"], nan=0.0)
-        view["slots"] = np.maximum(0, free_cpu // (self.params.cores_per_slot * 1000.0))
+        free_cpu = view["alloc_cpu_milli"] - view["used_cpu_milli"]  # NaN: unknown, 0 slots
+        view["slots"] = np.fmax(free_cpu // (self.params.cores_per_slot * 1000.0), 0.0)
         return view
 
     @staticmethod
@@ -210,8 +211,7 @@ class Market:
             tenant=np.array([tenants[p.tenant] for p in pods], dtype=np.int64),
         )
 
-    @staticmethod
-    def fits(pod: PendingPod, names: list[str], view: dict[str, np.ndarray]) -> np.ndarray:
+    def fits(self, pod: PendingPod, names: list[str], view: dict[str, np.ndarray]) -> np.ndarray:
         """(N,) bool: a candidate (where known) with room for the pod's CPU, memory and one
         more pod (NodeResourcesFit, ``fit.go``); unknown allocatable does not exclude."""
         request = pod.request
@@ -223,9 +223,24 @@ class Market:
         fits = room("alloc_cpu_milli", "used_cpu_milli", request.cpu_milli)
         fits &= room("alloc_memory_bytes", "used_memory_bytes", request.memory_bytes)
         fits &= room("alloc_pods", "used_pods", 1)
-        if pod.candidates is not None and not pod.candidates.issuperset(names):
-            fits &= np.fromiter((n in pod.candidates for n in names), dtype=bool, count=len(names))
+        if pod.candidates is not None:
+            among = self._among(pod.candidates, names)
+            if among is not None:
+                fits &= among
         return fits
+
+    def _among(self, candidates: frozenset[str], names: list[str]) -> np.ndarray | None:
+        """(N,) bool: which of ``names`` are ``candidates``; ``None`` when all are. Kept while
+        both repeat (the same objects: ``Extender.candidate_set``, ``NodeCache.names``), so a
+        clearing does not look up 1,000 names per pod."""
+        last = self._among_last
+        if last is not None and last[0] is candidates and last[1] is names:
+            return last[2]
+        among = None
+        if not candidates.issuperset(names):
+            among = np.fromiter((n in candidates for n in names), dtype=bool, count=len(names))
+        self._among_last = (candidates, names, among)
+        return among
 
     def snapshot(self, pods: list[PendingPod], names: list[str], now_s: float) -> BatchSnapshot:
         """Engine input for a batch over the valued ones of ``names``, its bids included."""

@@ -302,8 +302,9 @@ class Extender:
         self, key: str, uid: str | None, names: list[str]
     ) -> tuple[list[str], set[str]] | None:
         """The names-only filter (kube-scheduler's ``nodeCacheCapable: true`` call) for an
-        announced pod: every candidate once minus the nodes under the floor, and those
-        removed; ``None`` when the pod was not announced (the caller reads it whole).
+        announced pod: ``names`` (each once: the verbs de-duplicate them) minus the nodes
+        under the floor, and those removed; ``None`` when the pod was not announced (the
+        caller reads it whole).
 
         Raises
         ------
@@ -313,9 +314,8 @@ class Extender:
         if not self.announced(key, uid):
             return None
         self.step_aside_if_blind(names)
-        unique = list(dict.fromkeys(names))
-        low = self.kept_off(unique, key)
-        return ([n for n in unique if n not in low] if low else unique), low
+        low = self.kept_off(names, key)
+        return ([n for n in names if n not in low] if low else names), low
 
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         """Answer ``/filter`` for any request shape (see the module docstring).

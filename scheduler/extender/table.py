@@ -43,6 +43,7 @@ class NodeTable:
         self._last_key: tuple[str, ...] = ()
         self._last_names: list[str] | None = None  # the list object last asked for
         self._last_rows = np.zeros(0, dtype=np.int64)
+        self._last_span: slice | None = None  # _last_rows as one run of rows, if it is one
         self.cols = {c: np.full(initial_rows, 0.0 if c in _ZERO else np.nan) for c in COLUMNS}
 
     def row(self, name: str) -> int:
@@ -76,6 +77,9 @@ class NodeTable:
             rows = [self.row(n) if r is None else r for n, r in zip(names, rows, strict=True)]
         self._last_key, self._last_rows = key, np.array(rows, dtype=np.int64)
         self._last_names = names
+        first = rows[0] if rows else 0
+        run = rows == list(range(first, first + len(rows)))
+        self._last_span = slice(first, first + len(rows)) if run else None
         return self._last_rows
 
     def set_capacity(
@@ -125,5 +129,10 @@ class NodeTable:
         self.cols["utilisation"][i] = np.nan if sample.utilisation is None else sample.utilisation
 
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
-        """Every column at ``rows`` (copies)."""
+        """Every column at ``rows``: read-only views when ``rows`` is the last :meth:`rows`
+        answer and one run of rows (the node cache's list, in the order the nodes were
+        learnt: the usual case), else copies. Callers never write into them."""
+        if rows is self._last_rows and self._last_span is not None:
+            span = self._last_span
+            return {c: a[span] for c, a in self.cols.items()}
         return {c: a[rows] for c, a in self.cols.items()}
