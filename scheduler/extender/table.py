@@ -72,9 +72,8 @@ class NodeTable:
         if key == self._last_key:
             self._last_names = names
             return self._last_rows
-        rows = list(map(self.index.get, names))
-        if None in rows:
-            rows = [self.row(n) if r is None else r for n, r in zip(names, rows, strict=True)]
+        found = list(map(self.index.get, names))
+        rows = [self.row(n) if r is None else r for n, r in zip(names, found, strict=True)]
         self._last_key, self._last_rows = key, np.array(rows, dtype=np.int64)
         self._last_names = names
         first = rows[0] if rows else 0
