@@ -16,6 +16,7 @@ route                      body / answer                                        
 ``GET /readyz``            ``{"ready": bool, "missing": [...]}``                     200 503
 ``GET /metrics``           Prometheus text (``eams_extender_*``)                     200
 ``GET /recommendations``   recorded shadow-mode recommendations, newest last         200
+``GET /decisions``         the decision record (``--record``): ``?pod=`` or ``?node=``  200 400 503
 =========================  ======================================================  ==========
 
 The two verbs on kube-scheduler's critical path are answered by ``verbs.py`` straight from the
@@ -55,6 +56,7 @@ from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.telemetry import parse_telemetry_body
 from eams.scheduler.extender.verbs import JSON, Verbs
+from eams.scheduler.record.route import decisions_router
 from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,7 @@ KNOWN_PATHS = frozenset(
         "/readyz",
         "/metrics",
         "/recommendations",
+        "/decisions",
     )
 )
 
@@ -236,11 +239,11 @@ def _list_items(body: bytes) -> list[Any]:
     return parsed.items
 
 
-def _pod_list(body: bytes) -> list[PodObject]:
-    """The pods of a ``v1.PodList`` body, every one validated before any is used (a bad one
+def _pods(items: list[Any]) -> list[PodObject]:
+    """The pods of a ``v1.PodList``'s items, every one validated before any is used (a bad one
     names its index)."""
     pods = []
-    for i, item in enumerate(_list_items(body)):
+    for i, item in enumerate(items):
         try:
             pods.append(PodObject.model_validate(item))
         except ValidationError as exc:
@@ -292,6 +295,8 @@ def create_app(
                 stop()
             if extender.batcher is not None:
                 await extender.batcher.close()
+            if extender.decisions is not None:
+                extender.decisions.close()
 
     app = ExtenderApp(
         title="EAMS kube-scheduler extender", lifespan=lifespan, docs_url=None, redoc_url=None
@@ -319,11 +324,15 @@ def create_app(
     @app.post("/pending")
     async def pending(request: Request) -> Response:
         try:
-            pods = await _decode(_pod_list, await read_body(request, limit))
+            items = await _decode(_list_items, await read_body(request, limit))
+            pods = _pods(items)
             for i, pod in enumerate(pods):
                 extender.observe_pod(pod, f"items[{i}]")
         except (BadRequest, PayloadTooLarge) as exc:
             return _error(metrics, "/pending", exc)
+        if extender.decisions is not None:  # the pod watch's twin: bound pods join the record
+            for item in items:
+                extender.decisions.observe({"type": "ADDED", "object": item})
         return _json({"accepted": len(pods)}, 202)
 
     @app.get("/healthz")
@@ -343,6 +352,8 @@ def create_app(
     async def recommendations() -> Response:
         return _json(list(extender.recommendations))
 
+    if extender.decisions is not None:
+        app.include_router(decisions_router(extender.decisions.folder))
     verbs = Verbs(extender, metrics)
     app.add_middleware(_Guard, metrics=metrics, verbs=verbs, limit=limit)
     app.front = _Guard(app.router, metrics, verbs, limit)  # its app is never reached: hot only

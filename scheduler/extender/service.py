@@ -35,6 +35,7 @@ from pydantic_core import from_json
 from eams.calibrate.calfile import Calibration
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
+from eams.scheduler.extender.decisions import Decisions
 from eams.scheduler.extender.errors import BadRequest, StepAside
 from eams.scheduler.extender.floor import HeadroomFloor
 from eams.scheduler.extender.herding import HerdGuard
@@ -154,6 +155,18 @@ class Extender:
         self.recommendations: deque[dict[str, Any]] = deque(maxlen=settings.recommendations_kept)
         self.watch_health: dict[str, str | None] = {}
         self.on_floor_change: Callable[[], None] | None = None
+        self.decisions = (
+            Decisions(
+                settings.record,
+                metrics.registry,
+                settings.mode,
+                settings.scheduler_name,
+                self.market.params,
+                clock,
+            )
+            if settings.record is not None
+            else None
+        )
         self._candidate_set: tuple[list[str], frozenset[str]] | None = None
         self._unknown_of: tuple[frozenset[str], int, set[str]] | None = None
         metrics.record_calibrations(calibrations)
@@ -359,12 +372,12 @@ class Extender:
         if self.batcher is None or not self.announced(key, uid):
             return None  # the pod must be read (and checked) whole first
         self.step_aside_if_blind(names)
-        if not self.active:
-            return [0] * len(names)
         pending = self.batcher.pending(key)
         if pending is not None and pending.candidates is None:
             self.batcher.submit(replace(pending, candidates=self.candidate_set(names)))
-        row = self.batcher.clear_for(key, uid)
+        row = self.batcher.clear_for(key, uid)  # shadow too: its record is the decision
+        if not self.active:
+            return [0] * len(names)
         if row is None:
             return None
         self.metrics.recommendations.labels("active").inc()
@@ -375,8 +388,9 @@ class Extender:
         in request order.
 
         Active: the cleared node gets 10 (the pod's batch is cleared now if it was not yet), or
-        without a clearing the single-pod bid scores. Shadow: every score is 0 at once; the
-        recommendation is recorded when the pod's batch clears.
+        without a clearing the single-pod bid scores. Shadow: the batch is cleared now as
+        well (its recommendation and record are what active would have done) and every score
+        is 0.
 
         Raises
         ------
@@ -391,10 +405,9 @@ class Extender:
         row = None
         if self.batcher is not None:
             self.batcher.submit(pod)
-            if self.active:
-                row = self.batcher.clear_for(pod.key, pod.uid)
-                if row is None:
-                    self.metrics.fallbacks.labels("no_row").inc()
+            row = self.batcher.clear_for(pod.key, pod.uid)  # shadow too (see above)
+            if row is None and self.active:
+                self.metrics.fallbacks.labels("no_row").inc()
         if not self.active:
             return names, [0] * len(names)
         if row is not None:
@@ -430,6 +443,8 @@ class Extender:
         elif clearing.fell_back:
             m.fallbacks.labels("greedy").inc()
         m.prices.update(snapshot.names, clearing.prices)
+        if self.decisions is not None:
+            self.decisions.cleared(snapshot, clearing, scores, self.floor.below, now_s)
         self._after_clearing(rows)
         return rows
 
