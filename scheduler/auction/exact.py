@@ -244,7 +244,7 @@ def few(
     :func:`transport` does: no pod gains more than its profit anywhere and every node with a
     free slot costs 0. (Minimal prices of the restricted problem give each pod its greatest
     profit among its optimal duals, and some full optimal dual prices the empty nodes off U at
-    0, so the certificate holds up to rounding.) At 2–8 pods × 1,000 nodes this costs a few
+    0, so the certificate holds up to rounding.) At 2–32 pods × 1,000 nodes this costs a few
     row maxima and one tiny assignment, where the matching pays its warm start and a flow.
 
     Parameters

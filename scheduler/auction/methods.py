@@ -41,8 +41,9 @@ from eams.scheduler.errors import AuctionInputError
 # 48 vs 27 ms)
 DENSE_WORK = 4_000_000
 # pods up to which each pod's J best nodes + one tiny assignment beat every other single-slot
-# method (measured here at 1,000 nodes; scheduler/auction/README.md, the table's cost column)
-FEW_PODS = 8
+# method (measured here at 1,000 nodes × 4 slots, 5 % filtered: 16 pods 0.53 vs matching
+# 1.06 ms, 32 pods 1.29 vs 1.39 ms, 64 pods 8.5 vs 8.1 ms; scheduler/auction/README.md)
+FEW_PODS = 32
 QUICK_ROUNDS = 20  # auction rounds tried on exactly rank-one bids before the matching
 POLISH_ROUNDS = 10  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
 # certified gap (share of the value) above which the polish runs: below 2 % it never won on

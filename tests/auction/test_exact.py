@@ -97,7 +97,7 @@ def test_a_large_cold_start_is_cleared_exactly() -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("n_pods", [1, 2, 3, 8])
+@pytest.mark.parametrize("n_pods", [1, 2, 3, 8, 32])
 def test_a_few_pods_clear_on_their_short_lists_at_the_optimum(seed: int, n_pods: int) -> None:
     """``short_lists`` (each pod's J best nodes, one dense assignment, certified on all N) hits
     the optimum of the full problem and its prices are 0-CS duals on every node, with a

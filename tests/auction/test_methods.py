@@ -60,7 +60,7 @@ def test_every_method_is_selectable_by_name(method: Method) -> None:
     ("batch", "warm", "expected"),
     [
         ({"n_pods": 5, "mask": 0.3}, True, Method.SHORT_LISTS),  # a few single-slot pods
-        ({"n_pods": 8}, False, Method.SHORT_LISTS),
+        ({"n_pods": 32}, False, Method.SHORT_LISTS),
         ({"n_pods": 150}, True, Method.RANK_ONE),  # unfiltered rank-one bids
         ({"n_pods": 40, "mask": 0.3}, False, Method.LINEAR_SUM_ASSIGNMENT),  # small and cold
         ({"n_pods": 150, "mask": 0.3}, True, Method.MATCHING),  # filtered: no quick try
