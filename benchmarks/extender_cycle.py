@@ -230,6 +230,8 @@ async def bench_nodes(
     server.argv += ["--watch", *args.extender_arg]
     if record:  # the decision record on (issue 19), rotated at its defaults
         server.argv += ["--record", str(folder / f"record-{count}" / "decisions.jsonl")]
+        if not args.annotate:
+            server.argv.append("--no-annotate")
     server.start_timeout_s = 120.0
     try:
         await asyncio.to_thread(server.start)
@@ -323,7 +325,12 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
     ok = load["latency_ms"][1] <= AR2_P99_S * 1e3 and load["errors"] == 0 and not load["unbound"]
     cycle, latency = load["cycle_ms"], load["latency_ms"]
     written = m.get('eams_record_written_total{kind="placement"}')
-    record = "record off" if not result["record"] else f"record on ({written or 0:.0f} placements)"
+    patched = m.get('eams_extender_annotation_patches_total{outcome="ok"}')
+    record = (
+        "record off"
+        if not result["record"]
+        else f"record on ({written or 0:.0f} placements, {patched or 0:.0f} pods annotated)"
+    )
     lines = [
         f"{result['nodes']} nodes, {args.rate:g} pods/s offered for {args.duration_s:g} s,"
         f" {record}",
@@ -379,6 +386,12 @@ def main() -> None:
         default="off",
         help="the extender's decision record (--record): off, on, or both (off then on, "
         "each node count, in the same run)",
+    )
+    parser.add_argument(
+        "--no-annotate",
+        dest="annotate",
+        action="store_false",
+        help="with the record on: no eams.io annotation patch per bound pod",
     )
     parser.add_argument(
         "--py-spy",

@@ -166,6 +166,13 @@ class _Stop:
     default=None,
     help="Bound on the record's files together; the oldest go first [default: 1 GiB].",
 )
+@click.option(
+    "--annotate/--no-annotate",
+    default=True,
+    show_default=True,
+    help="With --record and --watch: write the eams.io/* annotations (cleared node, price, "
+    "...) onto each decided pod once it is bound, in both modes.",
+)
 @log_level_option("Log level of the server (uvicorn).")
 @click.option(
     "--workers",
@@ -186,6 +193,7 @@ def serve(
     record_max_file_bytes: int | None,
     record_max_file_age_s: float | None,
     record_max_total_bytes: int | None,
+    annotate: bool,
     log_level: str,
     workers: int,  # only 1 gets here: its type refuses more
 ) -> None:
@@ -220,6 +228,7 @@ def serve(
                     record_max_file_age_s,
                     record_max_total_bytes,
                 ),
+                annotate=annotate,
             ),
             host,
             port,

@@ -94,6 +94,9 @@ class Decisions:
         The engine's (the gate σ(k(ĥ − h0)) and AR-6's staleness limit of each record).
     clock : callable
         Epoch seconds.
+    annotate : bool
+        Send the ``eams.io/*`` annotations of each bound pod (one API write per pod: ≈ 1.3 ms
+        of the extender's CPU through the kubernetes client, measured here).
 
     Attributes
     ----------
@@ -114,7 +117,9 @@ class Decisions:
         scheduler_name: str,
         params: AuctionParams,
         clock: Callable[[], float],
+        annotate: bool = True,
     ) -> None:
+        self.annotate = annotate
         self.mode = "active" if mode == "active" else "shadow"
         self.params = params
         self.folder = settings.folder
@@ -125,7 +130,7 @@ class Decisions:
             self.metrics,
             clock=clock,
             scheduler_names={scheduler_name},
-            on_bound=self._bound,
+            on_bound=self._bound if annotate else None,
         )
         self.patch_pod: PodPatcher | None = None
         self.annotations = Counter(

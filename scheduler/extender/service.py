@@ -163,6 +163,7 @@ class Extender:
                 settings.scheduler_name,
                 self.market.params,
                 clock,
+                settings.annotate,
             )
             if settings.record is not None
             else None

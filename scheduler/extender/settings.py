@@ -66,6 +66,8 @@ class Settings:
         ``spec.schedulerName`` of the pods this extender batches (the k3s profile's name).
     record : WriterSettings or None
         Where the decision record goes (``--record``, ``decisions.py``); ``None``: no record.
+    annotate : bool
+        With a record: write the ``eams.io/*`` annotations onto each decided pod once bound.
     """
 
     mode: Mode = "shadow"
@@ -86,6 +88,7 @@ class Settings:
     recommendations_kept: int = 1000
     scheduler_name: str = "eams-scheduler"
     record: WriterSettings | None = None
+    annotate: bool = True
 
     def auction_params(self) -> AuctionParams:
         """Engine parameters from these settings (slot size, staleness); the rest default."""

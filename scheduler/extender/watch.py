@@ -547,7 +547,11 @@ class ClusterWatch:
         response = self.core.patch_namespaced_pod(
             name, namespace, patch, _content_type=PATCH_CONTENT_TYPE, _preload_content=False
         )
-        response.release_conn()
+        try:
+            response.data  # noqa: B018 - read the answer whole (not decoded), so the pooled
+            # connection is clean for the next call (an unread body would be read as its status)
+        finally:
+            response.release_conn()
 
     def _annotated(self, key: str, future: asyncio.Future[None]) -> None:
         decisions = self.extender.decisions
