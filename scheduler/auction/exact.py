@@ -171,8 +171,7 @@ def transport(
         on = flow.units > 0
         assign = np.full(n_pods, -1, dtype=np.int64)
         assign[pod[on]] = node[on]
-        used = np.bincount(node[on], minlength=n_nodes)
-        if (prices[used < capacity] > tol).any():
+        if _free_slot_priced(assign, prices, capacity, tol):
             return None
         profit = np.zeros(n_pods)
         profit[pod[on]] = flow.gain[on] - prices[node[on]]
@@ -198,9 +197,7 @@ def dense(
 
     Parameters
     ----------
-    values : (J, N) float, > 0 where allowed, −inf where not (nor where the pod's slots do
-        not fit: :func:`.inputs.allowed`); with J = 1 the pod may take several slots, since
-        its best allowed node is then the optimum
+    values : (J, N) float, > 0 where allowed, −inf where not
     capacity : (N,) int ≥ 0
     v_max : float > 0
 
@@ -209,24 +206,36 @@ def dense(
     (assignment, prices) or None
         As :func:`transport` (0-CS prices); ``None`` if rounding breaks the certificate.
     """
-    n_pods, n_nodes = values.shape
-    expanded = np.repeat(np.where(np.isfinite(values), values, 0.0), capacity, axis=1)
-    rows, cols = linear_sum_assignment(expanded, maximize=True)
-    slot_node = np.repeat(np.arange(n_nodes), capacity)
-    assign = np.full(n_pods, -1, dtype=np.int64)
-    taken = expanded[rows, cols] > 0  # a disallowed pair (worth 0) is staying out
-    assign[rows[taken]] = slot_node[cols[taken]]
+    n_nodes = values.shape[1]
+    assign = _slot_assignment(values, capacity)
     pod, node = np.nonzero(np.isfinite(values))
     placed = (assign[pod] == node).astype(np.int64)
     flow = Flow(pod, node, values[pod, node], placed, (assign < 0).astype(np.int64))
     tol = TOL_REL * v_max
     prices = min_prices(flow, n_nodes, tol)
-    if prices is None:
-        return None
-    used = np.bincount(assign[assign >= 0], minlength=n_nodes)
-    if (prices[used < capacity] > tol).any():
+    if prices is None or _free_slot_priced(assign, prices, capacity, tol):
         return None
     return assign, prices
+
+
+def _slot_assignment(values: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """(J,) node of each pod, −1 out: scipy's ``linear_sum_assignment`` on the values
+    expanded to one column per free slot (a pair worth 0 or not finite is staying out)."""
+    expanded = np.repeat(np.where(np.isfinite(values), values, 0.0), capacity, axis=1)
+    rows, cols = linear_sum_assignment(expanded, maximize=True)
+    assign = np.full(values.shape[0], -1, dtype=np.int64)
+    taken = expanded[rows, cols] > 0
+    assign[rows[taken]] = np.repeat(np.arange(values.shape[1]), capacity)[cols[taken]]
+    return assign
+
+
+def _free_slot_priced(
+    assign: np.ndarray, prices: np.ndarray, capacity: np.ndarray, tol: float
+) -> bool:
+    """Whether a node with a free slot has a price above ``tol`` (the prices then certify
+    nothing: complementary slackness needs such a node at 0)."""
+    used = np.bincount(assign[assign >= 0], minlength=capacity.size)
+    return bool((prices[used < capacity] > tol).any())
 
 
 def few(
@@ -252,13 +261,13 @@ def few(
     values : (J, N) float, > 0 where allowed, −inf where not (nor where the pod's slots do
         not fit: :func:`.inputs.allowed`); with J = 1 the pod may take several slots, since
         its best allowed node is then the optimum
-    capacity : (N,) int ≥ 0
-    v_max : float > 0
+    capacity, v_max
+        As :func:`dense`.
 
     Returns
     -------
     (assignment, prices) or None
-        As :func:`transport` (0-CS prices); ``None`` if rounding breaks the certificate.
+        As :func:`dense`.
     """
     n_pods, n_nodes = values.shape
     if n_pods == 1:  # one bidder: its best node, every price 0 (dual value = its value)
@@ -268,13 +277,9 @@ def few(
     pod, node = _edges(values, ranked(values.copy(), max(1, placeable)))
     listed, column = np.unique(node, return_inverse=True)
     offered = np.minimum(capacity[listed], placeable)
-    restricted = np.zeros((n_pods, listed.size))
+    restricted = np.zeros((n_pods, listed.size))  # a pair not listed (worth 0) stays out
     restricted[pod, column] = values[pod, node]
-    expanded = np.repeat(restricted, offered, axis=1)
-    rows, cols = linear_sum_assignment(expanded, maximize=True)
-    taken = expanded[rows, cols] > 0  # a pair not listed (worth 0) is staying out
-    on_list = np.full(n_pods, -1, dtype=np.int64)
-    on_list[rows[taken]] = np.repeat(np.arange(listed.size), offered)[cols[taken]]
+    on_list = _slot_assignment(restricted, offered)
     placed = (on_list[pod] == column).astype(np.int64)
     flow = Flow(pod, column, values[pod, node], placed, (on_list < 0).astype(np.int64))
     listed_prices = min_prices(flow, listed.size, tol)
@@ -283,10 +288,9 @@ def few(
     prices = np.zeros(n_nodes)
     prices[listed] = listed_prices
     assign = np.where(on_list >= 0, listed[np.maximum(on_list, 0)], -1)
-    on = np.flatnonzero(assign >= 0)
-    used = np.bincount(assign[on], minlength=n_nodes)
-    if (prices[used < capacity] > tol).any():
+    if _free_slot_priced(assign, prices, capacity, tol):
         return None
+    on = np.flatnonzero(assign >= 0)
     profit = np.zeros(n_pods)
     profit[on] = values[on, assign[on]] - prices[assign[on]]
     gain = net_values(values, np.ones(n_pods, dtype=np.int64), prices).max(axis=1, initial=0.0)

@@ -199,17 +199,22 @@ def _rank_one(b: Batch) -> Clearing | None:
 def _short_lists(b: Batch) -> Clearing | None:
     """:func:`.exact.few`; gives up if rounding breaks its certificate or the budget is
     spent."""
-    solved = None if b.deadline.expired() else few(b.values, b.capacity, b.v_max)
-    if solved is None:
-        return None
-    assignment, prices = solved
-    return _exact(b, assignment, prices, passes=1)
+    return _one_pass(b, few)
 
 
 def _dense(b: Batch) -> Clearing | None:
     """:func:`.exact.dense`; gives up if rounding breaks its certificate or the budget is
     spent."""
-    solved = None if b.deadline.expired() else dense(b.values, b.capacity, b.v_max)
+    return _one_pass(b, dense)
+
+
+def _one_pass(
+    b: Batch,
+    solver: Callable[[np.ndarray, np.ndarray, float], tuple[np.ndarray, np.ndarray] | None],
+) -> Clearing | None:
+    """An exact one-pass solver's clearing, or ``None`` when it gives up or the budget is
+    spent."""
+    solved = None if b.deadline.expired() else solver(b.values, b.capacity, b.v_max)
     if solved is None:
         return None
     assignment, prices = solved

@@ -151,29 +151,20 @@ class Decisions:
         """Record a cleared batch: built once the loop is free (after the answer that
         cleared it is written), at once when no loop runs. ``below_floor(at_s)`` names the
         nodes under the headroom floor (``HeadroomFloor.below``), asked then too."""
-        try:
-            asyncio.get_running_loop().call_soon(
-                self._write, snapshot, clearing, scores, below_floor, at_s
-            )
-        except RuntimeError:  # no running loop (a direct call)
-            self._write(snapshot, clearing, scores, below_floor, at_s)
 
-    def _write(
-        self,
-        snapshot: BatchSnapshot,
-        clearing: Clearing,
-        scores: np.ndarray,
-        below_floor: Callable[[float], set[str]],
-        at_s: float,
-    ) -> None:
+        def write() -> None:
+            try:
+                records = self.placements(snapshot, clearing, scores, below_floor(at_s), at_s)
+            except Exception:  # the record must never take the extender down
+                log.exception("placement records of %d pods not built", len(snapshot.pods))
+                return
+            self.recorder.submit_all(records)
+            self.outcomes.decided(records)
+
         try:
-            below = below_floor(at_s)
-            records = self.placements(snapshot, clearing, scores, below, at_s)
-        except Exception:  # the record must never take the extender down
-            log.exception("building the placement records of %d pods failed", len(snapshot.pods))
-            return
-        self.recorder.submit_all(records)
-        self.outcomes.decided(records)
+            asyncio.get_running_loop().call_soon(write)
+        except RuntimeError:  # no running loop (a direct call)
+            write()
 
     def placements(
         self,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ NAMES = ["node-a", "node-b", "node-c"]
 pytestmark = pytest.mark.anyio
 
 
-async def _until(check: Any, timeout_s: float = 20.0) -> Any:
+async def _until(check: Any, timeout_s: float = 45.0) -> Any:
     deadline = time.monotonic() + timeout_s
     while True:
         value = await check()
@@ -40,13 +39,15 @@ async def _until(check: Any, timeout_s: float = 20.0) -> Any:
         await asyncio.sleep(0.05)
 
 
-async def _serve(tmp_path: Path, mode: str, api: FakeApiServer) -> ExtenderServer:
+async def _serve(
+    tmp_path: Path, mode: str, api: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> ExtenderServer:
     cal = tmp_path / "cal"
     cal.mkdir()
     for i, name in enumerate(NAMES):
         write_calibration(cal, name, 40.0 + 10 * i, 150.0 + 20 * i)
         api.put("nodes", node_object(name, cpu="4"))
-    os.environ["KUBECONFIG"] = str(api.kubeconfig(tmp_path / "kubeconfig"))
+    monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig(tmp_path / "kubeconfig")))
     server = ExtenderServer(tmp_path / "extender.log", mode=mode, calibrations_dir=cal)
     server.argv += ["--watch", "--record", str(tmp_path / "record" / "decisions.jsonl")]
     server.argv += ["--record-max-file-bytes", "65536"]
@@ -63,11 +64,11 @@ def _metric(text: str, name: str) -> float | None:
 
 @pytest.mark.parametrize("mode", ["active", "shadow"])
 async def test_every_decision_is_on_record_with_its_outcome_and_annotations(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api = FakeApiServer()
     await api.serve()
-    server = await _serve(tmp_path, mode, api)
+    server = await _serve(tmp_path, mode, api, monkeypatch)
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
             headroom = {"node-a": 0.6, "node-b": 0.02, "node-c": 0.4}  # node-b under the floor
