@@ -19,7 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
+from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.record import read_records
+from eams.scheduler.record.errors import RecordConfigError
 from eams.scheduler.record.reader import Query
 from tests.extender.apiserver import FakeApiServer
 from tests.extender.conftest import args_names, node_object, pod_object, sample, write_calibration
@@ -201,3 +203,14 @@ async def test_the_record_on_the_http_twin_in_shadow_mode_without_an_api_server(
     assert bad.status_code == 400
     assert _metric(metrics, 'eams_extender_annotation_patches_total{outcome="no_api"}') == 1.0
     assert (tmp_path / "rec" / "decisions.jsonl").exists()
+
+
+def test_record_path_is_a_file_of_its_prefix_or_a_folder(tmp_path: Path) -> None:
+    named = record_settings(tmp_path / "placements.jsonl", max_file_age_s=60.0)
+    assert (named.folder, named.prefix, named.max_file_age_s) == (tmp_path, "placements", 60.0)
+    folder = record_settings(tmp_path / "rec")
+    assert (folder.folder, folder.prefix) == (tmp_path / "rec", "decisions")
+    with pytest.raises(RecordConfigError, match="max_total_bytes"):
+        record_settings(tmp_path / "rec", max_file_bytes=4096, max_total_bytes=5000)
+    with pytest.raises(RecordConfigError, match="prefix 'bad-name'"):
+        record_settings(tmp_path / "bad-name.jsonl")
