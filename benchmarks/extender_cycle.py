@@ -204,13 +204,15 @@ def _metrics(port: int) -> dict[str, float]:
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
     series = {}
     for line in text.splitlines():
-        if line.startswith("eams_extender_"):
+        if line.startswith(("eams_extender_", "eams_record_")):
             name, _, value = line.rpartition(" ")
             series[name] = float(value)
     return series
 
 
-async def bench_nodes(count: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+async def bench_nodes(
+    count: int, args: argparse.Namespace, folder: Path, record: bool = False
+) -> dict[str, Any]:
     node_template, pod_template = real_objects()
     nodes = make_nodes(node_template, count)
     names = [n["metadata"]["name"] for n in nodes]
@@ -219,13 +221,17 @@ async def bench_nodes(count: int, args: argparse.Namespace, folder: Path) -> dic
     for node in nodes:
         api.put("nodes", node)
     cal = folder / f"cal-{count}"
-    cal.mkdir()
+    cal.mkdir(parents=True)
     for i, name in enumerate(names):
         write_calibration(cal, name, 40.0 + i % 5 * 10, 150.0 + i % 11 * 15, 0.8 + i % 3 * 0.2)
     os.environ["KUBECONFIG"] = str(api.kubeconfig(folder / f"kubeconfig-{count}"))
     log = folder / f"extender-{count}.log"
     server = ExtenderServer(log, mode="active", calibrations_dir=cal, window_ms=args.window_ms)
     server.argv += ["--watch", *args.extender_arg]
+    if record:  # the decision record on (issue 19), rotated at its defaults
+        server.argv += ["--record", str(folder / f"record-{count}" / "decisions.jsonl")]
+        if not args.annotate:
+            server.argv.append("--no-annotate")
     server.start_timeout_s = 120.0
     try:
         await asyncio.to_thread(server.start)
@@ -251,9 +257,12 @@ async def bench_nodes(count: int, args: argparse.Namespace, folder: Path) -> dic
         await asyncio.sleep(args.idle_s)
         idle_share = (_cpu_s(server.process.pid) - idle0_s) / args.idle_s
         ref = await reference(server.port)
+        spies = _py_spy(args.py_spy, count, server.process.pid, args.duration_s)
         load = await run_load(
             api, server, pod_template, names, f"p{count}", args.rate, args.duration_s
         )
+        for spy in spies:
+            await asyncio.to_thread(spy.wait)
         metrics = await asyncio.to_thread(_metrics, server.port)
         saturated = None
         if args.saturate_s > 0:
@@ -266,12 +275,31 @@ async def bench_nodes(count: int, args: argparse.Namespace, folder: Path) -> dic
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
     return {
         "nodes": count,
+        "record": record,
         "ref": ref,
         "idle_share": idle_share,
         "load": load,
         "saturated": saturated,
         "metrics": metrics,
     }
+
+
+def _py_spy(folder: Path | None, count: int, pid: int, duration_s: float) -> list[Any]:
+    """py-spy (raw stacks, 250 Hz) on the extender and on this process (the emulated
+    kube-scheduler) for the load run: both sides of a call. Nothing without ``--py-spy``."""
+    import subprocess
+
+    if folder is None:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    runs = []
+    for side, target in (("extender", pid), ("scheduler", os.getpid())):
+        out = folder / f"{side}-{count}.txt"
+        argv = [spy, "record", "-r", "250", "-f", "raw", "-d", f"{duration_s:.0f}"]
+        argv += ["-p", str(target), "-o", str(out)]
+        runs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return runs
 
 
 def _server_share(metrics: dict[str, float], le: str) -> float:
@@ -296,8 +324,16 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
     pods = m.get("eams_extender_batch_pods_sum", 0.0)
     ok = load["latency_ms"][1] <= AR2_P99_S * 1e3 and load["errors"] == 0 and not load["unbound"]
     cycle, latency = load["cycle_ms"], load["latency_ms"]
+    written = m.get('eams_record_written_total{kind="placement"}')
+    patched = m.get('eams_extender_annotation_patches_total{outcome="ok"}')
+    record = (
+        "record off"
+        if not result["record"]
+        else f"record on ({written or 0:.0f} placements, {patched or 0:.0f} pods annotated)"
+    )
     lines = [
-        f"{result['nodes']} nodes, {args.rate:g} pods/s offered for {args.duration_s:g} s",
+        f"{result['nodes']} nodes, {args.rate:g} pods/s offered for {args.duration_s:g} s,"
+        f" {record}",
         f"  pods created / errors / unbound : {load['created']} / {load['errors']}"
         f" / {load['unbound']}",
         *(f"    error: {kind}" for kind in load["error_kinds"]),
@@ -345,6 +381,25 @@ def main() -> None:
         help="do not pin the extender to core 0 and this process to core 1",
     )
     parser.add_argument(
+        "--record",
+        choices=["off", "on", "both"],
+        default="off",
+        help="the extender's decision record (--record): off, on, or both (off then on, "
+        "each node count, in the same run)",
+    )
+    parser.add_argument(
+        "--no-annotate",
+        dest="annotate",
+        action="store_false",
+        help="with the record on: no eams.io annotation patch per bound pod",
+    )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        default=None,
+        help="folder for py-spy raw stacks of both sides during the load run",
+    )
+    parser.add_argument(
         "--extender-arg",
         action="append",
         default=[],
@@ -353,10 +408,12 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
+        records = {"off": [False], "on": [True], "both": [False, True]}[args.record]
         for count in (int(c) for c in args.nodes.split(",")):
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                result = runner.run(bench_nodes(count, args, Path(tmp)))
-            report(result, args)
+            for record in records:
+                with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                    result = runner.run(bench_nodes(count, args, Path(tmp) / str(record), record))
+                report(result, args)
     print(f"\nload average after: {os.getloadavg()}")
 
 

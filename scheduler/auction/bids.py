@@ -70,7 +70,7 @@ def headroom_estimate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
     """
     h, age = nodes.headroom, nodes.age_s
     unknown = np.isnan(h) | np.isnan(age)
-    stale_s = np.maximum(0.0, np.nan_to_num(age) - params.stale_after_s)
+    stale_s = np.fmax(age - params.stale_after_s, 0.0)  # NaN age: 0 (fmax skips NaN)
     fresh = h - params.kappa * stale_s
     return np.where(unknown, np.fmin(h, params.unknown_headroom), fresh)
 
@@ -114,13 +114,12 @@ def bid_values(
     # (This holds while ΔE is proportional to the runtime: a one-off wake energy, power states,
     # needs the delta_e_j path.)
     model = energy_model(nodes)
-    sizes = np.unique(pods.slots)
-    if sizes.size == 1:
-        c = float(sizes[0]) * params.cores_per_slot
+    if len(pods) and (pods.slots == pods.slots[0]).all():  # one size (a batch of one)
+        c = float(pods.slots[0]) * params.cores_per_slot
         per_node = c * nodes.speed * gate_n / model.added_power_w(c, nodes.empty)
         return np.multiply.outer(pods.priority, per_node)
     values = np.empty((len(pods), len(nodes)))
-    for size in sizes:
+    for size in np.unique(pods.slots):
         rows = pods.slots == size
         c = float(size) * params.cores_per_slot
         per_node = c * nodes.speed * gate_n / model.added_power_w(c, nodes.empty)

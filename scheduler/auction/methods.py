@@ -30,7 +30,7 @@ from eams.scheduler.auction.budget import NO_DEADLINE, Deadline
 from eams.scheduler.auction.bundles import relax_round_repair
 from eams.scheduler.auction.dual import certified_gap
 from eams.scheduler.auction.epsauction import epsilon_auction
-from eams.scheduler.auction.exact import dense, transport
+from eams.scheduler.auction.exact import dense, few, transport
 from eams.scheduler.auction.inputs import allowed
 from eams.scheduler.auction.model import AuctionParams, Clearing, Method
 from eams.scheduler.auction.warmstart import rank_one_prices
@@ -40,6 +40,10 @@ from eams.scheduler.errors import AuctionInputError
 # (measured here: at 100 × 100 × 4 = 4·10⁶ both ~6–7 ms; 40 × 60 × 3: 1.0 vs 1.4 ms; 200 × 200 × 4:
 # 48 vs 27 ms)
 DENSE_WORK = 4_000_000
+# pods up to which each pod's J best nodes + one tiny assignment beat every other single-slot
+# method (measured here at 1,000 nodes × 4 slots, 5 % filtered: 16 pods 0.53 vs matching
+# 1.06 ms, 32 pods 1.29 vs 1.39 ms, 64 pods 8.5 vs 8.1 ms; scheduler/auction/README.md)
+FEW_PODS = 32
 QUICK_ROUNDS = 20  # auction rounds tried on exactly rank-one bids before the matching
 POLISH_ROUNDS = 10  # auction rounds after the bundle relaxation (≈ 0.3 ms CPU each, 500 × 1,000)
 # certified gap (share of the value) above which the polish runs: below 2 % it never won on
@@ -121,6 +125,12 @@ def _single_slot(b: Batch) -> str | None:
     return f"it clears single-slot pods only, and pod {j} needs {int(b.demand[j])} slots"
 
 
+def _single_slot_or_alone(b: Batch) -> str | None:
+    """A pod alone in its batch may take any number of slots: its best allowed node (where
+    its slots fit) is the optimum whatever its size."""
+    return None if b.values.shape[0] == 1 else _single_slot(b)
+
+
 def _rank_one_bids(b: Batch) -> str | None:
     reason = _single_slot(b)
     if reason is None and not b.params.warm_start:
@@ -140,6 +150,14 @@ def _unfiltered(b: Batch) -> bool:
     # with a filter mask the rank-one fit stays exact on the allowed pairs, yet the auction
     # needs ~10³ rounds: the matching is cheaper
     return b.eligible is None
+
+
+def _few(b: Batch) -> bool:
+    return b.values.shape[0] <= FEW_PODS
+
+
+def _many_and_unfiltered(b: Batch) -> bool:
+    return not _few(b) and _unfiltered(b)
 
 
 def _small_and_cold(b: Batch) -> bool:
@@ -178,10 +196,25 @@ def _rank_one(b: Batch) -> Clearing | None:
     return tried if tried.converged else None
 
 
+def _short_lists(b: Batch) -> Clearing | None:
+    """:func:`.exact.few`; gives up if rounding breaks its certificate or the budget is
+    spent."""
+    return _one_pass(b, few)
+
+
 def _dense(b: Batch) -> Clearing | None:
     """:func:`.exact.dense`; gives up if rounding breaks its certificate or the budget is
     spent."""
-    solved = None if b.deadline.expired() else dense(b.values, b.capacity, b.v_max)
+    return _one_pass(b, dense)
+
+
+def _one_pass(
+    b: Batch,
+    solver: Callable[[np.ndarray, np.ndarray, float], tuple[np.ndarray, np.ndarray] | None],
+) -> Clearing | None:
+    """An exact one-pass solver's clearing, or ``None`` when it gives up or the budget is
+    spent."""
+    solved = None if b.deadline.expired() else solver(b.values, b.capacity, b.v_max)
     if solved is None:
         return None
     assignment, prices = solved
@@ -313,12 +346,13 @@ class Row:
 # The dispatch table, in the order "auto" tries it (scheduler/auction/README.md draws it).
 # fmt: off
 METHODS: tuple[Row, ...] = (
-    #   name                          needs           "auto" takes it when   function
-    Row(Method.RANK_ONE,              _rank_one_bids, _unfiltered,           _rank_one),
-    Row(Method.LINEAR_SUM_ASSIGNMENT, _single_slot,   _small_and_cold,       _dense),
-    Row(Method.MATCHING,              _single_slot,   _not_small_and_cold,   _matching),
-    Row(Method.RELAXATION,            None,           _mixed_sizes,          _relaxation),
-    Row(Method.AUCTION,               None,           None,                  _auction),
+    #   name                          needs                  "auto" takes it when   function
+    Row(Method.SHORT_LISTS,           _single_slot_or_alone, _few,                  _short_lists),
+    Row(Method.RANK_ONE,              _rank_one_bids,        _many_and_unfiltered,  _rank_one),
+    Row(Method.LINEAR_SUM_ASSIGNMENT, _single_slot,          _small_and_cold,       _dense),
+    Row(Method.MATCHING,              _single_slot,          _not_small_and_cold,   _matching),
+    Row(Method.RELAXATION,            None,                  _mixed_sizes,          _relaxation),
+    Row(Method.AUCTION,               None,                  None,                  _auction),
 )
 # fmt: on
 _BY_NAME = {row.name: row for row in METHODS}

@@ -31,6 +31,9 @@ class Method(StrEnum):
     so it prints, compares and serialises (JSON, metric labels) as that string.
     """
 
+    SHORT_LISTS = "short_lists"
+    """A few single-slot pods (or one pod of any size): each pod's J best nodes (provably
+    enough), one dense assignment on their union, priced and certified on every node."""
     RANK_ONE = "rank_one"
     """Exactly rank-one single-slot bids: the ε-auction from the warm start, ≤ 20 rounds."""
     LINEAR_SUM_ASSIGNMENT = "linear_sum_assignment"

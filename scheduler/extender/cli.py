@@ -31,6 +31,7 @@ from typing import Any
 import click
 
 from eams.cli import ValueType, log_level_option
+from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.extender.errors import ExtenderConfigError
 from eams.scheduler.extender.settings import Settings
 
@@ -139,6 +140,39 @@ class _Stop:
     help="Active mode with --watch: taint a node under its power-headroom floor NoSchedule "
     "(eams.io/power-headroom-low) until it recovers.",
 )
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the decision record: FILE.jsonl (rotated beside it) or a folder "
+    "(decisions.jsonl in it); served as GET /decisions, read by eams explain.",
+)
+@click.option(
+    "--record-max-file-bytes",
+    type=click.IntRange(min=1024),
+    default=None,
+    help="Rotate the record file before it passes this size [default: 64 MiB].",
+)
+@click.option(
+    "--record-max-file-age-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Rotate the record file when its first record is this old, s [default: 3600].",
+)
+@click.option(
+    "--record-max-total-bytes",
+    type=click.IntRange(min=2048),
+    default=None,
+    help="Bound on the record's files together; the oldest go first [default: 1 GiB].",
+)
+@click.option(
+    "--annotate/--no-annotate",
+    default=True,
+    show_default=True,
+    help="With --record and --watch: write the eams.io/* annotations (cleared node, price, "
+    "...) onto each decided pod once it is bound, in both modes.",
+)
 @log_level_option("Log level of the server (uvicorn).")
 @click.option(
     "--workers",
@@ -155,6 +189,11 @@ def serve(
     window_ms: float,
     watch: bool,
     floor_taint: bool,
+    record_path: Path | None,
+    record_max_file_bytes: int | None,
+    record_max_file_age_s: float | None,
+    record_max_total_bytes: int | None,
+    annotate: bool,
     log_level: str,
     workers: int,  # only 1 gets here: its type refuses more
 ) -> None:
@@ -166,8 +205,8 @@ def serve(
     \f
     Raises
     ------
-    ExtenderConfigError
-        A bad setting or calibration file, more than one worker asked for by
+    ExtenderConfigError, RecordConfigError
+        A bad setting, calibration file or record folder, more than one worker asked for by
         ``WEB_CONCURRENCY``, or a server that did not start (a port in use: uvicorn logs why);
         printed as one line by the ``eams`` command. ``--workers`` above 1 is a usage error.
     """
@@ -181,6 +220,15 @@ def serve(
                 window_ms=window_ms,
                 calibrations_dir=calibrations_dir,
                 taint_floor=floor_taint,
+                record=None
+                if record_path is None
+                else record_settings(
+                    record_path,
+                    record_max_file_bytes,
+                    record_max_file_age_s,
+                    record_max_total_bytes,
+                ),
+                annotate=annotate,
             ),
             host,
             port,
@@ -209,7 +257,14 @@ def _serve(
     gc.freeze()
     # workers=1 given, so uvicorn does not read WEB_CONCURRENCY itself
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level.lower(), access_log=False, workers=1
+        app,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        access_log=False,
+        workers=1,
+        proxy_headers=False,  # kube-scheduler and the agents call it directly; nothing reads
+        # the client address, and the middleware is one more layer on every call
     )
     stop.server = server = uvicorn.Server(config)
     server.should_exit = stop.requested

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eams.calibrate.energy import EnergyModel
-from eams.scheduler.auction import AuctionParams, Clearing, Nodes, Pods, bids, clear
+from eams.scheduler.auction import AuctionParams, Clearing, Nodes, Pods, bids, solve
 from eams.scheduler.extender.herding import HerdGuard
 from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.rows import Cleared, Columns, scale_scores
@@ -104,7 +104,7 @@ def _positive_float(text: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class BatchSnapshot:
-    """Engine input for one window, taken on the event loop.
+    """Engine input for one batch, taken on the event loop.
 
     Attributes
     ----------
@@ -116,6 +116,9 @@ class BatchSnapshot:
     node_arrays : Nodes
     feasible : (J, N) bool ndarray
         Candidate set (where known) and CPU, memory and pod-count fit.
+    values : (J, N) float ndarray
+        The bids v_jn (``bids.bid_values``), computed once: the engine clears on them and the
+        scores scale them.
     """
 
     pods: list[PendingPod]
@@ -123,6 +126,7 @@ class BatchSnapshot:
     pod_arrays: Pods
     node_arrays: Nodes
     feasible: np.ndarray
+    values: np.ndarray
 
 
 class Market:
@@ -151,6 +155,8 @@ class Market:
         self.default_runtime_s = default_runtime_s
         self._columns: Columns | None = None
         self._columns_names: list[str] = []
+        self._kept: tuple[list[str], np.ndarray, np.ndarray, list[str]] | None = None
+        self._among_last: tuple[frozenset[str], list[str], np.ndarray | None] | None = None
 
     def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
         """Columns for ``names`` plus the derived ones, each (N,):
@@ -168,8 +174,8 @@ class Market:
         view["fresh_headroom"] = np.where(fresh, view["headroom"], np.nan)
         view["reserved"] = view["reserved_pods"]
         view["valued"] = np.isfinite(view["speed"]) & (view["alloc_cpu_milli"] > 0)
-        free_cpu = np.nan_to_num(view["alloc_cpu_milli"] - view["used_cpu_milli"], nan=0.0)
-        view["slots"] = np.maximum(0, free_cpu // (self.params.cores_per_slot * 1000.0))
+        free_cpu = view["alloc_cpu_milli"] - view["used_cpu_milli"]  # NaN: unknown, 0 slots
+        view["slots"] = np.fmax(free_cpu // (self.params.cores_per_slot * 1000.0), 0.0)
         return view
 
     @staticmethod
@@ -205,8 +211,7 @@ class Market:
             tenant=np.array([tenants[p.tenant] for p in pods], dtype=np.int64),
         )
 
-    @staticmethod
-    def fits(pod: PendingPod, names: list[str], view: dict[str, np.ndarray]) -> np.ndarray:
+    def fits(self, pod: PendingPod, names: list[str], view: dict[str, np.ndarray]) -> np.ndarray:
         """(N,) bool: a candidate (where known) with room for the pod's CPU, memory and one
         more pod (NodeResourcesFit, ``fit.go``); unknown allocatable does not exclude."""
         request = pod.request
@@ -218,28 +223,62 @@ class Market:
         fits = room("alloc_cpu_milli", "used_cpu_milli", request.cpu_milli)
         fits &= room("alloc_memory_bytes", "used_memory_bytes", request.memory_bytes)
         fits &= room("alloc_pods", "used_pods", 1)
-        if pod.candidates is not None and not pod.candidates.issuperset(names):
-            fits &= np.fromiter((n in pod.candidates for n in names), dtype=bool, count=len(names))
+        if pod.candidates is not None:
+            among = self._among(pod.candidates, names)
+            if among is not None:
+                fits &= among
         return fits
 
+    def _among(self, candidates: frozenset[str], names: list[str]) -> np.ndarray | None:
+        """(N,) bool: which of ``names`` are ``candidates``; ``None`` when all are. Kept while
+        both repeat (the same objects: ``Extender.candidate_set``, ``NodeCache.names``), so a
+        clearing does not look up 1,000 names per pod."""
+        last = self._among_last
+        if last is not None and last[0] is candidates and last[1] is names:
+            return last[2]
+        among = None
+        if not candidates.issuperset(names):
+            among = np.fromiter((n in candidates for n in names), dtype=bool, count=len(names))
+        self._among_last = (candidates, names, among)
+        return among
+
     def snapshot(self, pods: list[PendingPod], names: list[str], now_s: float) -> BatchSnapshot:
-        """Engine input for a batch over the valued ones of ``names``."""
+        """Engine input for a batch over the valued ones of ``names``, its bids included."""
         view = self.view(names, now_s)
-        keep = np.flatnonzero(view["valued"])
-        kept = [names[i] for i in keep]
-        feasible = np.zeros((len(pods), len(keep)), dtype=bool)
+        keep, kept = self._valued(names, view["valued"])
+        feasible = np.empty((len(pods), keep.size), dtype=bool)
         for j, pod in enumerate(pods):
             feasible[j] = self.fits(pod, names, view)[keep]
-        return BatchSnapshot(pods, kept, self.pod_arrays(pods), self.nodes(view, keep), feasible)
+        pod_arrays, node_arrays = self.pod_arrays(pods), self.nodes(view, keep)
+        if len(pods) and keep.size:
+            values = bids.bid_values(pod_arrays, node_arrays, self.params)
+        else:
+            values = np.zeros((len(pods), keep.size))
+        return BatchSnapshot(pods, kept, pod_arrays, node_arrays, feasible, values)
+
+    def _valued(self, names: list[str], valued: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """Positions and names of the valued nodes of ``names``; kept while the node list (the
+        same list object, :meth:`.nodes.NodeCache.names`) and the valued set repeat, so a
+        clearing does not walk 1,000 names in Python."""
+        last = self._kept
+        if last is not None and last[0] is names and np.array_equal(last[1], valued):
+            return last[2], last[3]
+        keep = np.flatnonzero(valued)
+        kept = [names[i] for i in keep]
+        self._kept = (names, valued, keep, kept)
+        return keep, kept
 
     def solve(
         self, snapshot: BatchSnapshot, time_budget_s: float | None = None
     ) -> tuple[Clearing, np.ndarray]:
-        """Run the ε-auction on a snapshot and score the window (pure).
+        """Clear a snapshot with the engine (``eams.scheduler.auction.solve`` on its bids) and
+        score the batch (pure).
 
-        ``time_budget_s`` is the clearing's wall-clock budget (``clear``'s): when it ends the
+        ``time_budget_s`` is the clearing's wall-clock budget (``solve``'s): when it ends the
         engine returns its best certified assignment, ``Clearing.timed_out``. ``None`` (the
-        harness) keeps only the deterministic round cap (AR-8).
+        harness) keeps only the deterministic round cap (AR-8). A batch of a few single-slot
+        pods (the usual one while kube-scheduler keeps up) clears by the engine's
+        ``short_lists`` method: each pod's best nodes and one tiny assignment, certified.
 
         Returns
         -------
@@ -247,9 +286,10 @@ class Market:
         scores : (J, N) int
             :meth:`window_scores`.
         """
-        clearing = clear(
-            snapshot.pod_arrays,
-            snapshot.node_arrays,
+        clearing = solve(
+            snapshot.values,
+            snapshot.pod_arrays.slots,
+            snapshot.node_arrays.slots,
             self.params,
             snapshot.feasible,
             time_budget_s=time_budget_s,
@@ -304,28 +344,14 @@ class Market:
 
     def window_scores(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
         """(J, N) int scores of each pod of a window over its valued nodes (``scale_scores``)."""
-        nodes = snapshot.node_arrays
-        if not len(snapshot.pods) or not len(nodes):
-            return np.zeros((len(snapshot.pods), len(nodes)), dtype=np.int64)
-        values = bids.bid_values(snapshot.pod_arrays, nodes, self.params)
-        usable = snapshot.feasible & (nodes.slots > 0)[None, :] & np.isfinite(values)
-        return scale_scores(np.where(usable, values, 0.0), clearing.assignment.astype(np.int64))
+        return scale_scores(self._usable(snapshot), clearing.assignment.astype(np.int64))
 
-    def _single(
-        self, pod: PendingPod, names: list[str], now_s: float
-    ) -> tuple[np.ndarray, dict[str, np.ndarray], Nodes | None, np.ndarray]:
-        """One pod's bid values over ``names`` (0 where not an option) with the view, the
-        engine nodes of the usable ones and their positions."""
-        view = self.view(names, now_s)
-        usable = view["valued"] & (view["slots"] > 0) & self.fits(pod, names, view)
-        values = np.zeros(len(names))
-        keep = np.flatnonzero(usable)
-        nodes = None
-        if keep.size:
-            nodes = self.nodes(view, keep)
-            bid = bids.bid_values(self.pod_arrays([pod]), nodes, self.params)[0]
-            values[keep] = np.where(np.isfinite(bid), bid, 0.0)
-        return values, view, nodes, keep
+    @staticmethod
+    def _usable(snapshot: BatchSnapshot) -> np.ndarray:
+        """(J, N) bid values where the pod can go (feasible, a free slot), else 0."""
+        values, nodes = snapshot.values, snapshot.node_arrays
+        usable = snapshot.feasible & (nodes.slots > 0)[None, :] & np.isfinite(values)
+        return np.where(usable, values, 0.0)
 
     def scores(self, pod: PendingPod, candidates: list[str], now_s: float) -> list[int]:
         """0–10 integer scores of ``candidates`` for one pod without a clearing, in order.
@@ -334,31 +360,10 @@ class Market:
         :func:`scale_scores`). A node that cannot be valued, that the pod does not fit, or whose
         bid is 0 (gated out) scores 0.
         """
-        values = self._single(pod, candidates, now_s)[0]
-        return scale_scores(values[None, :], np.array([-1]))[0].tolist()
-
-    def clear_single(
-        self, pod: PendingPod, names: list[str], now_s: float, reserve: bool = True
-    ) -> Cleared:
-        """Clear a batch of one pod over ``names``: its highest positive bid wins.
-
-        With one bidder there is no trade-off to price: the assignment of greatest value (what
-        :func:`eams.scheduler.auction.clear` finds, within ε) is the pod's best bid, so the
-        engine's fixed cost (~1.5 ms at 1,000 nodes) is skipped. The row, the scores (the
-        winner 10, the others ≤ 9 by bid value) and the herding reservation are as
-        :meth:`apply` makes them; the price is 0 (one bidder, free slots).
-        """
-        values, _, nodes, keep = self._single(pod, names, now_s)
-        best = int(np.argmax(values)) if values.size and values.max() > 0 else -1
-        scores = scale_scores(values[None, :], np.array([best]))[0].astype(np.int8)
-        if best >= 0 and reserve and nodes is not None:
-            at = np.flatnonzero(keep == best)
-            pod_cores = np.array([self._slots(pod) * self.params.cores_per_slot])
-            self.herd.reserve(
-                names[best], pod.key, float(_added_power_w(nodes, at, pod_cores)[0]), now_s
-            )
-        node, price = (names[best], 0.0) if best >= 0 else (None, None)
-        return Cleared(pod.key, node, price, now_s, False, scores, self.columns(names), pod.uid)
+        snapshot = self.snapshot([pod], candidates, now_s)
+        scores = scale_scores(self._usable(snapshot), np.array([-1]))[0]
+        row = Cleared(pod.key, None, None, now_s, False, scores, self.columns(snapshot.names))
+        return row.scores_for(candidates)
 
     def columns(self, names: list[str]) -> Columns:
         """The :class:`Columns` of ``names``, reused while the node list repeats (so does its

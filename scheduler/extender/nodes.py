@@ -11,7 +11,7 @@ node (kubernetes/kubernetes ``pkg/scheduler/framework/plugins/noderesources/fit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, KeysView
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,6 +114,8 @@ class NodeCache:
         self._version: dict[str, Any] = {}
         self._pods: dict[str, tuple[str, PodRequest]] = {}
         self._objects: dict[str, dict[str, Any]] = {}
+        self._names: list[str] | None = None  # list(self._capacity), while it holds
+        self.version = 0  # changes whenever a node is added or forgotten
         self.tainted: set[str] = set()  # nodes carrying the headroom taint (floor.TAINT_KEY)
 
     def learn(self, items: Iterable[Any], field: str) -> list[str]:
@@ -135,6 +137,8 @@ class NodeCache:
             version = item["metadata"].get("resourceVersion") or item.get("status")
             if name not in self._capacity or self._version.get(name) != version:
                 capacity = node_capacity(item, where)
+                if name not in self._capacity:
+                    self._names, self.version = None, self.version + 1
                 self._capacity[name] = capacity
                 self._version[name] = version
                 self.table.set_capacity(
@@ -153,6 +157,7 @@ class NodeCache:
         self._objects.pop(name, None)
         self.tainted.discard(name)
         if self._capacity.pop(name, None) is not None:
+            self._names, self.version = None, self.version + 1
             self._version.pop(name, None)
             self.table.set_capacity(name, None, None, None)
 
@@ -161,8 +166,15 @@ class NodeCache:
         return self._capacity.get(name)
 
     def names(self) -> list[str]:
-        """Every known node name."""
-        return list(self._capacity)
+        """Every known node name: one list object while the set of nodes holds (callers must
+        not change it; the market keeps derived columns while it repeats)."""
+        if self._names is None:
+            self._names = list(self._capacity)
+        return self._names
+
+    def known(self) -> KeysView[str]:
+        """The known node names, as a set-like view."""
+        return self._capacity.keys()
 
     def node(self, name: str) -> dict[str, Any] | None:
         """The node object as last learnt (a watch event or a full payload), or ``None``."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
+from functools import lru_cache
 
 from eams.scheduler.extender.errors import BadRequest
 
@@ -66,9 +67,27 @@ def parse_quantity(value: object, field: str) -> Decimal:
     if isinstance(value, float) and not math.isfinite(value):
         raise BadRequest(f"{field}: invalid quantity {value!r}")
     text = value.strip() if isinstance(value, str) else repr(value)
+    try:
+        return _exact(text)
+    except ValueError as exc:
+        what, note = exc.args
+        raise BadRequest(f"{field}: {what} {value!r}{note}") from None
+
+
+@lru_cache(maxsize=4096)
+def _exact(text: str) -> Decimal:
+    """The exact value of a quantity's text (:func:`parse_quantity`); kept for the few
+    distinct texts a cluster uses ("100m", "128Mi"), so a pod event parses none of them again.
+
+    Raises
+    ------
+    ValueError
+        ``(what, note)``: "invalid quantity" or "quantity exponent out of range in", and what
+        follows the text ("" or " (bad suffix 'x')").
+    """
     match = _QUANTITY_RE.match(text)
     if match is None:
-        raise BadRequest(f"{field}: invalid quantity {value!r}")
+        raise ValueError("invalid quantity", "")
     sign, number, suffix = match.groups()
     if suffix in _DECIMAL_SI:
         multiplier = _DECIMAL_SI[suffix]
@@ -77,16 +96,16 @@ def parse_quantity(value: object, field: str) -> Decimal:
     elif _EXPONENT_RE.match(suffix):
         exponent = int(suffix[1:])
         if abs(exponent) > 1000:
-            raise BadRequest(f"{field}: quantity exponent out of range in {value!r}")
+            raise ValueError("quantity exponent out of range in", "")
         multiplier = Decimal(10) ** exponent
     else:
-        raise BadRequest(f"{field}: invalid quantity {value!r} (bad suffix {suffix!r})")
+        raise ValueError("invalid quantity", f" (bad suffix {suffix!r})")
     try:
         with localcontext() as ctx:
             ctx.prec = 60
             magnitude = (Decimal(number) * multiplier).quantize(_NANO, rounding=ROUND_CEILING)
     except InvalidOperation:
-        raise BadRequest(f"{field}: invalid quantity {value!r}") from None
+        raise ValueError("invalid quantity", "") from None
     return -magnitude if sign == "-" else magnitude
 
 

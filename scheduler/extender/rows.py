@@ -24,14 +24,18 @@ class Columns(dict[str, int]):
     def __init__(self, names: list[str]) -> None:
         super().__init__((name, i) for i, name in enumerate(names))
         self._last: tuple[str, ...] | None = None
+        self._last_names: list[str] | None = None
         self._index = np.zeros(0, dtype=np.int64)
 
     def index_of(self, names: list[str]) -> np.ndarray:
         """(len(names),) int columns of ``names``, −1 for a node not valued in the window."""
+        if names is self._last_names:  # the verbs keep one list object while names repeat
+            return self._index
         key = tuple(names)
         if key != self._last:
             self._last = key
             self._index = np.fromiter((self.get(n, -1) for n in names), np.int64, len(names))
+        self._last_names = names
         return self._index
 
 
@@ -72,8 +76,8 @@ class Cleared:
     def scores_for(self, names: list[str]) -> list[int]:
         """Scores of ``names`` in order; 0 for a node that was not valued in the window."""
         index = self.columns.index_of(names)
-        if not index.size:
-            return []
+        if not self.scores.size:  # no node was valued in the window
+            return [0] * index.size
         picked = self.scores[index]
         if index.min() < 0:
             picked = np.where(index >= 0, picked, 0)

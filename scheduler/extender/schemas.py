@@ -148,17 +148,19 @@ class HostPriorityEncoder:
 
     def __init__(self) -> None:
         self._names: list[str] | None = None
+        self._given: list[str] | None = None
         self._parts: list[bytes] = []
 
     def encode(self, names: list[str], scores: list[int]) -> bytes:
         """JSON bytes of the bare ``HostPriorityList``; ``scores`` are ints in 0–10."""
         if not names:
             return b"[]"
-        if names != self._names:
+        if names is not self._given and names != self._names:
             self._names = list(names)
             heads = [b',{"Host":' + to_json(n) + b',"Score":' for n in names]
             heads[0] = b"[" + heads[0][1:]
             self._parts = [piece for head in heads for piece in (head, b"")] + [b"]"]
+        self._given = names  # the same list object next time is not compared
         parts = self._parts
         parts[1:-1:2] = map(_SCORE_TAILS.__getitem__, scores)
         return b"".join(parts)

@@ -35,6 +35,7 @@ from pydantic_core import from_json
 from eams.calibrate.calfile import Calibration
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
+from eams.scheduler.extender.decisions import Decisions
 from eams.scheduler.extender.errors import BadRequest, StepAside
 from eams.scheduler.extender.floor import HeadroomFloor
 from eams.scheduler.extender.herding import HerdGuard
@@ -154,6 +155,21 @@ class Extender:
         self.recommendations: deque[dict[str, Any]] = deque(maxlen=settings.recommendations_kept)
         self.watch_health: dict[str, str | None] = {}
         self.on_floor_change: Callable[[], None] | None = None
+        self.decisions = (
+            Decisions(
+                settings.record,
+                metrics.registry,
+                settings.mode,
+                settings.scheduler_name,
+                self.market.params,
+                clock,
+                settings.annotate,
+            )
+            if settings.record is not None
+            else None
+        )
+        self._candidate_set: tuple[list[str], frozenset[str]] | None = None
+        self._unknown_of: tuple[frozenset[str], int, set[str]] | None = None
         metrics.record_calibrations(calibrations)
 
     @property
@@ -300,8 +316,9 @@ class Extender:
         self, key: str, uid: str | None, names: list[str]
     ) -> tuple[list[str], set[str]] | None:
         """The names-only filter (kube-scheduler's ``nodeCacheCapable: true`` call) for an
-        announced pod: every candidate once minus the nodes under the floor, and those
-        removed; ``None`` when the pod was not announced (the caller reads it whole).
+        announced pod: ``names`` (each once: the verbs de-duplicate them) minus the nodes
+        under the floor, and those removed; ``None`` when the pod was not announced (the
+        caller reads it whole).
 
         Raises
         ------
@@ -311,9 +328,8 @@ class Extender:
         if not self.announced(key, uid):
             return None
         self.step_aside_if_blind(names)
-        unique = list(dict.fromkeys(names))
-        low = self.kept_off(unique, key)
-        return ([n for n in unique if n not in low] if low else unique), low
+        low = self.kept_off(names, key)
+        return ([n for n in names if n not in low] if low else names), low
 
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         """Answer ``/filter`` for any request shape (see the module docstring).
@@ -357,12 +373,12 @@ class Extender:
         if self.batcher is None or not self.announced(key, uid):
             return None  # the pod must be read (and checked) whole first
         self.step_aside_if_blind(names)
-        if not self.active:
-            return [0] * len(names)
         pending = self.batcher.pending(key)
         if pending is not None and pending.candidates is None:
-            self.batcher.submit(replace(pending, candidates=frozenset(names)))
-        row = self.batcher.clear_for(key, uid)
+            self.batcher.submit(replace(pending, candidates=self.candidate_set(names)))
+        row = self.batcher.clear_for(key, uid)  # shadow too: its record is the decision
+        if not self.active:
+            return [0] * len(names)
         if row is None:
             return None
         self.metrics.recommendations.labels("active").inc()
@@ -373,8 +389,9 @@ class Extender:
         in request order.
 
         Active: the cleared node gets 10 (the pod's batch is cleared now if it was not yet), or
-        without a clearing the single-pod bid scores. Shadow: every score is 0 at once; the
-        recommendation is recorded when the pod's batch clears.
+        without a clearing the single-pod bid scores. Shadow: the batch is cleared now as
+        well (its recommendation and record are what active would have done) and every score
+        is 0.
 
         Raises
         ------
@@ -389,10 +406,9 @@ class Extender:
         row = None
         if self.batcher is not None:
             self.batcher.submit(pod)
-            if self.active:
-                row = self.batcher.clear_for(pod.key, pod.uid)
-                if row is None:
-                    self.metrics.fallbacks.labels("no_row").inc()
+            row = self.batcher.clear_for(pod.key, pod.uid)  # shadow too (see above)
+            if row is None and self.active:
+                self.metrics.fallbacks.labels("no_row").inc()
         if not self.active:
             return names, [0] * len(names)
         if row is not None:
@@ -407,17 +423,10 @@ class Extender:
     def _clear(self, batch: list[PendingPod]) -> list[Cleared]:
         started = time.perf_counter()
         now_s = self.clock()
-        known = self.nodes.names()
-        named = set().union(*(p.candidates for p in batch if p.candidates)).difference(known)
-        names = known + sorted(named) if named else known
-        m = self.metrics
-        if len(batch) == 1:  # one bidder: its best bid is the clearing (Market.clear_single)
-            row = self.market.clear_single(batch[0], names, now_s, reserve=self.active)
-            m.clearings.inc()
-            m.batch_pods.observe(1)
-            m.clearing_seconds.observe(time.perf_counter() - started)
-            self._after_clearing([row])
-            return [row]
+        names = self.nodes.names()
+        named = self._unknown_candidates(batch)
+        if named:
+            names = names + sorted(named)
         snapshot = self.market.snapshot(batch, names, now_s)
         # On the loop, not in a worker thread: a batch clears in a few ms, while a thread would
         # trade the GIL with the request handlers every switch interval (5 ms) on each of the
@@ -425,6 +434,7 @@ class Extender:
         budget_s = self.settings.clearing_budget_ms / 1e3 - (time.perf_counter() - started)
         clearing, scores = self.market.solve(snapshot, max(0.0, budget_s))
         rows = self.market.apply(snapshot, clearing, scores, now_s, reserve=self.active)
+        m = self.metrics
         m.clearings.inc()
         m.batch_pods.observe(len(batch))
         m.auction_rounds.observe(clearing.rounds)
@@ -434,8 +444,31 @@ class Extender:
         elif clearing.fell_back:
             m.fallbacks.labels("greedy").inc()
         m.prices.update(snapshot.names, clearing.prices)
+        if self.decisions is not None:
+            self.decisions.cleared(snapshot, clearing, scores, self.floor.below, now_s)
         self._after_clearing(rows)
         return rows
+
+    def _unknown_candidates(self, batch: list[PendingPod]) -> set[str]:
+        """Candidate nodes of the batch's pods that the node cache does not know (they enter
+        the clearing unvalued). Pods asked about with the same candidate list share one set
+        (:meth:`candidate_set`), so each is compared with the cache once per node change."""
+        unknown: set[str] = set()
+        for pod in batch:
+            if pod.candidates:
+                last = self._unknown_of
+                if last is None or last[0] is not pod.candidates or last[1] != self.nodes.version:
+                    missing = set(pod.candidates - self.nodes.known())
+                    last = self._unknown_of = (pod.candidates, self.nodes.version, missing)
+                unknown |= last[2]
+        return unknown
+
+    def candidate_set(self, names: list[str]) -> frozenset[str]:
+        """``frozenset(names)``, the same object while kube-scheduler sends the same list (the
+        verbs keep one list object while the names repeat)."""
+        if self._candidate_set is None or self._candidate_set[0] is not names:
+            self._candidate_set = (names, frozenset(names))
+        return self._candidate_set[1]
 
     def _after_clearing(self, rows: list[Cleared]) -> None:
         if not self.active:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.errors import ExtenderConfigError
+from eams.scheduler.record import WriterSettings
 
 Mode = Literal["shadow", "active"]
 
@@ -63,6 +64,10 @@ class Settings:
         Shadow-mode recommendations kept for ``GET /recommendations``.
     scheduler_name : str
         ``spec.schedulerName`` of the pods this extender batches (the k3s profile's name).
+    record : WriterSettings or None
+        Where the decision record goes (``--record``, ``decisions.py``); ``None``: no record.
+    annotate : bool
+        With a record: write the ``eams.io/*`` annotations onto each decided pod once bound.
     """
 
     mode: Mode = "shadow"
@@ -82,6 +87,8 @@ class Settings:
     taint_floor: bool = True
     recommendations_kept: int = 1000
     scheduler_name: str = "eams-scheduler"
+    record: WriterSettings | None = None
+    annotate: bool = True
 
     def auction_params(self) -> AuctionParams:
         """Engine parameters from these settings (slot size, staleness); the rest default."""

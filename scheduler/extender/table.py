@@ -41,7 +41,9 @@ class NodeTable:
         self.index: dict[str, int] = {}
         self.samples_version = 0  # counts set_sample calls (cached derived views compare it)
         self._last_key: tuple[str, ...] = ()
+        self._last_names: list[str] | None = None  # the list object last asked for
         self._last_rows = np.zeros(0, dtype=np.int64)
+        self._last_span: slice | None = None  # _last_rows as one run of rows, if it is one
         self.cols = {c: np.full(initial_rows, 0.0 if c in _ZERO else np.nan) for c in COLUMNS}
 
     def row(self, name: str) -> int:
@@ -61,15 +63,22 @@ class NodeTable:
         """(N,) int rows of ``names`` in order (creating unknown ones).
 
         kube-scheduler sends the same candidate list to filter and prioritize, and mostly the
-        same for consecutive pods, so the last answer is kept (rows never move or vanish).
+        same for consecutive pods, so the last answer is kept (rows never move or vanish); the
+        same list object again (``NodeCache.names``) is not even compared.
         """
+        if names is self._last_names:
+            return self._last_rows
         key = tuple(names)
         if key == self._last_key:
+            self._last_names = names
             return self._last_rows
-        rows = list(map(self.index.get, names))
-        if None in rows:
-            rows = [self.row(n) if r is None else r for n, r in zip(names, rows, strict=True)]
+        found = list(map(self.index.get, names))
+        rows = [self.row(n) if r is None else r for n, r in zip(names, found, strict=True)]
         self._last_key, self._last_rows = key, np.array(rows, dtype=np.int64)
+        self._last_names = names
+        first = rows[0] if rows else 0
+        run = rows == list(range(first, first + len(rows)))
+        self._last_span = slice(first, first + len(rows)) if run else None
         return self._last_rows
 
     def set_capacity(
@@ -119,5 +128,10 @@ class NodeTable:
         self.cols["utilisation"][i] = np.nan if sample.utilisation is None else sample.utilisation
 
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
-        """Every column at ``rows`` (copies)."""
+        """Every column at ``rows``: read-only views when ``rows`` is the last :meth:`rows`
+        answer and one run of rows (the node cache's list, in the order the nodes were
+        learnt: the usual case), else copies. Callers never write into them."""
+        if rows is self._last_rows and self._last_span is not None:
+            span = self._last_span
+            return {c: a[span] for c, a in self.cols.items()}
         return {c: a[rows] for c, a in self.cols.items()}

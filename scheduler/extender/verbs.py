@@ -58,11 +58,41 @@ class _Envelope(msgspec.Struct):
 
     Pod: msgspec.Raw = _NULL
     Nodes: msgspec.Raw = _NULL
-    NodeNames: list[str] | None = None
+    NodeNames: msgspec.Raw = _NULL
 
 
 _decode = msgspec.json.Decoder(_Envelope).decode
 _decode_pod = msgspec.json.Decoder(_PodRef).decode
+_decode_names = msgspec.json.Decoder(list[str]).decode
+
+
+class NameLists:
+    """``NodeNames`` of the last request, decoded once while its bytes repeat.
+
+    kube-scheduler sends the same candidate list pod after pod: comparing the raw bytes (one
+    ``memcmp``) replaces decoding 1,000 strings, comparing them with the last list and
+    de-duplicating them, and the list handed out is the same object every time, so each
+    cache below it (columns, candidate set, answer pieces) holds by identity.
+    """
+
+    def __init__(self) -> None:
+        self._raw: msgspec.Raw | None = None
+        self._names: list[str] = []
+
+    def __call__(self, raw: msgspec.Raw) -> list[str]:
+        """Every name of ``raw`` once, in order (kube-scheduler adds up a host listed twice).
+
+        Raises
+        ------
+        msgspec.DecodeError, msgspec.ValidationError
+            Not a JSON list of strings.
+        """
+        if raw != self._raw:
+            self._names = list(dict.fromkeys(_decode_names(raw)))
+            self._raw = raw
+        return self._names
+
+
 _encode = msgspec.json.Encoder().encode
 
 
@@ -87,17 +117,34 @@ class _Request(msgspec.Struct):
         return ExtenderArgs.model_construct(Pod=pod, Nodes=None, NodeNames=self.names)
 
 
-def _names_only(body: bytes) -> _Request | None:
-    """The names-only request (pod key, uid, ``NodeNames``), ``None`` for any other shape."""
+def _names_only(body: bytes, name_lists: NameLists) -> _Request | None:
+    """The names-only request (pod key, uid, ``NodeNames`` each once), ``None`` for any other
+    shape."""
     try:
         envelope = _decode(body)
-        meta = _decode_pod(envelope.Pod).metadata if envelope.Pod != _NULL else None
+        if envelope.Pod == _NULL or envelope.NodeNames == _NULL or envelope.Nodes != _NULL:
+            return None
+        meta = _decode_pod(envelope.Pod).metadata
+        if meta is None or not meta.name:
+            return None
+        names = name_lists(envelope.NodeNames)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if meta is None or not meta.name or envelope.NodeNames is None or envelope.Nodes != _NULL:
-        return None
     key = f"{meta.namespace or 'default'}/{meta.name}"
-    return _Request(key, meta.uid or None, envelope.NodeNames, bytes(envelope.Pod))
+    return _Request(key, meta.uid or None, names, bytes(envelope.Pod))
+
+
+def _filter_answer(kept: list[str], low: set[str]) -> bytes:
+    """The names-only ``ExtenderFilterResult`` (every key present)."""
+    return _encode(
+        {
+            "Nodes": None,
+            "NodeNames": kept,
+            "FailedNodes": dict.fromkeys(sorted(low), FILTER_REASON),
+            "FailedAndUnresolvableNodes": {},
+            "Error": "",
+        }
+    )
 
 
 def _error(status: int, message: str) -> tuple[int, bytes]:
@@ -117,15 +164,8 @@ class Verbs:
         self.extender = extender
         self.metrics = metrics
         self.priorities = HostPriorityEncoder()
-        self._names: list[str] | None = None
-        self._once: list[str] = []
-
-    def _unique(self, names: list[str]) -> list[str]:
-        """Every name once, in order (kube-scheduler adds up a host listed twice); the last
-        answer is kept, since kube-scheduler sends the same list pod after pod."""
-        if names != self._names:
-            self._names, self._once = names, list(dict.fromkeys(names))
-        return self._once
+        self.name_lists = NameLists()
+        self._passing: tuple[list[str] | None, bytes] = (None, b"")
 
     def answer(self, path: str, body: bytes) -> tuple[int, bytes]:
         """Status and JSON body of ``POST path`` (``/filter`` or ``/prioritize``)."""
@@ -146,22 +186,18 @@ class Verbs:
         ------
         BadRequest, StepAside
         """
-        fast = _names_only(body)
+        fast = _names_only(body, self.name_lists)
         try:
             answer = (
                 None if fast is None else self.extender.filter_names(fast.key, fast.uid, fast.names)
             )
             if answer is not None:
                 kept, low = answer
-                return _encode(
-                    {
-                        "Nodes": None,
-                        "NodeNames": kept,
-                        "FailedNodes": dict.fromkeys(sorted(low), FILTER_REASON),
-                        "FailedAndUnresolvableNodes": {},
-                        "Error": "",
-                    }
-                )
+                if not low:  # every node passes (the usual answer): prepared once per list
+                    if kept is not self._passing[0]:
+                        self._passing = (kept, _filter_answer(kept, set()))
+                    return self._passing[1]
+                return _filter_answer(kept, low)
             args = fast.args() if fast is not None else parse_args(body)
             return self.extender.filter(args).model_dump_json().encode()
         except (BadRequest, StepAside):
@@ -187,13 +223,12 @@ class Verbs:
         ------
         BadRequest, StepAside
         """
-        fast = _names_only(body)
+        fast = _names_only(body, self.name_lists)
         try:
             if fast is not None:
-                unique = self._unique(fast.names)
-                scores = self.extender.prioritize_names(fast.key, fast.uid, unique)
+                scores = self.extender.prioritize_names(fast.key, fast.uid, fast.names)
                 if scores is not None:
-                    return self.priorities.encode(unique, scores)
+                    return self.priorities.encode(fast.names, scores)
             names, scores = self.extender.prioritize(
                 fast.args() if fast is not None else parse_args(body)
             )

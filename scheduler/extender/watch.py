@@ -26,7 +26,10 @@ is down or not listed yet, the extender steps aside (``service.Extender.blind``)
 Floor taints (``floor.py``, ``taints.py``): in active mode, a node under the power-headroom
 floor gets the ``NoSchedule`` taint ``eams.io/power-headroom-low`` and loses it when it
 recovers, planned after every sample and clearing and once a second, patched from a worker
-thread. RBAC: nodes get/list/watch/patch, pods get/list/watch (``deploy/k3s/rbac.yaml``).
+thread. With ``--record`` the bound-pod events also go to the decision record's outcome join,
+and each decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a
+merge patch from a worker thread. RBAC: nodes get/list/watch/patch, pods get/list/watch
+(+ patch with ``--record``; ``deploy/k3s/rbac.yaml``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.taints import MERGE_PATCH, TaintKeeper, TaintPatch
+from eams.scheduler.record import PATCH_CONTENT_TYPE
 from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
@@ -219,10 +223,12 @@ class _Pods(_Feed):
         if kind == "DELETED":
             if self.pending and not head.spec.nodeName:  # deleted while pending, not bound
                 self.sized.pop(key, None)
+            self._to_record(kind, raw)
             self.event_gone(key)
             return key
         if self.known.get(key) == (meta.uid, head.spec.nodeName):
             return key  # a status update of a pod already applied
+        self._to_record(kind, raw)
         try:
             if self.pending:
                 announced = pending_pod(PodObject.model_validate_json(raw))
@@ -240,6 +246,15 @@ class _Pods(_Feed):
             return key
         self.known[key] = (meta.uid, head.spec.nodeName)
         return key
+
+    def _to_record(self, kind: str, raw: bytes) -> None:
+        """A bound pod's binding or end, as the watch event it came in, to the decision
+        record's outcome join (``decisions.py``); nothing without ``--record``."""
+        decisions = self.extender.decisions
+        if self.pending or decisions is None:
+            return
+        line = b'{"type":"' + kind.encode() + b'","object":' + raw + b"}"
+        self.to_loop.put(lambda: decisions.observe(line))
 
     def event_gone(self, key: str) -> None:
         if self.known.pop(key, None) is None:
@@ -435,6 +450,8 @@ class ClusterWatch:
         if self.keeper is not None:
             self.extender.on_floor_change = self.schedule_plan
             self._tick = self.loop.call_later(TAINT_PERIOD_S, self._on_tick)
+        if self.extender.decisions is not None:
+            self.extender.decisions.patch_pod = self.annotate
         return self.stop
 
     def stop(self) -> None:
@@ -518,6 +535,31 @@ class ClusterWatch:
         if patch.action == "remove":
             metrics.recoveries.inc()
         log.info("node %s: headroom taint %s", patch.node, patch.action)
+
+    # ---- eams.io/* annotations of bound pods (decisions.py) ----------------------------------
+
+    def annotate(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """Send a pod's annotation merge patch from a worker thread; counted when answered."""
+        future = self.loop.run_in_executor(None, self._send_pod_patch, namespace, name, patch)
+        future.add_done_callback(functools.partial(self._annotated, f"{namespace}/{name}"))
+
+    def _send_pod_patch(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        response = self.core.patch_namespaced_pod(
+            name, namespace, patch, _content_type=PATCH_CONTENT_TYPE, _preload_content=False
+        )
+        try:
+            response.data  # noqa: B018 - read the answer whole (not decoded), so the pooled
+            # connection is clean for the next call (an unread body would be read as its status)
+        finally:
+            response.release_conn()
+
+    def _annotated(self, key: str, future: asyncio.Future[None]) -> None:
+        decisions = self.extender.decisions
+        assert decisions is not None
+        error = future.exception()
+        decisions.annotations.labels("ok" if error is None else "error").inc()
+        if error is not None:
+            log.warning("pod %s: eams.io annotations not written: %s", key, error)
 
 
 def start_watch(extender: Extender) -> Callable[[], None]:

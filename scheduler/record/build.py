@@ -219,7 +219,7 @@ def placement_records(
     assignment = np.asarray(clearing.assignment, dtype=np.int64)
     if assignment.shape != (j_pods,):
         raise ValueError(f"assignment has shape {assignment.shape}, expected ({j_pods},)")
-    columns = _columns(names, clearing.prices, headroom, age_s, gate)
+    _check_shapes(n_nodes, clearing.prices, headroom, age_s)
     codes = gate_codes(values, np.asarray(headroom, dtype=float), excluded or {})
     counts = np.stack([(codes == c).sum(axis=1) for c in range(1, len(GATE_REASONS) + 1)], 1)
     picked = _picked(values, codes, assignment, min(keep_candidates, n_nodes))
@@ -228,6 +228,10 @@ def placement_records(
     bid_at = _nums(values[rows, flat])
     score_at = scores[rows, flat].tolist() if scores is not None else None
     gated = _gated(codes, keep_gated)
+    gated_at = [c for row in gated for c, _ in row]
+    cleared_at = assignment[assignment >= 0]
+    used = np.unique(np.concatenate([flat, np.asarray(gated_at, np.int64), cleared_at]))
+    columns = _columns(names, used, clearing.prices, headroom, age_s, gate)
     cert = certificate(clearing, j_pods)
     cid = clearing_id or new_clearing_id()
     method = str(clearing.method)
@@ -252,7 +256,7 @@ def placement_records(
                 batch_pods=j_pods,
                 pod=PodRef(namespace=namespace, name=name, uid=pod.uid),
                 cleared_node=names[n] if cleared else None,
-                price=columns.price[n] if cleared else None,
+                price=columns.cleared_price(n) if cleared else None,
                 bid=bid_at[at] if cleared else None,
                 method=method,
                 fell_back=fell_back,
@@ -297,49 +301,62 @@ def _gated(codes: np.ndarray, keep: int) -> list[list[tuple[int, int]]]:
 
 @dataclass(frozen=True)
 class _Columns:
-    """Per-node columns as Python lists (one conversion per window, not per pod)."""
+    """Per-node columns as Python lists, of only the nodes some record names (one conversion
+    per window, not per pod; at 1 pod × 1,000 nodes converting every node cost more than the
+    clearing)."""
 
     names: Sequence[str]
+    at: dict[int, int]  # column → position in the lists
     price: list[float | None]
     headroom: list[float | None]
     age_s: list[float | None]
     gate: list[float | None] | None
 
     def candidate(self, n: int, bid: float | None, score: int | None) -> Candidate:
+        i = self.at[n]
         return Candidate(
             node=self.names[n],
             bid=bid,
-            price=self.price[n],
-            headroom=self.headroom[n],
-            age_s=self.age_s[n],
-            gate=self.gate[n] if self.gate is not None else None,
+            price=self.price[i],
+            headroom=self.headroom[i],
+            age_s=self.age_s[i],
+            gate=self.gate[i] if self.gate is not None else None,
             score=score,
         )
 
     def gated(self, n: int, code: int) -> Gated:
         reason = GATE_REASONS[code - 1]
+        i = self.at[n]
         return Gated(
-            node=self.names[n], reason=reason, headroom=self.headroom[n], age_s=self.age_s[n]
+            node=self.names[n], reason=reason, headroom=self.headroom[i], age_s=self.age_s[i]
         )
+
+    def cleared_price(self, n: int) -> float | None:
+        return self.price[self.at[n]]
+
+
+def _check_shapes(n_nodes: int, *arrays: np.ndarray) -> None:
+    for label, array in zip(("prices", "headroom", "age_s"), arrays, strict=True):
+        if np.shape(array) != (n_nodes,):
+            raise ValueError(f"{label} has shape {np.shape(array)}, expected ({n_nodes},)")
 
 
 def _columns(
     names: Sequence[str],
+    used: np.ndarray,
     prices: np.ndarray,
     headroom: np.ndarray,
     age_s: np.ndarray,
     gate: np.ndarray | None,
 ) -> _Columns:
-    n_nodes = len(names)
-    for label, array in (("prices", prices), ("headroom", headroom), ("age_s", age_s)):
-        if np.shape(array) != (n_nodes,):
-            raise ValueError(f"{label} has shape {np.shape(array)}, expected ({n_nodes},)")
+    """The columns ``used`` (sorted, unique) of the per-node arrays."""
     return _Columns(
         names=names,
-        price=_nums(prices),
-        headroom=_nums(headroom),
-        age_s=_nums(age_s),
-        gate=_nums(gate) if gate is not None else None,
+        at={int(c): i for i, c in enumerate(used.tolist())},
+        price=_nums(np.asarray(prices)[used]),
+        headroom=_nums(np.asarray(headroom)[used]),
+        age_s=_nums(np.asarray(age_s)[used]),
+        gate=_nums(np.asarray(gate)[used]) if gate is not None else None,
     )
 
 
@@ -361,8 +378,7 @@ def _nums(array: np.ndarray) -> list[float | None]:
     """A float array as a list rounded to :data:`SIGNIFICANT` digits, NaN and ±inf as ``None``."""
     x = np.asarray(array, dtype=float)
     finite = np.isfinite(x) & (x != 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        magnitude = np.floor(np.log10(np.abs(np.where(finite, x, 1.0))))
+    magnitude = np.floor(np.log10(np.abs(np.where(finite, x, 1.0))))  # finite, ≠ 0: no warning
     scale = 10.0 ** (SIGNIFICANT - 1 - magnitude)
     rounded = np.where(finite, np.round(x * scale) / scale, x)
     return [v if math.isfinite(v) else None for v in rounded.tolist()]

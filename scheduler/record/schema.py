@@ -39,7 +39,14 @@ SCHEMA_VERSION: Final = 1
 Mode = Literal["shadow", "active"]
 """The extender's (and the power manager's) mode: ``shadow`` decides and records only."""
 
-METHODS: Final = ("rank_one", "linear_sum_assignment", "matching", "relaxation", "auction")
+METHODS: Final = (
+    "short_lists",
+    "rank_one",
+    "linear_sum_assignment",
+    "matching",
+    "relaxation",
+    "auction",
+)
 """The names of ``eams.scheduler.auction.Method`` (a test keeps them equal)."""
 BEST_BID: Final = "best_bid"
 """Method of a batch of one pod cleared without the engine: its best bid (exact)."""

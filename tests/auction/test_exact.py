@@ -94,3 +94,24 @@ def test_a_large_cold_start_is_cleared_exactly() -> None:
     assert (c.assignment >= 0).sum() == 80  # every slot taken: more pods than slots
     assert c.value == pytest.approx(lsa_optimum(values, nodes.slots), rel=1e-12)
     assert dual_bound(values, pods.slots, nodes.slots, c.prices) == pytest.approx(c.value)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n_pods", [1, 2, 3, 8, 32])
+def test_a_few_pods_clear_on_their_short_lists_at_the_optimum(seed: int, n_pods: int) -> None:
+    """``short_lists`` (each pod's J best nodes, one dense assignment, certified on all N) hits
+    the optimum of the full problem and its prices are 0-CS duals on every node, with a
+    filter mask, full nodes and identical nodes (ties) in the batch."""
+    pods, nodes = random_batch(n_pods, 200, 2, seed=seed)
+    values = bids.bid_values(pods, nodes, AuctionParams())
+    values[:, 50:60] = values[:, 50:51]  # ten identical nodes
+    capacity = nodes.slots.copy()
+    capacity[::7] = 0
+    feasible = np.random.default_rng(seed).random(values.shape) >= 0.5
+    c = solve(values, pods.slots, capacity, AuctionParams(), feasible)
+    masked = np.where(feasible, values, -np.inf)
+    assert c.method == "short_lists" and c.converged and c.rounds == 0
+    assert_feasible(masked, pods.slots, capacity, c)
+    assert c.value == pytest.approx(lsa_optimum(masked, capacity), rel=1e-12)
+    v = np.where(capacity[None, :] > 0, masked, -np.inf)
+    assert dual_bound(v, pods.slots, capacity, c.prices) == pytest.approx(c.value, rel=1e-9)

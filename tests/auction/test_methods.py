@@ -19,7 +19,12 @@ from tests.auction.checks import assert_eps_cs, assert_feasible
 from tests.auction.reference import lsa_optimum, milp_optimum
 from tests.auction.test_properties import instances
 
-SINGLE_SLOT = (Method.RANK_ONE, Method.LINEAR_SUM_ASSIGNMENT, Method.MATCHING)
+SINGLE_SLOT = (
+    Method.SHORT_LISTS,
+    Method.RANK_ONE,
+    Method.LINEAR_SUM_ASSIGNMENT,
+    Method.MATCHING,
+)
 
 
 def study_batch(
@@ -47,13 +52,15 @@ def test_every_method_is_selectable_by_name(method: Method) -> None:
     assert_feasible(values, demand, capacity, c)
     optimum = lsa_optimum(values, capacity)
     assert optimum - 150 * c.epsilon <= c.value <= optimum * (1 + 1e-12)
-    if method in (Method.LINEAR_SUM_ASSIGNMENT, Method.MATCHING):
+    if method in (Method.SHORT_LISTS, Method.LINEAR_SUM_ASSIGNMENT, Method.MATCHING):
         assert c.value == pytest.approx(optimum, rel=1e-12) and c.rounds == 0
 
 
 @pytest.mark.parametrize(
     ("batch", "warm", "expected"),
     [
+        ({"n_pods": 5, "mask": 0.3}, True, Method.SHORT_LISTS),  # a few single-slot pods
+        ({"n_pods": 32}, False, Method.SHORT_LISTS),
         ({"n_pods": 150}, True, Method.RANK_ONE),  # unfiltered rank-one bids
         ({"n_pods": 40, "mask": 0.3}, False, Method.LINEAR_SUM_ASSIGNMENT),  # small and cold
         ({"n_pods": 150, "mask": 0.3}, True, Method.MATCHING),  # filtered: no quick try

@@ -16,7 +16,8 @@ Routes: ``GET /api/v1/nodes``, ``GET /api/v1/pods`` (list or watch; ``fieldSelec
 ``spec.nodeName``, ``spec.schedulerName``, ``status.phase``, ``metadata.name``,
 ``metadata.namespace`` with ``=``, ``==``, ``!=``), ``GET``/``PATCH /api/v1/nodes/NAME``
 (``application/merge-patch+json``; a ``metadata.resourceVersion`` in the patch must match, else
-409 Conflict), ``POST /api/v1/namespaces/NS/pods/NAME/binding``.
+409 Conflict), ``PATCH /api/v1/namespaces/NS/pods/NAME`` (merge patch),
+``POST /api/v1/namespaces/NS/pods/NAME/binding``.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class FakeApiServer:
         self.rv = 100
         self.resources = {"nodes": Resource("Node"), "pods": Resource("Pod")}
         self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.pod_patches: list[tuple[str, dict[str, Any]]] = []  # ("ns/name", merge patch)
         self.watch_requests: list[str] = []
         self.port = 0
         self._server: uvicorn.Server | None = None
@@ -138,6 +140,7 @@ class FakeApiServer:
             Route("/api/v1/pods", self._collection("pods"), methods=["GET"]),
             Route("/api/v1/nodes/{name}", self._node, methods=["GET", "PATCH"]),
             Route("/api/v1/namespaces/{ns}/pods/{name}/binding", self._binding, methods=["POST"]),
+            Route("/api/v1/namespaces/{ns}/pods/{name}", self._pod_patch, methods=["PATCH"]),
         ]
         self.app = Starlette(routes=routes)
 
@@ -292,6 +295,20 @@ class FakeApiServer:
             )
             return JSONResponse(status(409, "Conflict", message), 409)
         return JSONResponse(self._public(self.put("nodes", merge_patch(node, patch))))
+
+    async def _pod_patch(self, request: Request) -> Response:
+        """``PATCH /api/v1/namespaces/NS/pods/NAME`` (merge patch only, as the extender's
+        ``eams.io/*`` annotations are sent)."""
+        key = f"{request.path_params['ns']}/{request.path_params['name']}"
+        pod = self.resources["pods"].objects.get(key)
+        if pod is None:
+            message = f'pods "{request.path_params["name"]}" not found'
+            return JSONResponse(status(404, "NotFound", message), 404)
+        if request.headers.get("content-type", "").split(";")[0] != "application/merge-patch+json":
+            return JSONResponse(status(415, "UnsupportedMediaType", "merge patch only"), 415)
+        patch = json.loads(await request.body())
+        self.pod_patches.append((key, patch))
+        return JSONResponse(self._public(self.put("pods", merge_patch(pod, patch))))
 
     async def _binding(self, request: Request) -> Response:
         ns, name = request.path_params["ns"], request.path_params["name"]

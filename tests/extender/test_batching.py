@@ -231,19 +231,25 @@ async def test_a_node_whose_reading_turns_stale_is_no_longer_kept_off(make_clien
 async def test_a_batch_of_one_clears_to_the_node_the_engine_picks(
     make_client, clock, cpu: str, headroom: float
 ) -> None:
-    # One bidder: its best bid is the clearing (Market.clear_single skips the engine's fixed
-    # cost). Checked against the engine itself on the same state.
+    # One bidder: the engine's short_lists row clears it to its best bid (a node where its
+    # slots fit), with no flow and no auction; the reference is that maximum, taken here.
     client = await make_client(mode="active", window_ms=50)
     await _cluster(client, clock, headroom=0.6, cpu="4")
     await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), headroom)]})
     extender = client.app.state.extender
     pod = pending_pod(PodObject.model_validate(pod_object("p", cpu=cpu)))
-    single = extender.market.clear_single(pod, NAMES, clock(), reserve=False)
     snapshot = extender.market.snapshot([pod], NAMES, clock())
-    clearing, _ = extender.market.solve(snapshot)
+    clearing, scores = extender.market.solve(snapshot)
+    fits = snapshot.node_arrays.slots >= snapshot.pod_arrays.slots[0]
+    usable = snapshot.feasible[0] & fits & (snapshot.values[0] > 0)
     engine = int(clearing.assignment[0])
-    assert single.node == (snapshot.names[engine] if engine >= 0 else None)
-    assert (single.scores == 10).sum() == (1 if single.node else 0)
+    if usable.any():
+        assert clearing.method == "short_lists" and clearing.gap_bound in (None, 0.0)
+        assert engine >= 0 and clearing.value == snapshot.values[0][usable].max()
+        assert scores[0, engine] == 10 and (scores[0] == 10).sum() == 1
+    else:  # nowhere to go: the engine clears nothing at once
+        assert engine == -1 and (scores[0] == 10).sum() == 0
+    assert {"7": False, "3": True}.get(cpu, True) == usable.any()
 
 
 async def test_a_clearing_past_its_budget_serves_the_engines_certified_assignment(

@@ -1,0 +1,241 @@
+"""The extender's decision record (issue 19): every clearing on record, its outcome joined.
+
+The wiring of ``eams.scheduler.record`` (that folder's README, "Wiring") into the extender:
+
+* after each cleared batch, in both modes, one ``placement`` line per pod
+  (:func:`~eams.scheduler.record.placement_records`: pod namespace/name/UID, clearing id, mode,
+  the candidates with bid, price, headroom, telemetry age, gate and score, the gated nodes by
+  reason, the cleared node, the method and its certificate). The lines are built on the event
+  loop *after* the answer that cleared the batch is written (``loop.call_soon``), and handed to
+  the never-blocking :class:`~eams.scheduler.record.Recorder` (a deque append; its thread
+  encodes and writes), so ``/prioritize`` pays neither;
+* the pod watch's bound-pod events (``watch.py``, or the ``POST /pending`` twin) go to the
+  :class:`~eams.scheduler.record.OutcomeJoin`: the node kube-scheduler actually bound
+  (``bound`` lines, ``eams_record_bindings_total{mode,honoured}``: the honoured fraction) and
+  the pod's end (``ended``);
+* once a decided pod is bound, in both modes, the ``eams.io/*`` annotations
+  (:func:`~eams.scheduler.record.annotation_patch`: cleared node, price, bid, mode, clearing
+  id, method, certificate, time) go to the pod as a JSON merge patch through ``patch_pod``,
+  which ``watch.py`` sets to its API client; without one (no ``--watch``) they are counted as
+  ``no_api`` and not sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from prometheus_client import CollectorRegistry, Counter
+
+from eams.scheduler.auction import AuctionParams, Clearing, bids
+from eams.scheduler.extender.market import BatchSnapshot
+from eams.scheduler.record import (
+    OutcomeJoin,
+    Placement,
+    Recorder,
+    RecordMetrics,
+    WriterSettings,
+    annotation_patch,
+    placement_records,
+)
+from eams.scheduler.record.files import SUFFIX
+from eams.scheduler.record.schema import Bound
+
+log = logging.getLogger(__name__)
+
+PodPatcher = Callable[[str, str, dict[str, Any]], None]
+"""``patch_pod(namespace, name, merge_patch)``: sends one pod patch (``watch.py``)."""
+
+
+def record_settings(
+    path: Path,
+    max_file_bytes: int | None = None,
+    max_file_age_s: float | None = None,
+    max_total_bytes: int | None = None,
+) -> WriterSettings:
+    """The writer's settings for ``--record PATH``: a ``NAME.jsonl`` file is the active file
+    of prefix ``NAME`` in its folder (rotated beside it); any other path is the folder, with
+    prefix ``decisions``. Options left ``None`` keep the writer's defaults.
+
+    Raises
+    ------
+    RecordConfigError
+        A bad prefix or bound (:meth:`WriterSettings.validate`, names each).
+    """
+    folder, prefix = (path.parent, path.stem) if path.suffix == SUFFIX else (path, "decisions")
+    given = {
+        "max_file_bytes": max_file_bytes,
+        "max_file_age_s": max_file_age_s,
+        "max_total_bytes": max_total_bytes,
+    }
+    settings = WriterSettings(
+        folder=folder, prefix=prefix, **{k: v for k, v in given.items() if v is not None}
+    )
+    settings.validate()
+    return settings
+
+
+class Decisions:
+    """The record of one extender: placements written, outcomes joined, pods annotated.
+
+    Parameters
+    ----------
+    settings : WriterSettings
+    registry : CollectorRegistry
+        The extender's (``eams_record_*`` and the annotation counter appear on its /metrics).
+    mode : {"shadow", "active"}
+    scheduler_name : str
+        Only pods of this profile are joined.
+    params : AuctionParams
+        The engine's (the gate σ(k(ĥ − h0)) and AR-6's staleness limit of each record).
+    clock : callable
+        Epoch seconds.
+    annotate : bool
+        Send the ``eams.io/*`` annotations of each bound pod (one API write per pod: ≈ 1.3 ms
+        of the extender's CPU through the kubernetes client, measured here).
+
+    Attributes
+    ----------
+    patch_pod : PodPatcher or None
+        Set by ``watch.py`` when it has an API client.
+
+    Raises
+    ------
+    RecordConfigError
+        The record folder cannot be used or is written by another process.
+    """
+
+    def __init__(
+        self,
+        settings: WriterSettings,
+        registry: CollectorRegistry,
+        mode: str,
+        scheduler_name: str,
+        params: AuctionParams,
+        clock: Callable[[], float],
+        annotate: bool = True,
+    ) -> None:
+        self.annotate = annotate
+        self.mode = "active" if mode == "active" else "shadow"
+        self.params = params
+        self.folder = settings.folder
+        self.metrics = RecordMetrics(registry)
+        self.recorder = Recorder(settings, self.metrics, clock)
+        self.outcomes = OutcomeJoin(
+            self.recorder.submit,
+            self.metrics,
+            clock=clock,
+            scheduler_names={scheduler_name},
+            on_bound=self._bound if annotate else None,
+        )
+        self.patch_pod: PodPatcher | None = None
+        self.annotations = Counter(
+            "eams_extender_annotation_patches",
+            "eams.io/* annotation patches of bound pods, by outcome (no_api: no API client).",
+            ["outcome"],
+            registry=registry,
+        )
+
+    def cleared(
+        self,
+        snapshot: BatchSnapshot,
+        clearing: Clearing,
+        scores: np.ndarray,
+        below_floor: Callable[[float], set[str]],
+        at_s: float,
+    ) -> None:
+        """Record a cleared batch: built once the loop is free (after the answer that
+        cleared it is written), at once when no loop runs. ``below_floor(at_s)`` names the
+        nodes under the headroom floor (``HeadroomFloor.below``), asked then too."""
+
+        def write() -> None:
+            try:
+                records = self.placements(snapshot, clearing, scores, below_floor(at_s), at_s)
+            except Exception:  # the record must never take the extender down
+                log.exception("placement records of %d pods not built", len(snapshot.pods))
+                return
+            self.recorder.submit_all(records)
+            self.outcomes.decided(records)
+
+        try:
+            asyncio.get_running_loop().call_soon(write)
+        except RuntimeError:  # no running loop (a direct call)
+            write()
+
+    def placements(
+        self,
+        snapshot: BatchSnapshot,
+        clearing: Clearing,
+        scores: np.ndarray,
+        below_floor: set[str],
+        at_s: float,
+    ) -> list[Placement]:
+        """The batch's ``placement`` records (pure but for the clearing id's counter)."""
+        names = snapshot.names
+        excluded: dict[str, np.ndarray] = {}
+        if below_floor:
+            excluded["headroom_floor"] = np.fromiter(
+                (n in below_floor for n in names), bool, len(names)
+            )
+        listed = _candidate_masks(snapshot)
+        if listed is not None:
+            excluded["filter"] = ~listed  # tested before no_fit (GATE_REASONS' order)
+        nodes = snapshot.node_arrays
+        room = nodes.slots[None, :] >= snapshot.pod_arrays.slots[:, None]
+        excluded["no_fit"] = ~(snapshot.feasible & room)
+        return placement_records(
+            pods=snapshot.pods,
+            names=names,
+            values=snapshot.values,
+            clearing=clearing,
+            headroom=nodes.headroom,
+            age_s=nodes.age_s,
+            mode=self.mode,  # type: ignore[arg-type]
+            at_s=at_s,
+            excluded=excluded,
+            gate=bids.gate(nodes, self.params) if len(nodes) else None,
+            scores=scores,
+            stale_after_s=self.params.stale_after_s,
+        )
+
+    def observe(self, event: Mapping[str, Any] | bytes) -> None:
+        """One pod watch event (``{"type", "object"}``, a dict or the raw line) into the
+        outcome join; a malformed one is logged and skipped."""
+        try:
+            self.outcomes.observe(event)
+        except Exception as exc:
+            log.warning("pod event not joined to the record: %s", exc)
+
+    def _bound(self, decision: Placement, _bound: Bound) -> None:
+        patch = self.patch_pod
+        if patch is None:
+            self.annotations.labels("no_api").inc()
+            return
+        try:
+            patch(decision.pod.namespace, decision.pod.name, annotation_patch(decision))
+        except Exception as exc:
+            self.annotations.labels("error").inc()
+            log.warning("annotating pod %s failed: %s", decision.pod.key, exc)
+
+    def close(self) -> None:
+        """Write what is queued and release the record folder (at shutdown)."""
+        self.recorder.close()
+
+
+def _candidate_masks(snapshot: BatchSnapshot) -> np.ndarray | None:
+    """(J, N) bool: node n was among pod j's candidates (kube-scheduler's filters passed it);
+    ``None`` when every pod had every node (or its candidates are not known)."""
+    names = snapshot.names
+    if all(p.candidates is None or p.candidates.issuperset(names) for p in snapshot.pods):
+        return None
+    rows = [
+        np.ones(len(names), bool)
+        if p.candidates is None
+        else np.fromiter((n in p.candidates for n in names), bool, len(names))
+        for p in snapshot.pods
+    ]
+    return np.array(rows).reshape(len(snapshot.pods), len(names))

@@ -1,0 +1,216 @@
+"""The decision record wired into the extender (issue 19), through real HTTP.
+
+``eams extender serve --watch --record FILE`` runs as its own uvicorn process and lists and
+watches a stand-in kube-apiserver (``tests/extender/apiserver.py``: no kube-apiserver can run
+here, so the pod watch is the published event stream, one ``{"type", "object"}`` line per
+event, and the binding is what ``pods/binding`` does: ``spec.nodeName`` set). The test plays
+kube-scheduler: creates a pending pod, calls ``/prioritize`` names-only as the shipped config
+does, binds, and then reads the record back over ``GET /decisions`` and from the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from eams.scheduler.extender.decisions import record_settings
+from eams.scheduler.record import read_records
+from eams.scheduler.record.errors import RecordConfigError
+from eams.scheduler.record.reader import Query
+from tests.extender.apiserver import FakeApiServer
+from tests.extender.conftest import args_names, node_object, pod_object, sample, write_calibration
+from tests.servers.uvicorn import ExtenderServer
+
+NAMES = ["node-a", "node-b", "node-c"]
+pytestmark = pytest.mark.anyio
+
+
+async def _until(check: Any, timeout_s: float = 45.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = await check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def _serve(
+    tmp_path: Path, mode: str, api: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> ExtenderServer:
+    cal = tmp_path / "cal"
+    cal.mkdir()
+    for i, name in enumerate(NAMES):
+        write_calibration(cal, name, 40.0 + 10 * i, 150.0 + 20 * i)
+        api.put("nodes", node_object(name, cpu="4"))
+    monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig(tmp_path / "kubeconfig")))
+    server = ExtenderServer(tmp_path / "extender.log", mode=mode, calibrations_dir=cal)
+    server.argv += ["--watch", "--record", str(tmp_path / "record" / "decisions.jsonl")]
+    server.argv += ["--record-max-file-bytes", "65536"]
+    await asyncio.to_thread(server.start)
+    return server
+
+
+def _metric(text: str, name: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+@pytest.mark.parametrize("mode", ["active", "shadow"])
+async def test_every_decision_is_on_record_with_its_outcome_and_annotations(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = FakeApiServer()
+    await api.serve()
+    server = await _serve(tmp_path, mode, api, monkeypatch)
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            headroom = {"node-a": 0.6, "node-b": 0.02, "node-c": 0.4}  # node-b under the floor
+            samples = [sample(n, time.time(), h) for n, h in headroom.items()]
+            (await http.post("/telemetry", json={"samples": samples})).raise_for_status()
+            await _until(lambda: _ready(http))
+            pod = pod_object("job-1")
+            api.put("pods", pod)
+            answer = await _prioritized(http, pod)
+            scores = {e["Host"]: e["Score"] for e in answer}
+            if mode == "active":
+                chosen = max(scores, key=scores.__getitem__)
+                assert scores[chosen] == 10
+            else:
+                assert set(scores.values()) == {0}  # shadow answers neutrally
+                chosen = "node-c"  # kube-scheduler's default placement, whatever it is
+            api.bind("default", "job-1", chosen)
+
+            async def on_record() -> Any:
+                got = (await http.get("/decisions", params={"pod": "default/job-1"})).json()
+                kinds = [r["kind"] for r in got["records"]]
+                return got["records"] if "bound" in kinds else None
+
+            records = await _until(on_record)
+            patched = await _until(lambda: _patched(api))
+            metrics = (await http.get("/metrics")).text
+    finally:
+        server.stop()
+        await api.close()
+
+    placement = next(r for r in records if r["kind"] == "placement")
+    bound = next(r for r in records if r["kind"] == "bound")
+    assert placement["mode"] == mode and placement["batch_pods"] == 1
+    assert placement["pod"] == {"namespace": "default", "name": "job-1", "uid": "uid-job-1"}
+    assert placement["clearing_id"] and placement["method"] == "short_lists"
+    cleared = placement["cleared_node"]
+    assert cleared == "node-a"  # the most headroom on the cheapest calibration
+    if mode == "active":
+        assert cleared == chosen
+    assert placement["price"] == 0.0 and placement["bid"] > 0
+    certificate = placement["certificate"]
+    assert certificate["kind"] in ("exact", "j_epsilon", "gap_bound")
+    assert certificate["bound"] is not None and certificate["value"] == pytest.approx(
+        placement["bid"], rel=1e-5
+    )
+    candidates = {c["node"]: c for c in placement["candidates"]}
+    assert placement["candidates"][0]["node"] == cleared
+    for node in ("node-a", "node-c"):
+        entry = candidates[node]
+        assert entry["bid"] > 0 and entry["price"] == 0.0
+        assert entry["headroom"] == pytest.approx(headroom[node], rel=1e-5)
+        assert 0 <= entry["age_s"] < 30 and 0 < entry["gate"] <= 1
+    assert candidates["node-a"]["score"] == 10  # what active answers (shadow: would have)
+    gated = {g["node"]: g["reason"] for g in placement["gated"]}
+    assert gated == {"node-b": "headroom_floor"} and placement["gated_counts"] == {
+        "headroom_floor": 1
+    }
+    assert placement["candidates_total"] == 3 and placement["stale_after_s"] == 15.0
+    honoured = chosen == cleared
+    assert bound["bound_node"] == chosen and bound["cleared_node"] == cleared
+    assert bound["honoured"] is honoured and bound["clearing_id"] == placement["clearing_id"]
+    label = "yes" if honoured else "no"
+    series = f'eams_record_bindings_total{{honoured="{label}",mode="{mode}"}}'
+    assert _metric(metrics, series) == 1.0
+    assert _metric(metrics, 'eams_extender_annotation_patches_total{outcome="ok"}') == 1.0
+    key, patch = patched
+    annotations = patch["metadata"]["annotations"]
+    assert key == "default/job-1" and annotations["eams.io/cleared-node"] == cleared
+    assert annotations["eams.io/mode"] == mode and float(annotations["eams.io/clearing-price"]) == 0
+    # the same lines in the file, as eams explain reads them
+    on_file = read_records(tmp_path / "record", Query(pod="default/job-1")).records
+    assert [type(r).__name__.lower() for r in on_file] == [r["kind"] for r in records]
+
+
+async def _ready(http: httpx.AsyncClient) -> bool:
+    return (await http.get("/readyz")).status_code == 200
+
+
+async def _prioritized(http: httpx.AsyncClient, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """/prioritize as kube-scheduler sends it (``nodeCacheCapable``: names only)."""
+    response = await http.post(
+        "/prioritize",
+        content=json.dumps(args_names(pod, NAMES)),
+        headers={"Content-Type": "application/json"},
+    )
+    response.raise_for_status()
+    return list(response.json())
+
+
+async def _patched(api: FakeApiServer) -> tuple[str, dict[str, Any]] | None:
+    return api.pod_patches[0] if api.pod_patches else None
+
+
+async def test_the_record_on_the_http_twin_in_shadow_mode_without_an_api_server(
+    tmp_path: Path,
+) -> None:
+    """Without ``--watch``: ``POST /nodes`` and ``POST /pending`` feed it; the bound pod posted
+    to ``/pending`` joins the record; the annotations have no API to go to (counted)."""
+    cal = tmp_path / "cal"
+    cal.mkdir()
+    for name in NAMES:
+        write_calibration(cal, name, 50.0, 200.0)
+    server = ExtenderServer(tmp_path / "extender.log", mode="shadow", calibrations_dir=cal)
+    server.argv += ["--record", str(tmp_path / "rec")]
+    await asyncio.to_thread(server.start)
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            await http.post("/nodes", json={"items": [node_object(n) for n in NAMES]})
+            samples = [sample(n, time.time(), 0.5) for n in NAMES]
+            await http.post("/telemetry", json={"samples": samples})
+            pod = pod_object("p1")
+            await http.post("/pending", json={"items": [pod]})
+            answer = await http.post("/prioritize", json=args_names(pod, NAMES))
+            assert {e["Score"] for e in answer.json()} == {0}
+            bound = {**pod, "spec": {**pod["spec"], "nodeName": "node-b"}}
+            await http.post("/pending", json={"items": [bound]})
+
+            async def joined() -> Any:
+                got = (await http.get("/decisions", params={"pod": "uid-p1"})).json()
+                return [r["kind"] for r in got["records"]] == ["placement", "bound"] and got
+
+            got = await _until(joined)
+            bad = await http.get("/decisions")
+            metrics = (await http.get("/metrics")).text
+    finally:
+        server.stop()
+    placement, bound_record = got["records"]
+    assert placement["mode"] == "shadow" and bound_record["bound_node"] == "node-b"
+    assert bound_record["honoured"] is (placement["cleared_node"] == "node-b")
+    assert bad.status_code == 400
+    assert _metric(metrics, 'eams_extender_annotation_patches_total{outcome="no_api"}') == 1.0
+    assert (tmp_path / "rec" / "decisions.jsonl").exists()
+
+
+def test_record_path_is_a_file_of_its_prefix_or_a_folder(tmp_path: Path) -> None:
+    named = record_settings(tmp_path / "placements.jsonl", max_file_age_s=60.0)
+    assert (named.folder, named.prefix, named.max_file_age_s) == (tmp_path, "placements", 60.0)
+    folder = record_settings(tmp_path / "rec")
+    assert (folder.folder, folder.prefix) == (tmp_path / "rec", "decisions")
+    with pytest.raises(RecordConfigError, match="max_total_bytes"):
+        record_settings(tmp_path / "rec", max_file_bytes=4096, max_total_bytes=5000)
+    with pytest.raises(RecordConfigError, match="prefix 'bad-name'"):
+        record_settings(tmp_path / "bad-name.jsonl")
