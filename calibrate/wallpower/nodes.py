@@ -186,9 +186,7 @@ def node_energy(
     valid = np.isfinite(series.energy_wh if method == "counter" else series.power_w)
     quantity = "energy counter readings" if method == "counter" else "metered power"
     _check_edges(gaps, series.t_s[valid], span_s, quantity, where)
-    _check_edges(
-        util.gaps, series.t_s[np.isfinite(utilisation)], span_s, "utilisation", where
-    )
+    _check_edges(util.gaps, series.t_s[np.isfinite(utilisation)], span_s, "utilisation", where)
     if not metered_wh > 0:
         raise RunDataError(f"{where}: metered energy is {metered_wh:g} Wh; nothing to compare")
     rmse = _rmse_w(series.t_s, series.power_w, modelled_w)

@@ -202,7 +202,7 @@ def render_html(
     # issue 14 fills `answer`: the first sentence, what EAMS saved at the wall, in words
     answer_html = f"<p id=answer class=answer>{escape(answer)}</p>\n" if answer else ""
     if links:
-        items = "".join(f"<li><a href=\"{escape(h)}\">{escape(t)}</a></li>" for t, h in links)
+        items = "".join(f'<li><a href="{escape(h)}">{escape(t)}</a></li>' for t, h in links)
         answer_html += f"<h2>Decisions on record</h2><ul id=decisions>{items}</ul>\n"
     loss = r.passed and r.saving_metered < 0
     badge = f"verdict {shown.replace(' ', '-')}" + (" LOSS" if loss else "")

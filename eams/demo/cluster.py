@@ -37,7 +37,7 @@ NAMESPACE = "demo"
 
 @dataclass
 class BoundPod:
-    """A pod bound to a node: its requests (cores, MiB) and its end (monotonic s)."""
+    """A pod bound to a node: its requests (cores, MiB), bound and ending at (clock s)."""
 
     name: str
     cores: float
@@ -102,7 +102,8 @@ class EmulatedCluster:
         Trace seconds per real second: a pod of ``d`` reference seconds on a node of speed
         ``s`` runs ``d / s / speedup`` real seconds.
     clock : callable
-        Monotonic seconds.
+        Seconds (epoch: the power manager's clock, and the pods' bind and end times); the
+        pods' run times are real seconds.
     """
 
     def __init__(self, testbed: Testbed, speedup: float, clock: Any) -> None:
@@ -116,6 +117,14 @@ class EmulatedCluster:
             for i, n in enumerate(testbed.nodes)
         }
         self._taint_filter = taint_toleration(self.objects)
+
+    def start(self) -> None:
+        """The run starts now: every node has been empty since now (nothing ran on it in
+        this run yet, so no idle time before it counts towards a sleep)."""
+        with self._lock:
+            now = self.clock()
+            for node in self.nodes.values():
+                node.empty_since_s = None if node.pods else now
 
     # ---- what kube-scheduler reads -------------------------------------------------------
 

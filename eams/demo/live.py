@@ -36,6 +36,7 @@ from eams.scheduler.bench.kube_cycle import CycleRecord, ExtenderConfig, KubeCyc
 from eams.scheduler.bench.kube_wire import KeepAliveConnection, decode_priorities
 from eams.scheduler.errors import SchedulerError
 from eams.scheduler.policies.base import Cluster, NodeState, Params, Workload, WorkloadPod
+from eams.scheduler.power.ports import ASLEEP_TAINT_KEY
 
 EXTENDER_WEIGHT = 130
 """``weight`` of the shipped extender entry (``deploy/k3s/scheduler-config.yaml``)."""
@@ -90,7 +91,8 @@ class Decision:
     node : str
         The node bound.
     gated : dict of str to str
-        Nodes that were not candidates and why (``asleep``, ``filter``, ``no_fit``).
+        Nodes that were not candidates and why (``asleep``: tainted by the power manager;
+        ``no_fit``: NodeResourcesFit or cordoned; ``headroom_floor``: the extender's /filter).
     cores : float
     duration_ref_s : float
         The pod's run time at speed 1, trace s.
@@ -126,7 +128,11 @@ class LiveRun:
     cycles : int
         Scheduling cycles (a pod retried after a cluster event counts again).
     prioritize_calls : int
-        /prioritize calls the cycle made (0 in the default run).
+        /prioritize calls the cycle made (0 in the default run; kube-scheduler scores no node
+        when only one passes the filters).
+    extender_prioritize : int or None
+        /prioritize requests the extender itself counted during the run (its ``/metrics``);
+        ``None`` in runs without it.
     binds : dict of str to str
         Pod → node.
     decisions : list of Decision
@@ -144,6 +150,7 @@ class LiveRun:
     completion_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cycles: int = 0
     prioritize_calls: int = 0
+    extender_prioritize: int | None = None
     binds: dict[str, str] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     transitions: dict[str, int] = field(default_factory=dict)
@@ -168,7 +175,7 @@ class LiveRun:
 
 
 PowerStep = Callable[[float], Awaitable[None]]
-"""The power manager's step at monotonic time ``now_s`` (one policy decision, its actions)."""
+"""The power manager's step at epoch time ``now_s`` (one policy decision, its actions)."""
 
 
 class LiveLoop:
@@ -212,7 +219,7 @@ class LiveLoop:
             self.answers = AnsweredConnection(old.host, old.port, old.timeout_s)
             self.cycle.connection = self.answers
         self.scheduler = SCHEDULER_NAMES[scheduler]
-        self.pending: dict[str, float] = {}  # pod → pending since (monotonic s)
+        self.pending: dict[str, float] = {}  # pod → pending since (epoch s)
         self._unschedulable: dict[str, tuple[dict[str, Any], float]] = {}
         self._index = {name: j for j, name in enumerate(workload.names)}
         self._arrived_s: dict[str, float] = {}
@@ -220,6 +227,8 @@ class LiveLoop:
         self.binds: dict[str, str] = {}
         self.decisions: list[Decision] = []
         self.cycles = 0
+        self.on_progress: Callable[[float], None] = lambda done: None
+        """Called with the fraction of pods ended, after each end."""
 
     # ---- scores -------------------------------------------------------------------------
 
@@ -242,7 +251,7 @@ class LiveLoop:
 
     async def run(self, power: PowerStep | None, period_s: float, timeout_s: float) -> None:
         """Offer every pod at its time, schedule until all have ended, stepping ``power``
-        every ``period_s`` (monotonic s).
+        every ``period_s`` (called with epoch s).
 
         Raises
         ------
@@ -281,14 +290,13 @@ class LiveLoop:
                 await asyncio.sleep(delay)
             work = float(w.cpu[j] * w.duration_s[j])
             pod = pod_object(name, float(w.cpu[j]), float(w.mem_mib[j]), work, self.scheduler)
-            now = time.monotonic()
-            self._arrived_s[name] = now
-            self.pending[name] = now
+            self._arrived_s[name] = time.monotonic()
+            self.pending[name] = time.time()  # the power manager's clock: epoch s
             self.cycle.add(pod)
 
     async def _step(self, power: PowerStep, period_s: float) -> None:
         while True:
-            await power(time.monotonic())
+            await power(time.time())
             await asyncio.sleep(period_s)
 
     def requeue(self) -> None:
@@ -313,12 +321,23 @@ class LiveLoop:
         self.binds[name] = record.node
         self.pending.pop(name, None)
         loop = asyncio.get_running_loop()
-        loop.call_later(bound.ends_at_s - time.monotonic(), self._end, record.node, name)
+        loop.call_later(bound.ends_at_s - time.time(), self._end, record.node, name)
 
     def _end(self, node: str, name: str) -> None:
         self.cluster.end(node, name)
         self._ended_s[name] = time.monotonic()
         self.requeue()
+        self.on_progress(len(self._ended_s) / self.workload.size)
+
+    def pending_pods(self) -> dict[str, tuple[float, float, float, float]]:
+        """Pods waiting for a node now: name → (cores, MiB, pending since (epoch s), run
+        time at speed 1 in real s). Safe to call from another thread (a copy)."""
+        w, out = self.workload, {}
+        for name, since in self.pending.copy().items():
+            j = self._index[name]
+            runtime_s = float(w.duration_s[j]) / self.speedup
+            out[name] = (float(w.cpu[j]), float(w.mem_mib[j]), since, max(runtime_s, 1e-3))
+        return out
 
     def _note(self, pod: dict[str, Any], record: CycleRecord) -> None:
         """Keep the extender's answer for a pod it scored (module docstring)."""
@@ -337,8 +356,8 @@ class LiveLoop:
                 continue
             if node not in after_tree:
                 gated[node] = "asleep" if self._asleep(node) else "no_fit"
-            else:
-                gated[node] = "filter"
+            else:  # passed kube-scheduler's filters: the extender's /filter removed it
+                gated[node] = "headroom_floor"
         candidates = tuple(scores)
         in_tree = self._in_tree_score(pod, list(candidates)) if candidates else {}
         default = max(in_tree, key=lambda n: in_tree[n]) if in_tree else None
@@ -360,7 +379,7 @@ class LiveLoop:
     def _asleep(self, node: str) -> bool:
         objects = self.cluster.objects()
         taints = objects[node]["spec"]["taints"]
-        return any(t.get("key") == "eams.io/asleep" for t in taints)
+        return any(t.get("key") == ASLEEP_TAINT_KEY for t in taints)
 
     def result(self, run: LiveRun) -> LiveRun:
         """Fill ``run`` with what the loop did (work, completions, cycles, answers)."""

@@ -115,7 +115,12 @@ def demo_inventory(testbed: Testbed) -> PowerInventory:
     sim = testbed.simulator
     nodes = {}
     for i, node in enumerate(testbed.nodes, start=1):
-        entry = {"method": "outlet", "outlet": i, "mac": sim.mac(i), "ssh": f"demo@{node.spec.name}"}
+        entry = {
+            "method": "outlet",
+            "outlet": i,
+            "mac": sim.mac(i),
+            "ssh": f"demo@{node.spec.name}",
+        }
         if i == 1:
             entry |= {"k3s_server": True, "pdu_owner": True}
         nodes[node.spec.name] = entry
@@ -129,13 +134,14 @@ class DemoActuator:
     Attributes
     ----------
     counts : dict of str to int
-        Transitions carried out: ``sleep`` (outlet off read back) and ``wake`` (outlet on).
+        Transitions carried out: ``sleep`` (outlet off read back) and ``wake`` (outlet on);
+        ``refused``: sleeps the safety rules refused (a pod bound since the decision).
     """
 
     def __init__(self, testbed: Testbed, cluster: EmulatedCluster, power: NodePower) -> None:
         self.testbed, self.cluster, self.power = testbed, cluster, power
         self.inventory = demo_inventory(testbed)
-        self.counts = {"sleep": 0, "wake": 0}
+        self.counts = {"sleep": 0, "wake": 0, "refused": 0}
         self._lock = threading.Lock()
 
     def _actions(self, why: str) -> PowerActions:
@@ -156,6 +162,8 @@ class DemoActuator:
         try:
             check_sleep(node, self.inventory.node(node), self.cluster.view)
         except PowerStateError as exc:
+            with self._lock:
+                self.counts["refused"] += 1
             return self._outcome(node, "off", "refused", str(exc))
         sim = self.testbed.simulator
         started = time.monotonic()
@@ -251,7 +259,7 @@ class DemoObserver:
         self.calibrations, self.figures, self.pending = calibrations, figures, pending
 
     def observe(self, now_s: float) -> Observation:
-        """The fleet at ``now_s`` (monotonic s)."""
+        """The fleet at ``now_s`` (epoch s)."""
         sim = self.testbed.simulator
         views, ready, seen, marked = [], [], [], []
         objects = self.cluster.objects()

@@ -51,7 +51,7 @@ class VirtualNode:
         """The node's power state (the simulator's, once on the testbed): its OS, and so its
         agent, runs only while it is ``running``."""
         self.last_read_s: float | None = None
-        """When its ``/proc/stat`` was last read (monotonic s): its agent's last report."""
+        """When its ``/proc/stat`` was last read (epoch s): its agent's last report."""
         self._lock = threading.Lock()
         self._load = 0.0
         self._since = clock()
@@ -86,7 +86,7 @@ class VirtualNode:
         if state != "running":
             raise ProcStatError(f"{self.spec.name} is {state}: its OS does not run")
         with self._lock:
-            self.last_read_s = self._clock()
+            self.last_read_s = time.time()
             self._advance(self._clock())
             scale = TICKS_PER_S * self.spec.cores
             return CpuTimes(
