@@ -133,6 +133,9 @@ class LiveRun:
     extender_prioritize : int or None
         /prioritize requests the extender itself counted during the run (its ``/metrics``);
         ``None`` in runs without it.
+    unscored_binds : int
+        Pods bound without a /prioritize call: one node passed the filters (kube-scheduler
+        then binds it without scoring), or, in the default run, every pod.
     binds : dict of str to str
         Pod → node.
     decisions : list of Decision
@@ -151,6 +154,7 @@ class LiveRun:
     cycles: int = 0
     prioritize_calls: int = 0
     extender_prioritize: int | None = None
+    unscored_binds: int = 0
     binds: dict[str, str] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     transitions: dict[str, int] = field(default_factory=dict)
@@ -391,6 +395,9 @@ class LiveLoop:
         )
         run.cycles = self.cycles
         run.prioritize_calls = sum(1 for r in self.cycle.records if r.prioritize_s > 0)
+        run.unscored_binds = sum(
+            1 for r in self.cycle.records if r.node is not None and r.prioritize_s == 0
+        )
         run.binds = dict(self.binds)
         run.decisions = list(self.decisions)
         return run

@@ -11,8 +11,9 @@ three ports of :mod:`eams.scheduler.power.ports` for the demo:
 * :class:`DemoMarker` — cordon, taint ``eams.io/asleep:NoSchedule`` and annotate the node
   objects of the emulated cluster; releasing a node is a cluster event that sends the
   unschedulable pods back to the scheduler's queue;
-* :class:`DemoActuator` — :class:`~eams.calibrate.powerstates.actions.PowerActions` on the PDU
-  simulator, method ``outlet`` (the inventory's soft-off-then-outlet-off): the safety rules
+* :class:`DemoActuator` — the power inventory's method ``outlet`` (soft-off, then outlet off)
+  on the PDU simulator: the safety rules of
+  :class:`~eams.calibrate.powerstates.actions.PowerActions`
   (:func:`~eams.calibrate.powerstates.safety.check_sleep`: never the PDU owner and k3s server,
   cordoned, tainted and drained first) against the emulated cluster, the node's OS powered off
   (the virtual node has no SSH: its ``systemctl poweroff`` is the simulator's soft-off, as its
@@ -38,15 +39,17 @@ from pathlib import Path
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
-from eams.calibrate.powerstates.actions import PowerActions
 from eams.calibrate.powerstates.errors import PowerStateError
 from eams.calibrate.powerstates.inventory import PowerInventory, parse_inventory
 from eams.calibrate.powerstates.safety import check_sleep
 from eams.calibrate.powerstates.transitions import Transition, record
 from eams.demo.cluster import EmulatedCluster
 from eams.demo.fleet import MEMORY_MIB
-from eams.demo.testbed import Testbed
+from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
+from eams.meter.blocking import BlockingMeter
+from eams.meter.errors import MeterError
 from eams.meter.simulator import NodePower
+from eams.meter.simulator.errors import SimulatorError
 from eams.scheduler.power.manager import ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import AWAKE, FleetState, NodeView, PendingPod, PowerState
@@ -61,7 +64,7 @@ from eams.scheduler.power.ports import (
 
 NODE_POWER = {
     True: NodePower(boot_s=1.0, off_w=1.0, shutdown_s=0.5),
-    False: NodePower(boot_s=2.0, off_w=1.0, shutdown_s=1.0),
+    False: NodePower(boot_s=2.0, off_w=1.0, shutdown_s=0.5),
 }
 """Hidden power states of every virtual node (quick, full), real seconds: the live loop runs in
 real time, the trace compressed. Boot draw: the node's curve at 50 % (``NodePower`` default)."""
@@ -81,6 +84,8 @@ OWNER_ROLES = frozenset({"k3s-server", "pdu-owner"})
 ASLEEP_TAINT = {"key": ASLEEP_TAINT_KEY, "value": "", "effect": ASLEEP_TAINT_EFFECT}
 SOFT_OFF_WAIT = 3.0
 """A soft-off may take this many × ``shutdown_s`` before the actuator gives up on it."""
+SWITCH_WAIT_S = 5.0
+"""How long an outlet's state may take to read back as asked, s."""
 
 
 @dataclass(frozen=True)
@@ -129,13 +134,27 @@ def demo_inventory(testbed: Testbed) -> PowerInventory:
 
 
 class DemoActuator:
-    """Sleep and wake through :class:`PowerActions` on the simulator (module docstring).
+    """Sleep and wake the virtual nodes on the simulator's switched outlets (module docstring).
+
+    The outlet is switched through one meter kept open for the run (SNMP SET, then the state
+    read back: :meth:`BlockingMeter.switch`, the primitive :class:`PowerActions` switches
+    with), under :class:`PowerActions`' safety rules (:func:`check_sleep`), each outcome one
+    :class:`Transition` (:func:`record`: the same log line and counter). Not
+    :meth:`PowerActions.outlet` itself: it opens a new meter per action, whose first read
+    learns the PDU (1.3–2.7 s per action on the shared 2-core machine) — long enough to push
+    wakes past their timeout while the manager waits, and to leave a soft-off node unmetered
+    (its 1 W is under the APC floor) until its outlet opens.
 
     Attributes
     ----------
     counts : dict of str to int
         Transitions carried out: ``sleep`` (outlet off read back) and ``wake`` (outlet on);
         ``refused``: sleeps the safety rules refused (a pod bound since the decision).
+
+    Raises
+    ------
+    MeterError
+        The PDU cannot be read (when opened).
     """
 
     def __init__(self, testbed: Testbed, cluster: EmulatedCluster, power: NodePower) -> None:
@@ -143,61 +162,77 @@ class DemoActuator:
         self.inventory = demo_inventory(testbed)
         self.counts = {"sleep": 0, "wake": 0, "refused": 0}
         self._lock = threading.Lock()
+        self._meter = BlockingMeter(
+            testbed.simulator.write_url, driver=DRIVER, timeout_s=METER_TIMEOUT_S,
+            retries=METER_RETRIES,
+        )  # fmt: skip
+        self._meter.read()  # learn the outlets now, not during the first sleep
 
-    def _actions(self, why: str) -> PowerActions:
-        return PowerActions(
-            self.inventory, who="eams demo", why=why, node_view=self.cluster.view, switch_wait_s=5.0
-        )
+    def close(self) -> None:
+        """Close the meter (idempotent)."""
+        self._meter.close()
 
-    def _outcome(self, node: str, to: str, result: str, detail: str) -> Transition:
+    def _outcome(
+        self, node: str, to: str, result: str, why: str, steps: tuple[str, ...] = (), detail=""
+    ) -> Transition:
         return record(
             Transition(node=node, to=to, method="outlet", result=result, who="eams demo",
-                       why="power manager", detail=detail)
+                       why=why, steps=steps, detail=detail)
         )  # fmt: skip
+
+    def _switch(self, node: str, action: str) -> str:
+        outlet = self.inventory.node(node).outlet
+        assert outlet is not None
+        done = self._meter.switch(outlet, action, wait_s=SWITCH_WAIT_S)
+        if done.state != action:
+            raise MeterError(f"outlet {outlet} reads {done.state} after {action}")
+        return (
+            f"outlet {outlet} {action}: state read back {done.state} after {done.elapsed_s:.1f} s"
+        )
 
     def sleep(self, node: str, reason: str) -> Transition:
         """Safety rules, soft-off of the virtual OS, outlet off read back (never raises)."""
-        outlet = self.inventory.node(node).outlet
-        assert outlet is not None
+        entry = self.inventory.node(node)
+        assert entry.outlet is not None
         try:
-            check_sleep(node, self.inventory.node(node), self.cluster.view)
+            check_sleep(node, entry, self.cluster.view)
         except PowerStateError as exc:
             with self._lock:
                 self.counts["refused"] += 1
-            return self._outcome(node, "off", "refused", str(exc))
+            return self._outcome(node, "off", "refused", reason, detail=str(exc))
         sim = self.testbed.simulator
         started = time.monotonic()
         try:
-            sim.soft_off(outlet)
-        except Exception as exc:  # the simulator's own error: the OS was not running
-            return self._outcome(node, "off", "failed", f"soft-off: {exc}")
+            sim.soft_off(entry.outlet)
+        except SimulatorError as exc:  # its OS was not running
+            return self._outcome(node, "off", "failed", reason, detail=f"soft-off: {exc}")
         deadline = started + SOFT_OFF_WAIT * max(self.power.shutdown_s, 0.1)
-        while sim.state(outlet).node != "soft_off" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        step = f"virtual OS of {node}: systemctl poweroff, soft-off after " + (
-            f"{time.monotonic() - started:.1f} s"
-        )
+        while sim.state(entry.outlet).node != "soft_off" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        took_s = time.monotonic() - started
+        soft = f"virtual OS of {node}: systemctl poweroff, soft-off after {took_s:.1f} s"
         try:
-            done = self._actions(reason).outlet(node, "off")
-        except PowerStateError as exc:
-            return replace(self._outcome(node, "off", "failed", str(exc)), steps=(step,))
+            cut = self._switch(node, "off")
+        except MeterError as exc:
+            return self._outcome(node, "off", "failed", reason, (soft,), f"outlet off: {exc}")
         with self._lock:
             self.counts["sleep"] += 1
-        return replace(done, steps=(step, *done.steps))
+        return self._outcome(node, "off", "ok", reason, (soft, cut))
 
     def wake(self, node: str, reason: str) -> Transition:
         """Switch the node's outlet on, read back (it then boots); never raises."""
         try:
-            done = self._actions(reason).wake(node)
-        except PowerStateError as exc:
-            return self._outcome(node, "running", "failed", str(exc))
+            on = self._switch(node, "on")
+        except MeterError as exc:
+            return self._outcome(node, "running", "failed", reason, detail=str(exc))
         with self._lock:
             self.counts["wake"] += 1
-        return done
+        return self._outcome(node, "running", "ok", reason, (on,))
 
     def restart_agent(self, node: str) -> Transition:
         """A virtual node's kubelet is Ready as soon as its OS runs: nothing to restart."""
-        return self._outcome(node, "running", "ok", "virtual node: no k3s agent to restart")
+        return self._outcome(node, "running", "ok", "NotReady after a wake",
+                             detail="virtual node: no k3s agent to restart")  # fmt: skip
 
     def sleep_state(self, node: str) -> str:
         """``off``: the outlet is switched off."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,19 +113,31 @@ class _QuietOffNodes(logging.Filter):
 
 
 async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float):
+    """Run ``live`` with the power manager of ``manager_for`` (or none) stepping in a worker
+    thread; after the last pod, wait for a step in flight and for the nodes to settle."""
     loop = asyncio.get_running_loop()
     step = actuator = None
+    busy = threading.Lock()
     if manager_for is not None:
         manager, actuator = manager_for(lambda: loop.call_soon_threadsafe(live.requeue))
 
-        async def step(now_s: float) -> None:
-            await asyncio.to_thread(manager.step, now_s)
+        def locked_step(now_s: float) -> None:
+            with busy:
+                manager.step(now_s)
 
-    live.cluster.start()
-    start_ns = time.time_ns()
-    await live.run(step, period_s, timeout_s)
-    await settle(live.cluster.testbed, period_s)
-    return start_ns, time.time_ns(), actuator
+        async def step(now_s: float) -> None:
+            await asyncio.to_thread(locked_step, now_s)
+
+    try:
+        live.cluster.start()
+        start_ns = time.time_ns()
+        await live.run(step, period_s, timeout_s)
+        await asyncio.to_thread(busy.acquire)  # a step in flight ends; no other starts
+        await settle(live.cluster.testbed, period_s)
+        return start_ns, time.time_ns(), actuator
+    finally:
+        if actuator is not None:
+            actuator.close()
 
 
 SETTLE_TIMEOUT_S = 15.0
