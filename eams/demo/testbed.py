@@ -13,6 +13,7 @@ and answers stress-ng's metrics with bogo-ops/s proportional to the node's speed
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -129,8 +130,11 @@ class Testbed:
         self.simulator.start()
         for number, node in enumerate(self.nodes, start=1):
             self.simulator.set_load_source(number, node.load)
-            node.os_state = lambda n=number: self.simulator.state(n).node
+            node.os_state = functools.partial(self._node_state, number)
         return self
+
+    def _node_state(self, outlet: int) -> str:
+        return self.simulator.state(outlet).node
 
     def stop(self) -> None:
         """Stop the simulator (idempotent)."""
