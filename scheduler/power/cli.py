@@ -1,9 +1,10 @@
-"""``eams power``: wake, suspend and power off one node, safely. This module only wires
-(STYLE.md §14): the actions, their safety rules and their log line are
-:mod:`eams.calibrate.powerstates`."""
+"""``eams power``: wake, suspend and power off one node, safely; run the power manager. This
+module only wires (STYLE.md §14): the actions, their safety rules and their log line are
+:mod:`eams.calibrate.powerstates`; the manager is :mod:`.service`."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
@@ -11,8 +12,10 @@ import click
 from eams.calibrate.powerstates.actions import PowerActions
 from eams.calibrate.powerstates.inventory import load_inventory
 from eams.calibrate.powerstates.transitions import Transition, echo_transitions
+from eams.cli import FiniteFloatRange, log_level_option
 from eams.meter.errors import BadMacAddress
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_mac
+from eams.scheduler.power.errors import ManagerConfigError
 
 DEFAULT_INVENTORY = Path("/etc/eams/power.yaml")
 """Where ansible installs the power inventory (``ansible/README.md``)."""
@@ -68,7 +71,8 @@ def _show(transition: Transition) -> None:
 
 @click.group()
 def power() -> None:
-    """Wake, suspend and power off nodes (Wake-on-LAN, SSH, switched PDU outlets).
+    """Wake, suspend and power off nodes (Wake-on-LAN, SSH, switched PDU outlets), by hand or
+    by the power manager (manage).
 
     Every action prints one `power transition:` line (who, what, why, the steps, the result).
     Anything that stops a node is refused unless it is cordoned, tainted and drained (from the
@@ -166,3 +170,99 @@ def check_inventory(file: Path) -> None:
         click.echo(
             f"{name}: method {entry.method}, mac {entry.mac or '—'}, outlet {outlet}, {roles}"
         )
+
+
+@power.command()
+@_inventory
+@click.option(
+    "--calibrations",
+    "calibrations_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of the nodes' calibration files (NAME.json; power states from schema 2).",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Kubeconfig of the cluster [the inventory's, else in-cluster, else $KUBECONFIG].",
+)
+@click.option(
+    "--in-cluster",
+    is_flag=True,
+    help="Ignore the inventory's kubeconfig: use the pod's service account (the Deployment in "
+    "deploy/k3s/power-manager), else $KUBECONFIG.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["shadow", "active"]),
+    default="shadow",
+    show_default=True,
+    help="shadow: decide, log and record only; active: cordon, taint and switch nodes.",
+)
+@click.option(
+    "--interval-s",
+    type=FiniteFloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds between ticks (sooner when the policy names an instant).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML with the policy's and the manager's settings (policy:, manager:).",
+)
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of the decision record (power*.jsonl, rotated; read by eams explain).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    help="Serve Prometheus metrics on this port (/metrics).",
+)
+@log_level_option()
+def manage(
+    inventory_path: Path,
+    calibrations_dir: Path,
+    kubeconfig: Path | None,
+    in_cluster: bool,
+    mode: str,
+    interval_s: float,
+    config_path: Path | None,
+    record_dir: Path | None,
+    metrics_port: int | None,
+    log_level: str,
+) -> None:
+    """Run the power manager: sleep empty nodes and wake nodes for pending pods, until
+    SIGTERM or Ctrl-C.
+
+    Every decision is one log line with its reason, a metric and a decision record; in active
+    mode also the node's eams.io/power-state and eams.io/power-reason annotations. It never
+    drains a node and never sleeps the k3s server or the PDU owner.
+    """
+    from eams.scheduler.power import service
+
+    if in_cluster and kubeconfig is not None:
+        raise click.UsageError("give --kubeconfig or --in-cluster, not both")
+    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(message)s")
+    power_log = logging.getLogger("eams.power")  # a service: every line timed, on stderr
+    for handler in list(power_log.handlers):
+        power_log.removeHandler(handler)  # the by-hand commands' echo to stdout
+    power_log.propagate = True
+    power_log.setLevel(logging.NOTSET)  # --log-level decides
+    built = service.build(
+        inventory_path,
+        calibrations_dir,
+        kubeconfig=kubeconfig,
+        in_cluster=in_cluster,
+        mode="active" if mode == "active" else "shadow",
+        config_path=config_path,
+        record_dir=record_dir,
+    )
+    try:
+        service.serve(built, interval_s, metrics_port)
+    except OSError as exc:
+        raise ManagerConfigError(f"--metrics-port {metrics_port}: {exc.strerror or exc}") from exc

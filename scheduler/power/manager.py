@@ -13,24 +13,29 @@ Each :meth:`PowerManager.step` does, in order:
    sent) and, in active mode, the node is untainted and uncordoned; a waking node whose agent
    reports again but stays NotReady for ``restart_agent_after_s`` gets one
    ``systemctl restart k3s-agent`` per wake (k3s may need it after a resume); a suspending node
-   whose agent has been silent for ``agent_silent_s`` is asleep; an asleep node (suspect or not)
-   that re-registers is awake again (a late wake, or a person's). A node NotReady with no sleep
-   of ours to explain it is *unmanaged* this tick (left out of the fleet: a failed node is not
-   the manager's to sleep or wake), and so is a node that is not awake but runs pods. The
+   whose agent has been silent for ``agent_silent_s`` and whose measured suspend time has
+   passed is asleep (a magic packet sent while it is still going down is lost); an asleep node
+   (suspect or not) that re-registers is awake again (a late wake, or a person's). A node
+   NotReady with no sleep of ours to explain it is *unmanaged* this tick (left out of the
+   fleet: a failed node is not the manager's to sleep or wake), and so is a node that is not
+   awake but runs pods. The
    node-lifecycle taints (``node.kubernetes.io/unreachable``, ``not-ready``) the controller adds
    while a node sleeps are not the manager's: a woken node keeps them until its kubelet
    reports, and the manager never removes them.
 3. **Decide** with the phases as the fleet's state columns.
 4. **Apply** (active mode): ``sleep`` — the node is marked first (cordon, taint
    ``eams.io/asleep:NoSchedule``, annotate), then told to sleep; a refusal (the actuator's
-   safety rules: pods that are not DaemonSets', a role that never sleeps) or a failure before
-   anything was done is undone (untaint, uncordon), as Karpenter undoes a failed disruption.
+   safety rules: pods that are not DaemonSets', a role that never sleeps) is undone (untaint,
+   uncordon), as Karpenter undoes a failed disruption; a failure may have left the node going
+   down, so it stays marked and suspending until the suspend timeout (asleep and suspect) or
+   its agent reporting again (awake, released) resolves it.
    A marker error means the node is not told to sleep. ``wake`` — the wake is sent (phase
    waking); one that cannot be sent leaves the node asleep and suspect with a failed wake, so
    the next tick wakes the next node. ``wake-failed`` / ``suspend-failed`` (the policy's phase
-   timeouts) — asleep and suspect, never a terminal state. In shadow mode nothing is marked
-   or switched and the phases follow only the facts; a decision is logged, counted and
-   recorded once while it stands (not at every tick).
+   timeouts) — asleep and suspect, never a terminal state (a suspend-failed node whose agent
+   has been silent since the sleep was sent is asleep and sound: it went down). In shadow mode
+   nothing is marked or switched and the phases follow only the facts; a decision is logged,
+   counted and recorded once while it stands (not at every tick).
 
 The manager never drains: it sleeps only nodes with no pods but DaemonSets', so no
 PodDisruptionBudget is ever in play (the actuator re-checks the pods after the cordon).
@@ -80,8 +85,12 @@ class ManagerConfig(BaseModel):
     Attributes
     ----------
     agent_silent_s : float
-        A suspending node whose agent has not reported for this long is asleep (a few of the
-        agent's report intervals).
+        A suspending node whose agent has not reported for this long (and whose measured
+        suspend time has passed) is asleep. At least the agent's report interval (an observer
+        that polls the agent at each tick: any value up to the tick interval), and under the
+        policy's suspend timeout (measured time × ``suspend_margin``) so that a sound suspend
+        is confirmed before it times out; one that times out while the agent has stayed silent
+        since the sleep was sent is asleep and sound, not suspect.
     restart_agent_after_s : float
         A waking node whose agent reports again but that is not Ready this long after the
         wake was sent gets its k3s agent restarted (once per wake).
@@ -89,7 +98,7 @@ class ManagerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    agent_silent_s: float = Field(default=30.0, gt=0)
+    agent_silent_s: float = Field(default=5.0, gt=0)
     restart_agent_after_s: float = Field(default=60.0, gt=0)
 
 
@@ -156,6 +165,7 @@ class PowerManager:
         self.phases: dict[str, NodePhase] = {}
         self.last_plan: Plan | None = None
         self._standing: set[tuple[str, str]] = set()
+        self._seen: dict[str, float] = {}
 
     @property
     def active(self) -> bool:
@@ -198,6 +208,7 @@ class PowerManager:
     def _sync(self, obs: Observation, now_s: float) -> np.ndarray:
         """Update the phases from ``obs``; returns the (N,) bool mask of managed nodes."""
         fleet, cfg = obs.fleet, self.config
+        self._seen = dict(zip(fleet.names, obs.agent_seen_s.tolist(), strict=True))
         managed = np.ones(fleet.size, dtype=bool)
         for i, name in enumerate(fleet.names):
             ready, seen = bool(obs.ready[i]), float(obs.agent_seen_s[i])
@@ -205,6 +216,7 @@ class PowerManager:
             if phase is None:  # first seen: a node we (or an earlier run) marked is asleep
                 start = ASLEEP if obs.marked_asleep[i] else int(fleet.state[i])
                 phase = self.phases[name] = NodePhase(start, now_s)
+            was = phase.state
             if phase.state == WAKING:
                 if ready and _nan_lt(seen, phase.last_wake_s):
                     self._back(name, phase, now_s, f"after {now_s - phase.since_s:.3g} s")
@@ -218,13 +230,17 @@ class PowerManager:
                     log.warning("power manager: %s reports but is NotReady: k3s agent", name)
                     self.actuator.restart_agent(name)
             elif phase.state == SUSPENDING:
-                if math.isnan(seen) or now_s - seen >= cfg.agent_silent_s:
+                measured = float(np.nan_to_num(fleet.suspend_time_s[i], nan=0.0))
+                silent = math.isnan(seen) or now_s - seen >= cfg.agent_silent_s
+                if silent and now_s - phase.since_s >= measured:
                     phase.state, phase.since_s = ASLEEP, now_s
                     self._annotate(name, SUSPECT if phase.suspect else "asleep", "agent silent")
             elif phase.state == ASLEEP:
                 last = np.nanmax([phase.last_wake_s, phase.last_sleep_s, phase.since_s])
                 if ready and _nan_lt(seen, float(last)):
                     self._back(name, phase, now_s, "asleep node back")
+            if was == AWAKE and obs.marked_asleep[i] and ready and self.active:
+                self._release(name, "awake but still marked")  # a release that failed before
             if phase.state == AWAKE and not ready:
                 managed[i] = False  # down, but not by us: not ours to sleep or wake
             if phase.state != AWAKE and fleet.pods[i] > 0:
@@ -245,22 +261,23 @@ class PowerManager:
         self._record(now_s, name, None, "running", RE_REGISTERED, detail, {}, None)
 
     def _fleet(self, fleet: FleetState, managed: np.ndarray) -> FleetState:
-        """``fleet`` with the phase columns from :attr:`phases`, managed nodes only."""
+        """``fleet``'s managed nodes, with the phase columns from :attr:`phases`."""
+        if not managed.all():
+            fleet = _subset(fleet, managed)
         p = [self.phases[name] for name in fleet.names]
-        fleet = replace(
+
+        def column(get, dtype) -> np.ndarray:
+            return np.asarray([get(x) for x in p], dtype=dtype).reshape(fleet.size)
+
+        return replace(
             fleet,
-            state=np.asarray([x.state for x in p], dtype=np.int8).reshape(fleet.size),
-            state_since_s=np.asarray([x.since_s for x in p], dtype=float).reshape(fleet.size),
-            last_wake_s=np.asarray([x.last_wake_s for x in p], dtype=float).reshape(fleet.size),
-            last_sleep_s=np.asarray([x.last_sleep_s for x in p], dtype=float).reshape(fleet.size),
-            suspect=np.asarray([x.suspect for x in p], dtype=bool).reshape(fleet.size),
-            failed_wakes=np.asarray([x.failed_wakes for x in p], dtype=np.int64).reshape(
-                fleet.size
-            ),
+            state=column(lambda x: x.state, np.int8),
+            state_since_s=column(lambda x: x.since_s, float),
+            last_wake_s=column(lambda x: x.last_wake_s, float),
+            last_sleep_s=column(lambda x: x.last_sleep_s, float),
+            suspect=column(lambda x: x.suspect, bool),
+            failed_wakes=column(lambda x: x.failed_wakes, np.int64),
         )
-        if managed.all():
-            return fleet
-        return _subset(fleet, managed)
 
     # --- applying a decision ------------------------------------------------------------------
 
@@ -294,6 +311,11 @@ class PowerManager:
             else:
                 self._suspect(d.node, phase, now_s, wake=True, why=f"wake not sent: {t.detail}")
                 phase.last_wake_s = now_s
+        elif d.action is Action.SUSPEND_FAILED and not _nan_lt(
+            self._seen.get(d.node, math.nan), phase.last_sleep_s
+        ):  # silent since the sleep was sent: it went down, only the confirmation lagged
+            phase.state, phase.since_s = ASLEEP, now_s
+            self._annotate(d.node, "asleep", f"{reason}; agent silent since the sleep")
         else:
             self._suspect(d.node, phase, now_s, wake=d.action is Action.WAKE_FAILED, why=reason)
         detail = d.line() + (f"; {t.detail}" if t is not None and t.detail else "")
@@ -311,11 +333,11 @@ class PowerManager:
             log.warning("power manager: %s not marked, not slept: %s", d.node, exc)
             return None
         t = self.actuator.sleep(d.node, reason)
-        if t.result == "ok" or (t.result == "failed" and t.steps):
-            # something was done: the suspend timeout (or the node reporting again) resolves it
+        if t.result == "refused":
+            self._release(d.node, f"sleep refused: {t.detail}")  # undo: nothing was done
+        else:  # ok, or failed part-way: the node may be going down, so it stays marked and the
+            # suspend timeout (or its agent reporting again) resolves it
             phase.state, phase.since_s, phase.last_sleep_s = SUSPENDING, now_s, now_s
-        else:
-            self._release(d.node, f"sleep {t.result}: {t.detail}")  # undo: nothing was done
         return t
 
     def _suspect(self, name: str, phase: NodePhase, now_s: float, *, wake: bool, why: str) -> None:
@@ -340,7 +362,7 @@ class PowerManager:
     def _release(self, name: str, reason: str) -> None:
         try:
             self.marker.release(name, reason)
-        except EamsError as exc:  # retried when the node is seen marked and Ready again
+        except EamsError as exc:  # retried at the next tick that sees it awake and marked
             log.warning("power manager: %s not released: %s", name, exc)
 
     def _record(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eams.calibrate.powerstates.transitions import Transition
+from eams.errors import EamsError
 from eams.scheduler.power.manager import ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import FleetState
@@ -28,6 +29,7 @@ class Host:
     cordoned: bool = False
     tainted: bool = False
     wakes_ok: bool = True
+    sleeps_ok: bool = True
     boot_s: float = 5.0
     woken_at_s: float | None = None
 
@@ -80,7 +82,8 @@ class World:
         self.calls.append(("sleep", node_name))
         if not (h.cordoned and h.tainted) or h.pods:
             return self._t(node_name, "suspended", "refused")
-        h.up = h.ready = False
+        if h.sleeps_ok:
+            h.up = h.ready = False
         return self._t(node_name, "suspended")
 
     def wake(self, node_name: str, reason: str) -> Transition:
@@ -177,3 +180,41 @@ def test_never_sleeps_a_node_with_pods() -> None:
     for t in range(100, 400, 50):
         m.step(float(t))
     assert world.calls == []
+
+
+def test_an_unobservable_fleet_decides_nothing_and_a_failed_release_is_retried() -> None:
+    world = World({"a": Host("a", pods=(1.0,)), "b": Host("b", tainted=True, cordoned=True)})
+    m = manager(world, "active")
+
+    def blind(now_s: float):
+        raise EamsError("the Kubernetes API did not answer")
+
+    seeing, world.observe = world.observe, blind  # type: ignore[method-assign]
+    assert m.step(1.0).decisions == () and m.metrics.observe_errors._value.get() == 1
+    world.observe = seeing  # type: ignore[method-assign]
+    m.step(2.0)  # b: marked at start → asleep until it reports after that
+    assert world.calls == [] and m.phases["b"].state == 1
+    m.step(3.0)  # Ready and reporting again → back, released
+    assert world.calls == [("release", "b")] and not world.hosts["b"].tainted
+    world.hosts["b"].tainted = True  # as if that release had not reached the API
+    m.step(4.0)
+    assert world.calls == [("release", "b"), ("release", "b")] and m.phases["b"].state == 0
+
+
+def test_a_suspend_timeout_is_sound_when_the_agent_went_silent_and_suspect_when_it_did_not() -> (
+    None
+):
+    world = World({"a": Host("a", pods=(1.0,)), "b": Host("b"), "c": Host("c", sleeps_ok=False)})
+    m = PowerManager(
+        PowerPolicy(CONFIG.model_copy(update={"min_awake": 1})), world, world, world,
+        mode="active", config=ManagerConfig(agent_silent_s=100.0),  # confirms too late
+    )  # fmt: skip
+    m.step(100.0)
+    assert sorted(c for c in world.calls if c[0] == "sleep") == [("sleep", "b"), ("sleep", "c")]
+    m.step(110.0)  # past 2 × the measured 3 s suspend: both time out
+    assert m.phases["b"].state == 1 and not m.phases["b"].suspect  # silent: it went down
+    assert m.phases["c"].state == 1 and m.phases["c"].suspect  # still reporting
+    m.step(111.0)  # c reports after the timeout: awake again and released (then, still idle,
+    # marked and told to sleep once more)
+    assert world.calls[-3:] == [("release", "c"), ("mark", "c"), ("sleep", "c")]
+    assert ("release", "b") not in world.calls

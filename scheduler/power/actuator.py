@@ -1,0 +1,105 @@
+"""The manager's :class:`~.ports.Actuator` on real nodes: the power-state actions of
+:mod:`eams.calibrate.powerstates` (Wake-on-LAN, ``systemctl`` over SSH, switched outlets read
+back), with their safety rules: a node with pods that are not DaemonSets', one not cordoned
+and tainted, the k3s server and the PDU owner are refused, never forced.
+
+A refusal or failure comes back as a :class:`~eams.calibrate.powerstates.transitions.Transition`
+(``refused`` / ``failed``, the error in ``detail``); the actions have already logged and
+counted it (``eams_power_transitions_total``). :meth:`PowerActuator.restart_agent` runs
+``systemctl restart k3s-agent`` over the same SSH target, logged and counted the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from eams.calibrate.errors import SweepError
+from eams.calibrate.powerstates.actions import SSH_COMMAND_TIMEOUT_S, PowerActions
+from eams.calibrate.powerstates.errors import PowerRefused, PowerStateError
+from eams.calibrate.powerstates.inventory import PowerInventory
+from eams.calibrate.powerstates.kube import NodeView
+from eams.calibrate.powerstates.transitions import Transition, record
+from eams.calibrate.runners.ssh import SshRunner, SshTarget
+
+WHO = "eams-power-manager"
+SLEEP_STATES = {"wol": "suspended", "ssh": "soft_off", "outlet": "off"}
+"""The state each inventory method's sleep leaves a node in."""
+K3S_AGENT_RESTART = ("systemctl", "restart", "k3s-agent")
+
+
+class PowerActuator:
+    """:class:`~.ports.Actuator` (module docstring).
+
+    Parameters
+    ----------
+    inventory : PowerInventory
+    node_view : callable
+        ``name -> NodeView`` for the safety check (:meth:`KubeClient.node
+        <eams.calibrate.powerstates.kube.Cluster.node>`).
+    ssh_timeout_s : float
+        SSH connect timeout (s).
+    """
+
+    def __init__(
+        self,
+        inventory: PowerInventory,
+        node_view: Callable[[str], NodeView],
+        ssh_timeout_s: float = 10.0,
+    ) -> None:
+        self.inventory, self._node_view, self._ssh_timeout_s = inventory, node_view, ssh_timeout_s
+
+    def _actions(self, why: str) -> PowerActions:
+        return PowerActions(
+            self.inventory,
+            who=WHO,
+            why=why,
+            node_view=self._node_view,
+            ssh_timeout_s=self._ssh_timeout_s,
+        )
+
+    def sleep_state(self, node: str) -> str:
+        """``suspended`` (wol), ``soft_off`` (ssh) or ``off`` (outlet)."""
+        return SLEEP_STATES[self.inventory.node(node).method]
+
+    def sleep(self, node: str, reason: str) -> Transition:
+        """:meth:`PowerActions.suspend` (after its safety rules)."""
+        try:
+            return self._actions(reason).suspend(node)
+        except PowerStateError as exc:
+            return self._outcome(node, self.sleep_state(node), reason, exc)
+
+    def wake(self, node: str, reason: str) -> Transition:
+        """:meth:`PowerActions.wake`: a magic packet, or the outlet on and read back."""
+        try:
+            return self._actions(reason).wake(node)
+        except PowerStateError as exc:
+            return self._outcome(node, "running", reason, exc)
+
+    def restart_agent(self, node: str) -> Transition:
+        """``systemctl restart k3s-agent`` on the node over SSH."""
+        entry = self.inventory.node(node)
+        started = time.monotonic()
+        why = "NotReady after the wake"
+        step = f"{entry.ssh}: {' '.join(K3S_AGENT_RESTART)}"
+        try:
+            runner = SshRunner(
+                SshTarget.parse(entry.ssh or ""),
+                identity=self.inventory.ssh.identity,
+                known_hosts=self.inventory.ssh.known_hosts,
+                timeout_s=self._ssh_timeout_s,
+            )
+            try:
+                runner.run(list(K3S_AGENT_RESTART), timeout_s=SSH_COMMAND_TIMEOUT_S)
+            finally:
+                runner.close()
+        except SweepError as exc:
+            return record(Transition(node, "running", "ssh", "failed", WHO, why, (), 0.0, str(exc)))
+        elapsed = time.monotonic() - started
+        return record(Transition(node, "running", "ssh", "ok", WHO, why, (step,), elapsed))
+
+    def _outcome(self, node: str, to: str, why: str, exc: PowerStateError) -> Transition:
+        """The Transition of an action that raised (already logged and counted by it)."""
+        result = "refused" if isinstance(exc, PowerRefused) else "failed"
+        method = self.inventory.node(node).method
+        return Transition(node, to, method, result, WHO, why, (), 0.0, str(exc))

@@ -1,0 +1,80 @@
+"""What the policy knows of each node from its calibration file: the §5.1 line, the speed, and
+the measured sleep state (schema 2's ``power_states``).
+
+By the node's method (:class:`~eams.calibrate.powerstates.record.PowerStates`): the sleep
+power and wake are :attr:`~PowerStates.sleep_power_w`, :attr:`~PowerStates.wake_energy_j`,
+:attr:`~PowerStates.wake_time_s` (suspend-to-RAM for wol, the boot otherwise); the wake's time
+is the later of the agent answering and Kubernetes calling the node Ready (``kubernetes_ready_s``
+when measured: the manager counts a wake only at both); the sleep's cost is the ``suspend``
+(wol) or the ``shutdown`` (ssh, outlet). Anything not measured is ``None``, and the policy
+never puts such a node to sleep.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from eams.calibrate.calfile import Calibration, load_calibration
+from eams.errors import EamsError
+from eams.scheduler.power.errors import ManagerConfigError
+
+SKIPPED_SUFFIX = ".partial.json"
+"""Unfinished sweeps ``eams calibrate sweep`` leaves beside the calibrations."""
+
+
+def read_folder(folder: str | Path) -> dict[str, Calibration]:
+    """Node name → calibration, from every ``*.json`` of ``folder`` but ``*.partial.json``.
+
+    Raises
+    ------
+    ManagerConfigError
+        ``--calibrations``: not a folder, a file that does not load, or a node calibrated by
+        two files (names them).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ManagerConfigError(f"--calibrations {folder}: not a folder")
+    by_node: dict[str, tuple[Path, Calibration]] = {}
+    for path in sorted(p for p in folder.glob("*.json") if not p.name.endswith(SKIPPED_SUFFIX)):
+        try:
+            cal = load_calibration(path)
+        except EamsError as exc:
+            raise ManagerConfigError(f"--calibrations: {exc}") from exc
+        if cal.node in by_node:
+            first = by_node[cal.node][0].name
+            raise ManagerConfigError(
+                f"--calibrations {folder}: {first} and {path.name} both calibrate {cal.node!r}"
+            )
+        by_node[cal.node] = (path, cal)
+    return {node: cal for node, (_, cal) in by_node.items()}
+
+
+def node_figures(cal: Calibration) -> dict[str, Any]:
+    """The :class:`~.policy_fleet.NodeView` fields a calibration gives: ``p_idle_w``,
+    ``p_max_w``, ``speed`` (1 when unknown: the node is its own reference) and the sleep state
+    (module docstring; ``None`` where not measured)."""
+    states = cal.power_states
+    figures: dict[str, Any] = {
+        "p_idle_w": max(cal.p_idle_w, 0.0),
+        "p_max_w": max(cal.p_max_w, cal.p_idle_w, 0.0),
+        "speed": cal.speed if cal.speed is not None else 1.0,
+        "sleep_power_w": None,
+        "wake_time_s": None,
+        "wake_energy_j": None,
+        "suspend_time_s": None,
+        "suspend_energy_j": None,
+    }
+    if states is None:
+        return figures
+    wake = states.wake if states.method == "wol" else states.boot
+    sleep = states.suspend if states.method == "wol" else states.shutdown
+    figures["sleep_power_w"] = states.sleep_power_w
+    figures["wake_energy_j"] = states.wake_energy_j
+    if wake is not None:
+        ready = wake.kubernetes_ready_s.value if wake.kubernetes_ready_s is not None else 0.0
+        figures["wake_time_s"] = max(wake.time_s.value, ready)
+    if sleep is not None:
+        figures["suspend_time_s"] = sleep.time_s.value
+        figures["suspend_energy_j"] = sleep.energy_j.value
+    return figures

@@ -1,0 +1,78 @@
+"""The Kubernetes API calls of the power manager: list nodes and pods, read and patch a node.
+
+A :class:`~eams.calibrate.powerstates.kube.Cluster` (the same credentials, timeout and error
+wording as the power-state actions' safety check, whose ``node`` view it also serves) with:
+
+* ``GET /api/v1/nodes`` (a ``v1.NodeList``) and ``GET /api/v1/pods`` (a ``v1.PodList``, every
+  namespace: bound and pending pods);
+* ``PATCH /api/v1/nodes/NAME`` with ``Content-Type: application/merge-patch+json`` (RFC 7386,
+  what ``kubectl patch --type merge`` sends). ``spec.taints`` is a list without a patch merge
+  key, so a patch replaces it whole: the marker reads the node, edits only its own taint and
+  sends the list with ``metadata.resourceVersion`` — the API answers 409 Conflict when the
+  node changed in between (the node-lifecycle controller adding ``unreachable``, say), and the
+  marker reads again (optimistic concurrency, Kubernetes API concepts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eams.calibrate.powerstates.errors import ClusterUnreachable
+from eams.calibrate.powerstates.kube import Cluster
+from eams.scheduler.power.errors import KubeApiError
+
+MERGE_PATCH = "application/merge-patch+json"
+"""RFC 7386 JSON merge patch (``kubectl patch --type merge``)."""
+CONFLICT = 409
+
+
+class KubeClient(Cluster):
+    """The manager's API client (module docstring); parameters as
+    :class:`~eams.calibrate.powerstates.kube.Cluster`. Every call raises
+    :class:`KubeApiError` naming the request and the server, with the HTTP status when the API
+    answered one."""
+
+    def _call(self, what: str, call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return self._get(what, call, *args, **kwargs)
+        except ClusterUnreachable as exc:
+            status = getattr(exc.__cause__, "status", None)
+            raise KubeApiError(str(exc), status if isinstance(status, int) else None) from exc
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        """Every ``v1.Node`` (JSON)."""
+        data = self._call("the nodes", self._core.list_node)
+        return _items(data, "NodeList", self.server)
+
+    def list_pods(self) -> list[dict[str, Any]]:
+        """Every ``v1.Pod`` of every namespace (JSON)."""
+        data = self._call("the pods", self._core.list_pod_for_all_namespaces)
+        return _items(data, "PodList", self.server)
+
+    def read_node(self, name: str) -> dict[str, Any]:
+        """The ``v1.Node`` ``name`` (JSON)."""
+        return self._call(f"node {name}", self._core.read_node, name)
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """Apply the JSON merge patch ``patch`` to node ``name``; the node as patched.
+
+        Raises
+        ------
+        KubeApiError
+            ``status`` 409 when ``patch`` carries a ``metadata.resourceVersion`` that is no
+            longer the node's.
+        """
+        return self._call(
+            f"a patch of node {name}",
+            self._core.patch_node,
+            name,
+            patch,
+            _content_type=MERGE_PATCH,
+        )
+
+
+def _items(data: dict[str, Any], kind: str, server: str) -> list[dict[str, Any]]:
+    if data.get("kind") not in (None, kind) or not isinstance(data.get("items"), list):
+        raise KubeApiError(f"the Kubernetes API at {server} answered a {data.get('kind')!r}, "
+                           f"not a {kind}")  # fmt: skip
+    return data["items"]

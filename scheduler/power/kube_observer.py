@@ -1,0 +1,172 @@
+"""The manager's :class:`~.ports.FleetObserver` on a real cluster: the Kubernetes API, the
+calibration files, the power inventory and the nodes' agents.
+
+Per tick: ``GET /api/v1/nodes`` and ``GET /api/v1/pods`` (:mod:`.kube_client`), and each
+node's agent metrics URL (:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the
+inventory's ``agent_url``; polled in parallel, a short timeout) — the agent answering is when
+it last reported. The fleet is the nodes that are in the inventory, known to the API,
+calibrated and with allocatable cpu and memory; the others are left out and named once in the
+log (a node without a calibration cannot be weighed, one outside the inventory cannot be
+switched). Per node: allocatable
+``cpu`` and ``memory``, the requests of the pods that keep it awake (:mod:`.kube_pods`: no
+DaemonSet pods, no mirrors, no finished pods), since when it has had none (remembered between
+ticks; a node first seen empty is empty since then), the Ready condition, the
+``eams.io/asleep`` taint, the roles from the inventory (``k3s_server``, ``pdu_owner``) and
+the calibration's figures (:mod:`.calibrations`). Pending pods carry their requests and the
+managed nodes their static predicates admit.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from eams.calibrate.calfile import Calibration
+from eams.calibrate.powerstates.inventory import PowerInventory
+from eams.calibrate.powerstates.probes import AgentProbe
+from eams.scheduler.power.calibrations import node_figures
+from eams.scheduler.power.kube_client import KubeClient
+from eams.scheduler.power.kube_pods import MIB, PodInfo, admits, pod_info, quantity
+from eams.scheduler.power.policy_fleet import FleetState, NodeView, PendingPod, PowerState
+from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, Observation, guess_state
+
+log = logging.getLogger("eams.power.manager")
+
+AGENT_TIMEOUT_S = 0.5
+"""Bound on one agent poll (s): a sleeping node's agent does not answer at all."""
+MAX_PROBE_THREADS = 16
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+def _allocatable(node: dict[str, Any]) -> bool:
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return quantity(allocatable.get("cpu")) > 0 and quantity(allocatable.get("memory")) > 0
+
+
+def _marked(node: dict[str, Any]) -> bool:
+    taints = (node.get("spec") or {}).get("taints") or []
+    return any(t.get("key") == ASLEEP_TAINT_KEY for t in taints)
+
+
+class KubeObserver:
+    """:class:`~.ports.FleetObserver` (module docstring).
+
+    Parameters
+    ----------
+    client : KubeClient
+    inventory : PowerInventory
+    calibrations : dict of str to Calibration
+    agent_up : callable, optional
+        ``node -> bool``, True when its agent answers; default: an
+        :class:`~eams.calibrate.powerstates.probes.AgentProbe` on the inventory's
+        ``agent_url``.
+
+    Raises
+    ------
+    KubeApiError
+        From :meth:`observe`, when the API cannot be read.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        inventory: PowerInventory,
+        calibrations: dict[str, Calibration],
+        agent_up: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.client, self.inventory, self.calibrations = client, inventory, calibrations
+        self._agent_up = agent_up or self._probe
+        self._probes: dict[str, AgentProbe | None] = {}
+        self._empty_since: dict[str, float] = {}
+        self._agent_seen: dict[str, float] = {}
+        self._named: set[str] = set()
+
+    def _probe(self, node: str) -> bool:
+        if node not in self._probes:
+            url = self.inventory.agent_url(node)
+            self._probes[node] = AgentProbe(url, AGENT_TIMEOUT_S) if url else None
+        probe = self._probes[node]
+        return probe() if probe is not None else False
+
+    def observe(self, now_s: float) -> Observation:
+        """The fleet now (module docstring)."""
+        docs = {str((n.get("metadata") or {}).get("name")): n for n in self.client.list_nodes()}
+        pods = [pod_info(p) for p in self.client.list_pods()]
+        names = [
+            n
+            for n in docs
+            if n in self.inventory.nodes and n in self.calibrations and _allocatable(docs[n])
+        ]
+        self._name_left_out(sorted(set(docs) - set(names)))
+        with ThreadPoolExecutor(max_workers=max(1, min(MAX_PROBE_THREADS, len(names)))) as pool:
+            answered = list(pool.map(self._agent_up, names))
+        for name, up in zip(names, answered, strict=True):
+            if up:
+                self._agent_seen[name] = now_s
+        on_node: dict[str, list[PodInfo]] = {n: [] for n in names}
+        for pod in pods:
+            if pod.workload and pod.node in on_node:
+                on_node[pod.node].append(pod)
+        ready = np.array([_ready(docs[n]) for n in names], dtype=bool)
+        marked = np.array([_marked(docs[n]) for n in names], dtype=bool)
+        state = guess_state(ready, marked)
+        views = []
+        for i, name in enumerate(names):
+            mine = on_node[name]
+            if mine:
+                self._empty_since.pop(name, None)
+            else:
+                self._empty_since.setdefault(name, now_s)
+            views.append(self._view(name, docs[name], mine, int(state[i]), now_s))
+        pending = [
+            PendingPod(
+                name=p.key,
+                cores=p.cores,
+                mem_mib=p.mem_mib,
+                pending_since_s=p.pending_since_s if p.pending_since_s is not None else now_s,
+                eligible_nodes=frozenset(n for n in names if admits(docs[n], p.doc)),
+            )
+            for p in pods
+            if p.pending
+        ]
+        fleet = FleetState.from_views(now_s, views, pending)
+        seen = np.array([self._agent_seen.get(n, math.nan) for n in names], dtype=float)
+        return Observation(fleet, ready, seen, marked)
+
+    def _view(self, name: str, doc: dict[str, Any], pods: list[PodInfo], state: int, now_s):
+        allocatable = (doc.get("status") or {}).get("allocatable") or {}
+        entry = self.inventory.nodes[name]
+        roles = {r for r, on in (("k3s-server", entry.k3s_server), ("pdu-owner", entry.pdu_owner))
+                 if on}  # fmt: skip
+        return NodeView(
+            name=name,
+            state=PowerState(PowerState.AWAKE if pods else state),
+            allocatable_cores=quantity(allocatable.get("cpu")),
+            allocatable_mem_mib=quantity(allocatable.get("memory")) / MIB,
+            state_since_s=now_s,
+            pod_cores=tuple(p.cores for p in pods),
+            pod_mem_mib=sum(p.mem_mib for p in pods),
+            empty_since_s=None if pods else self._empty_since[name],
+            roles=frozenset(roles),
+            **node_figures(self.calibrations[name]),
+        )
+
+    def _name_left_out(self, names: list[str]) -> None:
+        new = [n for n in names if n not in self._named]
+        if new:
+            self._named.update(new)
+            log.warning(
+                "power manager: left out (not in the inventory or not calibrated): %s",
+                ", ".join(new),
+            )

@@ -1,0 +1,203 @@
+"""The live power manager's world for tests: the PDU simulator's virtual nodes (switched
+outlets, suspend, Wake-on-LAN), sshd with a ``systemctl`` stand-in, stand-in agents, and the
+stand-in Kubernetes API (``tests/servers/kubeapi.py``: no kube-apiserver runs here, so it
+serves the published Node / NodeList / PodList shapes and applies merge patches as RFC 7386
+says) — the same parts the power-state action tests use.
+
+Each node's Ready condition follows its virtual node (Ready while the simulator says running,
+unless the test holds it NotReady). The manager's clock is real time plus a skew the test can
+advance, so an idle stretch or a phase timeout need not be waited for in real time.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from eams.calibrate.calfile import load_calibration, save_calibration
+from eams.calibrate.powerstates.estimate import estimate
+from eams.calibrate.powerstates.inventory import PowerInventory, parse_inventory
+from eams.calibrate.powerstates.record import PowerStates, TransitionCost
+from eams.meter.simulator import PduSimulator
+from eams.scheduler.power.actuator import PowerActuator
+from eams.scheduler.power.calibrations import read_folder
+from eams.scheduler.power.kube_client import KubeClient
+from eams.scheduler.power.kube_marker import KubeMarker
+from eams.scheduler.power.kube_observer import KubeObserver
+from eams.scheduler.power.manager import ManagerConfig, PowerManager
+from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
+from tests.calibrate.powerstates.test_measure import line_calibration
+from tests.servers.kubeapi import KubeApi
+
+NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+POLICY = PolicyConfig(
+    idle_before_sleep_s=0.0,
+    min_awake_s=0.0,
+    reserve_cores=0.0,
+    min_awake=1,
+    wake_after_s=0.0,
+    cooldown_s=0.0,
+    wake_margin=5.0,
+)
+"""Sleep an empty node as soon as its idle time beats the break-even; wake for any pending
+pod at once; a wake may take 5 × its measured 2 s."""
+MANAGER = ManagerConfig(agent_silent_s=0.5, restart_agent_after_s=0.5)
+
+
+class Clock:
+    """Real time plus ``skew`` (s)."""
+
+    def __init__(self) -> None:
+        self.skew = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.skew
+
+
+def calibrate(folder: Path, node: str, wake_energy_j: float | None = 60.0) -> Path:
+    """A calibration of ``node`` (40 W idle, 90 W full); with measured wol power states (3.4 W
+    asleep, 2 s / 40 J suspend, 2 s / ``wake_energy_j`` wake; break-even 4 s) unless
+    ``wake_energy_j`` is None. The simulator's nodes suspend in 1 s and wake in 2 s; a
+    measurement from the command to the settled draw adds the command's own latency."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = line_calibration(folder / f"{node}.json", node)
+    if wake_energy_j is None:
+        return path
+    e = wake_energy_j
+    states = PowerStates(
+        measured_at=NOW, method="wol", meter="snmp://***@pdu:161", outlet=1, repeats=3,
+        p_suspend_w=estimate([3.4, 3.4, 3.4], 0.1),
+        suspend=TransitionCost(time_s=estimate([2.0, 2.0, 2.0], 0.1),
+                               energy_j=estimate([40, 40, 40], 1)),
+        wake=TransitionCost(time_s=estimate([2.0, 2.0, 2.0], 0.1),
+                            energy_j=estimate([e, e, e], 1)),
+    )  # fmt: skip
+    return save_calibration(load_calibration(path).with_power_states(states), path)
+
+
+def node_doc(base: dict[str, Any], name: str, *, cpu: str = "4", taints=None) -> dict[str, Any]:
+    """The real Node document renamed ``name``, ``cpu`` allocatable, its taints replaced when
+    ``taints`` is given."""
+    doc = copy.deepcopy(base)
+    doc["metadata"]["name"] = name
+    doc["metadata"].setdefault("labels", {})["kubernetes.io/hostname"] = name
+    doc["status"]["allocatable"]["cpu"] = cpu
+    if taints is not None:
+        doc["spec"]["taints"] = taints
+    return doc
+
+
+def ready_as(doc: dict[str, Any], ready: bool) -> dict[str, Any]:
+    """``doc`` with its Ready condition set."""
+    doc = copy.deepcopy(doc)
+    for condition in doc["status"]["conditions"]:
+        if condition["type"] == "Ready":
+            condition["status"] = "True" if ready else "False"
+    return doc
+
+
+@dataclass
+class Follow:
+    """A node document whose Ready follows the simulator's node on ``outlet`` (``hold``
+    keeps it NotReady: a kubelet that did not come back)."""
+
+    sim: PduSimulator
+    outlet: int
+    doc: dict[str, Any]
+    hold: bool = False
+
+    def __call__(self) -> dict[str, Any]:
+        up = self.sim.state(self.outlet).node == "running" and not self.hold
+        return ready_as(self.doc, up)
+
+
+def workload_pod(name: str, node: str | None, cpu: str, **spec: Any) -> dict[str, Any]:
+    """A ReplicaSet's pod requesting ``cpu``: bound to ``node`` (Running) or pending."""
+    status: dict[str, Any] = {"phase": "Running" if node else "Pending"}
+    if node is None:
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "lastTransitionTime": "2026-12-01T09:00:00Z"}
+        ]  # fmt: skip
+    return {
+        "metadata": {
+            "name": name, "namespace": "default", "uid": f"uid-{name}",
+            "creationTimestamp": "2026-12-01T09:00:00Z",
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}],
+        },
+        "spec": {
+            **({"nodeName": node} if node else {}),
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+            **spec,
+        },
+        "status": status,
+    }  # fmt: skip
+
+
+HOUND = [{"key": "type", "operator": "Equal", "value": "hound", "effect": "NoSchedule"}]
+"""The toleration of the real node's ``type=hound:NoSchedule`` taint."""
+
+
+@dataclass
+class Records:
+    """A record sink keeping what it is given."""
+
+    items: list = field(default_factory=list)
+
+    def submit(self, record) -> bool:
+        self.items.append(record)
+        return True
+
+    def reasons(self, node: str) -> list[str]:
+        return [r.reason for r in self.items if r.node == node]
+
+
+def build(
+    api: KubeApi,
+    inventory: dict[str, Any],
+    calibrations: Path,
+    mode: str,
+    records: Records | None = None,
+) -> tuple[PowerManager, PowerInventory]:
+    """The live manager on the stand-ins (what ``eams power manage`` builds)."""
+    inv = parse_inventory(inventory, Path("."), "power.yaml")
+    client = KubeClient(api.kubeconfig)
+    manager = PowerManager(
+        PowerPolicy(POLICY),
+        KubeObserver(client, inv, read_folder(calibrations)),
+        KubeMarker(client),
+        PowerActuator(inv, client.node),
+        recorder=records,
+        mode=mode,  # type: ignore[arg-type]
+        config=MANAGER,
+    )
+    return manager, inv
+
+
+def step_until(
+    manager: PowerManager,
+    clock: Clock,
+    done: Callable[[], bool],
+    timeout_s: float = 20.0,
+    each: Callable[[], None] | None = None,
+) -> None:
+    """Tick every 0.1 s until ``done()`` (calling ``each()`` after every tick); fail after
+    ``timeout_s`` of real time."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"not done after {timeout_s} s: {manager.phases}"
+        manager.step(clock())
+        if each is not None:
+            each()
+        time.sleep(0.1)
+
+
+def taint_keys(api: KubeApi, node: str) -> list[str]:
+    doc = api.node(node)
+    assert doc is not None
+    return [t["key"] for t in doc["spec"].get("taints") or []]

@@ -1,0 +1,133 @@
+"""The manager's Kubernetes side against the stand-in API (no kube-apiserver runs here: it
+serves the published Node, NodeList and PodList shapes, applies merge patches as RFC 7386 says
+and answers a stale resourceVersion with 409, as the API server does): what the observer counts
+and which nodes a pending pod could use, and what the marker's patches leave on the node."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from eams.calibrate.powerstates.inventory import parse_inventory
+from eams.scheduler.power.calibrations import read_folder
+from eams.scheduler.power.errors import KubeApiError
+from eams.scheduler.power.kube_client import KubeClient
+from eams.scheduler.power.kube_marker import KubeMarker
+from eams.scheduler.power.kube_observer import KubeObserver
+from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, STATE_ANNOTATION
+from tests.power.live import HOUND, calibrate, node_doc, ready_as, workload_pod
+from tests.servers.kubeapi import kube_api
+
+UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+ASLEEP = {"key": ASLEEP_TAINT_KEY, "effect": "NoSchedule"}
+
+
+def inventory(*names: str):
+    nodes = {
+        name: {"method": "wol", "mac": f"02:00:00:00:00:0{i}", "ssh": "root@127.0.0.1:1"}
+        for i, name in enumerate(names, start=1)
+    }
+    nodes[names[-1]]["k3s_server"] = True
+    return parse_inventory({"nodes": nodes}, Path("."), "power.yaml")
+
+
+def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could_use(
+    k8s, tmp_path: Path
+) -> None:
+    base, pods = k8s
+    asleep = ready_as(node_doc(base, "a", taints=[*base["spec"]["taints"], ASLEEP, UNREACHABLE]),
+                      False)  # fmt: skip
+    plain = node_doc(base, "b", cpu="3920m", taints=[])
+    server = node_doc(base, "c", taints=[])
+    on_b = [
+        workload_pod("web", "b", "500m"),
+        {**workload_pod("done", "b", "2"), "status": {"phase": "Succeeded"}},
+        workload_pod(
+            "init", "b", "250m", initContainers=[{"name": "i", "resources": {"requests": {
+                "cpu": "1500m", "memory": "1Gi"}}}]),
+    ]  # fmt: skip
+    # the real node's 11 pods moved to c: its 5 DaemonSet pods do not count
+    on_c = [{**pod, "spec": {**pod["spec"], "nodeName": "c"}} for pod in pods["items"]]
+    pending = [
+        workload_pod("tolerant", None, "1", tolerations=HOUND),
+        workload_pod("picky", None, "1", nodeSelector={"kubernetes.io/hostname": "b"}),
+        workload_pod("plain", None, "1"),
+    ]
+    for name in "abc":
+        calibrate(tmp_path / "cal", name)
+    calibrate(tmp_path / "cal", "unlisted")
+    nodes = {"a": asleep, "b": plain, "c": server, "x": node_doc(base, "x")}  # x: no inventory
+    with kube_api(nodes, {"b": {"items": on_b}, "c": {"items": on_c}}, pending) as api:
+        observer = KubeObserver(
+            KubeClient(api.kubeconfig), inventory("a", "b", "c"), read_folder(tmp_path / "cal"),
+            agent_up=lambda name: name != "a",
+        )  # fmt: skip
+        obs = observer.observe(1000.0)
+    fleet = obs.fleet
+    assert fleet.names == ("a", "b", "c")
+    assert fleet.cores.tolist() == [4.0, 3.92, 4.0]
+    # b: web 0.5 + init max(0.25, 1.5) = 2 cores; the finished pod does not count
+    assert fleet.pods.tolist() == [0, 2, 6] and fleet.used_cores[1] == pytest.approx(2.0)
+    assert fleet.used_mem_mib[1] == pytest.approx(1024.0)
+    assert obs.ready.tolist() == [False, True, True]
+    assert obs.marked_asleep.tolist() == [True, False, False]
+    assert obs.agent_seen_s[1:].tolist() == [1000.0, 1000.0] and obs.agent_seen_s[0] != 1000.0
+    assert fleet.state.tolist() == [1, 0, 0]  # a: tainted by us and NotReady → asleep
+    assert fleet.no_sleep.tolist() == [False, False, True]  # c is the k3s server
+    assert fleet.sleep_power_w[0] == pytest.approx(3.4) and fleet.wake_time_s[0] == 2.0
+    # the sleep taints (ours, the controller's unreachable) do not keep a pod off a once
+    # awake; its own type=hound:NoSchedule does, unless tolerated
+    eligible = {
+        name: {fleet.names[n] for n in range(fleet.size) if fleet.pending.eligible[p, n]}
+        for p, name in enumerate(fleet.pending.names)
+    }
+    assert eligible == {
+        "default/tolerant": {"a", "b", "c"},
+        "default/picky": {"b"},
+        "default/plain": {"b", "c"},
+    }
+    # pending since its PodScheduled=False transition (2026-12-01T09:00:00Z)
+    since = datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()
+    assert fleet.pending.pending_since_s.tolist() == [since] * 3
+
+
+def test_the_marker_keeps_every_other_taint_and_a_cordon_that_was_there(k8s) -> None:
+    base, _ = k8s
+    doc = node_doc(base, "a", taints=[*base["spec"]["taints"], UNREACHABLE])
+    doc["spec"]["unschedulable"] = True  # a person cordoned it
+    with kube_api({"a": doc}) as api:
+        marker = KubeMarker(KubeClient(api.kubeconfig))
+        marker.mark_asleep("a", "idle-past-break-even empty_s=300")
+        marked = api.node("a")
+        assert [t["key"] for t in marked["spec"]["taints"]] == [
+            "type", UNREACHABLE["key"], ASLEEP_TAINT_KEY
+        ]  # fmt: skip
+        assert marked["spec"]["unschedulable"] is True
+        marker.annotate("a", "asleep", "agent silent")
+        assert api.node("a")["metadata"]["annotations"][STATE_ANNOTATION] == "asleep"
+        marker.release("a", "re-registered")
+        released = api.node("a")
+    assert [t["key"] for t in released["spec"]["taints"]] == ["type", UNREACHABLE["key"]]
+    assert released["spec"]["unschedulable"] is True  # still the person's cordon
+    assert "eams.io/was-cordoned" not in released["metadata"]["annotations"]
+    assert all(p.content_type == "application/merge-patch+json" for p in api.patches)
+
+
+def test_a_node_that_keeps_changing_is_not_marked_and_the_patch_is_not_forced(k8s) -> None:
+    base, _ = k8s
+    versions = itertools.count()
+
+    def changing():  # another writer changes the node between every read and patch
+        doc = node_doc(base, "a", taints=[])
+        doc["metadata"]["resourceVersion"] = str(next(versions))
+        return doc
+
+    with kube_api({"a": changing}) as api:
+        marker = KubeMarker(KubeClient(api.kubeconfig))
+        with pytest.raises(KubeApiError, match="409") as info:
+            marker.mark_asleep("a", "idle")
+        assert info.value.status == 409
+        assert api.conflicts == 4 and not any(p.applied for p in api.patches)
