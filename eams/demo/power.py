@@ -33,7 +33,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -317,11 +317,7 @@ class DemoObserver:
                     p_idle_w=cal.p_idle_w,
                     p_max_w=max(cal.p_max_w, cal.p_idle_w),
                     speed=cal.speed or 1.0,
-                    sleep_power_w=fig.sleep_power_w,
-                    wake_time_s=fig.wake_time_s,
-                    wake_energy_j=fig.wake_energy_j,
-                    suspend_time_s=fig.suspend_time_s,
-                    suspend_energy_j=fig.suspend_energy_j,
+                    **asdict(fig),  # the sleep state, under the same names
                     state_since_s=now_s,
                     pod_cores=pods,
                     pod_mem_mib=node.used_mem_mib,

@@ -113,12 +113,7 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
     html = (out / "report" / "wallpower_report.html").read_text()
     assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == len(saved)
     pod = saved[0]["pod"]
-    explained = subprocess.run(
-        [EAMS, "explain", f"demo/{pod}", "--record", str(record)],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path,
-    )  # fmt: skip
-    assert explained.returncode == 0, explained.stdout + explained.stderr
-    text = explained.stdout
+    text = _explain(f"demo/{pod}", record, tmp_path)
     assert f"pod demo/{pod}" in text and "active mode" in text
     assert f"{saved[0]['node']}" in text and "← cleared" in text
     assert "score" in text and "honoured" in text and "Wh attributed" in text
@@ -129,13 +124,18 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
     ]
     assert len(slept) == summary["power_transitions"]["eams+pm"]["sleep"]
     if slept:
-        node = slept[0]["node"]
-        why = subprocess.run(
-            [EAMS, "explain", f"node/{node}", "--record", str(record)],
-            capture_output=True, text=True, timeout=60, cwd=tmp_path,
-        )  # fmt: skip
-        assert why.returncode == 0, why.stdout + why.stderr
-        assert "idle-past-break-even" in why.stdout and "running → off" in why.stdout
+        why = _explain(f"node/{slept[0]['node']}", record, tmp_path)
+        assert "idle-past-break-even" in why and "running → off" in why
+
+
+def _explain(target: str, record: Path, cwd: Path) -> str:
+    """``eams explain TARGET --record RECORD``'s output (it must succeed)."""
+    done = subprocess.run(
+        [EAMS, "explain", target, "--record", str(record)],
+        capture_output=True, text=True, timeout=60, cwd=cwd,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def _sigint_as_a_terminal_gives_it() -> None:
