@@ -33,7 +33,7 @@ from eams.demo.cluster import EmulatedCluster, pod_object
 from eams.demo.errors import DemoError
 from eams.scheduler import policies
 from eams.scheduler.bench.kube_cycle import CycleRecord, ExtenderConfig, KubeCycle
-from eams.scheduler.bench.kube_wire import KeepAliveConnection, decode_priorities
+from eams.scheduler.bench.kube_wire import KeepAliveConnection, decode_filter, decode_priorities
 from eams.scheduler.errors import SchedulerError
 from eams.scheduler.policies.base import Cluster, NodeState, Params, Workload, WorkloadPod
 from eams.scheduler.power.ports import ASLEEP_TAINT_KEY
@@ -92,12 +92,16 @@ class Decision:
         The node bound.
     gated : dict of str to str
         Nodes that were not candidates and why (``asleep``: tainted by the power manager;
-        ``no_fit``: NodeResourcesFit or cordoned; ``headroom_floor``: the extender's /filter).
+        ``no_fit``: NodeResourcesFit or cordoned; ``headroom_floor``: in the extender's
+        /filter ``FailedNodes``; ``filter``: missing from its answer otherwise).
     cores : float
     duration_ref_s : float
         The pod's run time at speed 1, trace s.
     default_node : str or None
         Where LeastAllocated alone would have put it among the same candidates.
+    age_s : dict of str to (float or None)
+        Per candidate, the age of its newest own-agent sample (s): when its agent last read
+        its ``/proc/stat`` and published.
     """
 
     pod: str
@@ -109,6 +113,7 @@ class Decision:
     cores: float
     duration_ref_s: float
     default_node: str | None
+    age_s: dict[str, float | None]
 
 
 @dataclass
@@ -354,22 +359,31 @@ class LiveLoop:
             return  # a failed call scores nothing: kube-scheduler placed it without
         every = self.cluster.names()
         after_tree = set(self.cluster.feasible(pod, every))
+        refused: set[str] = set()
+        if "filter" in self.answers.last:
+            try:
+                outcome = decode_filter(*self.answers.last["filter"], sorted(after_tree))
+                refused = set(outcome.failed) | set(outcome.unresolvable)
+            except SchedulerError:
+                pass  # a failed filter lets every node pass (ignorable)
         gated = {}
         for node in every:
             if node in scores:
                 continue
             if node not in after_tree:
                 gated[node] = "asleep" if self._asleep(node) else "no_fit"
-            else:  # passed kube-scheduler's filters: the extender's /filter removed it
-                gated[node] = "headroom_floor"
+            else:  # the extender's /filter keeps nodes off only under its headroom floor
+                gated[node] = "headroom_floor" if node in refused else "filter"
         candidates = tuple(scores)
         in_tree = self._in_tree_score(pod, list(candidates)) if candidates else {}
         default = max(in_tree, key=lambda n: in_tree[n]) if in_tree else None
         wp = self._pod(pod)
+        now = time.time()
+        seen = {n.spec.name: n.last_read_s for n in self.cluster.testbed.nodes}
         self.decisions.append(
             Decision(
                 pod=pod["metadata"]["name"],
-                at_s=time.time(),
+                at_s=now,
                 candidates=candidates,
                 scores=scores,
                 node=record.node,
@@ -377,6 +391,7 @@ class LiveLoop:
                 cores=wp.cpu,
                 duration_ref_s=wp.duration_s,
                 default_node=default,
+                age_s={n: _age_s(now, seen[n]) for n in candidates},
             )
         )
 
@@ -401,3 +416,8 @@ class LiveLoop:
         run.binds = dict(self.binds)
         run.decisions = list(self.decisions)
         return run
+
+
+def _age_s(now_s: float, seen_s: float | None) -> float | None:
+    """Seconds since ``seen_s``; ``None`` when never seen."""
+    return None if seen_s is None else now_s - seen_s

@@ -4,10 +4,12 @@ The extender on main has no decision record of its own yet (its wiring is anothe
 the demo writes one :class:`~eams.scheduler.record.Placement` line per pod the live extender
 scored, through :class:`~eams.scheduler.record.Recorder` (prefix ``decisions``), from what it
 saw on the wire: the candidates sent to ``/prioritize`` and their 0–10 scores (the extender's
-bids and prices are not on its wire: ``null``), the nodes that were not candidates and why
-(``asleep``: tainted by the power manager; ``no_fit``: kube-scheduler's NodeResourcesFit;
-``headroom_floor``: removed by the extender's ``/filter``), the ``bound`` outcome, the pod's
-end and the energy attributed to it on its node's calibrated line. The power manager writes its
+bids, prices and headroom are not on its wire: ``null``; the telemetry age is that of the
+node's newest own-agent sample), the nodes that were not candidates and why
+(``asleep``: tainted by the power manager; ``no_fit``: kube-scheduler's NodeResourcesFit or a
+cordon; ``headroom_floor``: in the ``FailedNodes`` of the extender's ``/filter``), the
+``bound`` outcome, the pod's end and the energy attributed to it on its node's calibrated
+line. The power manager writes its
 own lines (prefix ``power``) into the same folder. ``eams explain POD --record FOLDER`` reads
 it back.
 
@@ -68,7 +70,14 @@ def _placement(d: Decision, i: int, label: str) -> Placement:
         fell_back=False,
         certificate=Certificate(kind="exact", bound=0.0),
         candidates=[
-            Candidate(node=n, bid=None, price=None, headroom=None, age_s=None, score=d.scores[n])
+            Candidate(
+                node=n,
+                bid=None,
+                price=None,
+                headroom=None,
+                age_s=d.age_s.get(n),
+                score=d.scores[n],
+            )
             for n in ranked
         ],
         candidates_total=len(d.scores) + len(d.gated),
