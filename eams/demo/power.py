@@ -64,10 +64,11 @@ from eams.scheduler.power.ports import (
 
 NODE_POWER = {
     True: NodePower(boot_s=1.0, off_w=1.0, shutdown_s=0.5),
-    False: NodePower(boot_s=2.0, off_w=1.0, shutdown_s=0.5),
+    False: NodePower(boot_s=1.0, off_w=1.0, shutdown_s=0.5),
 }
 """Hidden power states of every virtual node (quick, full), real seconds: the live loop runs in
-real time, the trace compressed. Boot draw: the node's curve at 50 % (``NodePower`` default)."""
+real time, the trace compressed (at the full demo's ~40× a 1 s boot is ~40 s of trace time, a
+mini-PC's boot). Boot draw: the node's curve at 50 % (``NodePower`` default)."""
 POLICY = {
     True: PolicyConfig(
         idle_before_sleep_s=1.0, min_awake_s=2.0, wake_after_s=0.3, market_after_s=3.0,
