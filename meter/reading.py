@@ -29,7 +29,8 @@ class OutletReading:
         Cumulative active energy since the device's counter reset (Wh).
     below_floor : bool
         True when the reading is under the device's documented metering floor (for example
-        APC outlets report 0 W below about 50 W / 0.3 A), so 0 W does not mean idle.
+        APC outlets report 0 W below about 50 W / 0.3 A), so 0 W does not mean idle; never
+        for an outlet switched off (an open relay draws nothing: its 0 W is exact).
     state : {"on", "off"} or None
         The outlet's switch state on a switched PDU; ``None`` when the PDU does not say (a
         metered-only model, or a state in transition).

@@ -70,7 +70,8 @@ class NodeEnergy:
         The calibrated model applied to the measured utilisation, integrated the same way (Wh).
     modelled_sampling_sd_wh : float
     dE_dpidle_h, dE_dpmax_h : float
-        ∂E_modelled/∂P_idle and ∂E_modelled/∂P_max (hours): ∫(1 − u) dt and ∫u dt.
+        ∂E_modelled/∂P_idle and ∂E_modelled/∂P_max (hours): ∫(1 − u) dt over the time the
+        node had power, and ∫u dt.
     gaps : tuple of Gap
         Gaps in the metered series (power, or counter readings when the counter is used).
     utilisation_gaps : tuple of Gap
@@ -153,10 +154,20 @@ def node_energy(
             f"{where}: fewer than two metered power samples and "
             f"{counter.reason or 'no energy counter'} in the window"
         )
-    util = integrate(series.t_s, series.utilisation, span_s, averaged=True)
+    # A node whose wall power reads exactly 0 W has no power (its outlet is switched off): it
+    # runs nothing and its calibrated line, which holds for a running node, does not apply.
+    unpowered = series.power_w == 0.0  # NaN (no reading) is not 0
+    utilisation = np.where(unpowered, 0.0, series.utilisation)
+    util = integrate(series.t_s, utilisation, span_s, averaged=True)
     if util is None:
         raise RunDataError(f"{where}: fewer than two utilisation samples in the window")
-    modelled_w = np.asarray(model.model.power_w(series.utilisation), dtype=float)
+    off = integrate(
+        series.t_s, np.where(np.isfinite(utilisation), unpowered, np.nan), span_s, averaged=True
+    )
+    off_s = 0.0 if off is None else off.value
+    modelled_w = np.where(
+        unpowered, 0.0, np.asarray(model.model.power_w(series.utilisation), dtype=float)
+    )
     modelled = integrate(series.t_s, modelled_w, span_s, averaged=True)
     assert modelled is not None  # same validity as util
     reading_sd_frac = accuracy_pct / 100 / _SQRT3
@@ -175,9 +186,7 @@ def node_energy(
     valid = np.isfinite(series.energy_wh if method == "counter" else series.power_w)
     quantity = "energy counter readings" if method == "counter" else "metered power"
     _check_edges(gaps, series.t_s[valid], span_s, quantity, where)
-    _check_edges(
-        util.gaps, series.t_s[np.isfinite(series.utilisation)], span_s, "utilisation", where
-    )
+    _check_edges(util.gaps, series.t_s[np.isfinite(utilisation)], span_s, "utilisation", where)
     if not metered_wh > 0:
         raise RunDataError(f"{where}: metered energy is {metered_wh:g} Wh; nothing to compare")
     rmse = _rmse_w(series.t_s, series.power_w, modelled_w)
@@ -189,7 +198,7 @@ def node_energy(
         metered_reading_sd_wh=reading_sd_wh,
         modelled_wh=modelled.value / 3600,
         modelled_sampling_sd_wh=modelled.sampling_sd / 3600,
-        dE_dpidle_h=(span_s - util.value) / 3600,
+        dE_dpidle_h=(span_s - off_s - util.value) / 3600,
         dE_dpmax_h=util.value / 3600,
         gaps=gaps,
         utilisation_gaps=util.gaps,

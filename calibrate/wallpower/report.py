@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -60,7 +61,7 @@ body{font:15px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1120px;color
 h1{font-size:24px;margin:0 0 4px} h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 .verdict{display:inline-block;padding:6px 16px;border-radius:6px;color:#fff;font-weight:700;
  font-size:22px;margin:8px 0} .PASS{background:#2e7d32} .FAIL{background:#c62828}
-.NOT-RESOLVED{background:#6d6d6d}
+.NOT-RESOLVED{background:#6d6d6d} .PASS.LOSS{background:#ef6c00}
 .answer{font-size:18px;font-weight:600}
 table{border-collapse:collapse;margin:6px 0 12px} td,th{border:1px solid #ccc;padding:4px 9px;
  text-align:right;white-space:nowrap} th{background:#f3f3f3} td.l,th.l{text-align:left}
@@ -138,6 +139,7 @@ def render_html(
     note: str | None = None,
     about: About | None = None,
     answer: str | None = None,
+    links: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG).
 
@@ -153,6 +155,12 @@ def render_html(
     answer : str, optional
         The report's first sentence, shown above everything else (``<p id=answer>``): what was
         saved at the wall, in words. Left out when not given.
+    links : sequence of (str, str)
+        (text, href) of decisions worth reading (the demo's three placements that saved the
+        most energy), listed under the answer; none by default.
+
+    A PASS while run B used more energy than run A is never green: the badge is orange and
+    says so (the model agreeing with a loss is not a success).
     """
     r = result
     a, b = r.a, r.b
@@ -193,12 +201,23 @@ def render_html(
     )
     # issue 14 fills `answer`: the first sentence, what EAMS saved at the wall, in words
     answer_html = f"<p id=answer class=answer>{escape(answer)}</p>\n" if answer else ""
+    if links:
+        items = "".join(f'<li><a href="{escape(h)}">{escape(t)}</a></li>' for t, h in links)
+        answer_html += f"<h2>Decisions on record</h2><ul id=decisions>{items}</ul>\n"
+    loss = r.passed and r.saving_metered < 0
+    badge = f"verdict {shown.replace(' ', '-')}" + (" LOSS" if loss else "")
+    loss_html = (
+        f"<p><b>The model agrees, but run {escape(b.label)} used more energy than run "
+        f"{escape(a.label)}</b>: the check passes on a loss.</p>"
+        if loss
+        else ""
+    )
     return f"""<!doctype html><html lang=en><head><meta charset=utf-8>
 <title>{escape(title)}</title><style>{_CSS}</style></head><body>
 <h1>{escape(title)}: run {escape(b.label)} vs run {escape(a.label)}</h1>
 {answer_html}<h2>What was measured</h2>{_measured(r, about)}
 <h2>Does the modelled saving hold at the wall? (VT-5)</h2>
-<div id=verdict class="verdict {shown.replace(" ", "-")}">{shown}</div>
+<div id=verdict class="{badge}">{shown}</div>{loss_html}
 <p>Metered saving at the wall <b>{r.saving_metered * 100:.2f} %</b>
  (±{K_SIGMA * _sd_pts(r.sd_metered):.2f}); modelled saving
  <b>{r.saving_modelled * 100:.2f} %</b> (±{K_SIGMA * _sd_pts(r.sd_modelled):.2f}). Difference
@@ -247,8 +266,9 @@ this node's modelled energy is replaced by its metered energy (in both runs).</p
 </ul></body></html>"""
 
 
-def summary_json(result: SavingCheck) -> dict[str, Any]:
-    """The JSON summary: verdict, savings, uncertainty components and per-node figures.
+def summary_json(result: SavingCheck, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON summary: verdict, savings, uncertainty components and per-node figures, then
+    the caller's ``extra`` keys (the demo's ``power_transitions``, ρ, the other runs).
 
     Savings and their standard uncertainties (1σ) are fractions, the difference is in points,
     energies in Wh (``metered_normalised`` in the result's ``unit``), run windows ISO-8601
@@ -317,6 +337,7 @@ def summary_json(result: SavingCheck) -> dict[str, Any]:
         "accuracy_pct": result.accuracy_pct,
         "warnings": list(result.warnings),
         "runs": {"a": run_json(result.a), "b": run_json(result.b)},
+        **(extra or {}),
     }
 
 
@@ -335,6 +356,8 @@ def write_report(
     note: str | None = None,
     about: About | None = None,
     answer: str | None = None,
+    links: Sequence[tuple[str, str]] = (),
+    extra: Mapping[str, Any] | None = None,
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
 
@@ -343,8 +366,10 @@ def write_report(
     result : SavingCheck
     out_dir : Path
         Created as needed.
-    title, note, about, answer
+    title, note, about, answer, links
         See :func:`render_html`.
+    extra : mapping, optional
+        More keys for the JSON summary (:func:`summary_json`).
 
     Returns
     -------
@@ -359,8 +384,8 @@ def write_report(
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
-        html_path.write_text(render_html(result, title, note, about, answer))
-        json_path.write_text(json.dumps(summary_json(result), indent=2) + "\n")
+        html_path.write_text(render_html(result, title, note, about, answer, links))
+        json_path.write_text(json.dumps(summary_json(result, extra), indent=2) + "\n")
     except OSError as exc:
         raise WallPowerError(
             f"cannot write the report into {out_dir}: {exc.strerror or exc}"

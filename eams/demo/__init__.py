@@ -6,12 +6,18 @@ ours imports it. One job per module, in the order a run uses them:
 - :mod:`~eams.demo.cli` — the click command (imports the stages only when it runs);
 - :mod:`~eams.demo.run` — the four stages in order and what they print;
 - :mod:`~eams.demo.fleet` — the six nodes' hidden power curves (SPECpower, or built in);
-- :mod:`~eams.demo.testbed` — virtual nodes (load, ``/proc/stat``, stress-ng) behind the PDU
-  simulator;
+- :mod:`~eams.demo.testbed` — virtual nodes (load, ``/proc/stat``, stress-ng, power states)
+  behind the PDU simulator;
 - :mod:`~eams.demo.calibrate` — the real sweep and fit of every node through the real meter;
-- :mod:`~eams.demo.workload` — the trace and each scheduler's placements (bench harness);
+- :mod:`~eams.demo.workload` — the trace at each offered load, and the harness's view of the
+  testbed;
 - :mod:`~eams.demo.services` — the extender and the agents, in threads;
-- :mod:`~eams.demo.replay` — a planned run played on the virtual nodes in compressed time;
-- :mod:`~eams.demo.report` — the VT-5 wall-power check and the summary;
+- :mod:`~eams.demo.cluster` — the emulated cluster: Node objects, taints, cordons, bound pods;
+- :mod:`~eams.demo.live` — one run placed live by the emulated kube-scheduler cycle;
+- :mod:`~eams.demo.power` — the power manager's ports over the emulated cluster and the
+  simulator;
+- :mod:`~eams.demo.runs` — the three runs of each offered load, metered;
+- :mod:`~eams.demo.record` — the EAMS run's placements in the decision record;
+- :mod:`~eams.demo.report` — the VT-5 wall-power check, the answer and the summary;
 - :mod:`~eams.demo.errors` — :class:`~eams.demo.errors.DemoError`.
 """

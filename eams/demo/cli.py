@@ -1,8 +1,9 @@
 """``eams demo``: the whole toolkit end to end on a virtual six-node testbed.
 
 No hardware and no external server: a PDU simulator on loopback, calibration sweeps through the
-real meter protocol, agents and the extender, two trace replays (default scheduler and EAMS),
-and the VT-5 wall-power check with its HTML report. The stages live in :mod:`eams.demo.run`;
+real meter protocol, agents and the extender, three live runs of a trace (default scheduler,
+default + power manager, EAMS + power manager) placed by an emulated kube-scheduler, and the
+VT-5 wall-power check with its HTML report. The stages live in :mod:`eams.demo.run`;
 this module only wires the command (and imports the stages when it runs, so ``eams --help``
 stays fast).
 """
@@ -16,7 +17,7 @@ from rich.console import Console
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="Shorter sweeps and runs (under a minute; CI).")
+@click.option("--quick", is_flag=True, help="Shorter sweeps and runs, one offered load (CI).")
 @click.option(
     "--out",
     "out_dir",
@@ -28,10 +29,11 @@ from rich.console import Console
 def demo(quick: bool, out_dir: Path) -> None:
     """Run the toolkit end to end on a virtual six-node testbed (no hardware, no server).
 
-    Starts a PDU simulator for six virtual nodes, calibrates them, replays a cluster trace with
-    the default scheduler and with EAMS while the agents meter the runs, then checks at the
-    wall whether the modelled saving holds (VT-5) and prints where the HTML report is. Every
-    thread and server it starts is stopped on exit and on Ctrl-C.
+    Starts a PDU simulator for six virtual nodes, calibrates them, places a cluster trace live
+    three times — the default scheduler, the default with the power manager, EAMS (the live
+    extender) with the power manager — while the agents meter the runs, then says at the wall
+    what EAMS saved and whether the model agrees (VT-5), and prints where the HTML report and
+    the decision record are. Every thread and server it starts is stopped on exit and on Ctrl-C.
 
     Exit status 0 whatever the verdict (it is printed), 1 on an error (one line on stderr),
     130 on Ctrl-C. The real data is read from EAMS_DATA_DIR (default ../shared/data next to

@@ -1,106 +1,241 @@
-"""Demo stage 4: the VT-5 wall-power check on the two played runs, and the printed summary."""
+"""Demo stage 4: the VT-5 wall-power check of the live runs, the report's answer, the summary.
+
+For each band, two checks at the wall against the ``default`` run: ``default+pm`` (what the
+power manager alone saves) and ``eams+pm`` (what EAMS with the power manager saves; the VT-5
+check of record). The report of the demo's band (the first) opens with the answer in words
+(:func:`answer`), links the three placements that saved the most energy to the decision record,
+and its ``wallpower_summary.json`` adds ``rho``, ``power_transitions`` (sleeps and wakes per
+run), the power manager's and the placement's shares, the extender's answers and the other
+band's figures. Every band's report is written (``report/`` for the first, ``report/rho-…``
+for the others).
+"""
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_report
 from eams.calibrate.wallpower.check import SavingCheck
 from eams.calibrate.wallpower.cli import summary_lines
-from eams.calibrate.wallpower.report import About
-from eams.calibrate.wallpower.spec import RunSpec
+from eams.calibrate.wallpower.report import NOT_RESOLVED, About, shown_verdict
+from eams.demo.record import Saved
+from eams.demo.runs import Band
 
 ACCURACY_PCT = 3.0
 """The simulated PDU is an APC rPDU2: ±3 % of reading (Schneider FAQ FA156074)."""
+K_SIGMA = 2.0
+"""The answer states uncertainties as ±2σ, as the report page does."""
 SETUP = (
     "simulated: no hardware was metered. The PDU is EAMS's PDU simulator (an APC rPDU2 "
-    "imitation served over SNMP on loopback, read by the real APC driver and agents) and the "
-    "six nodes are virtual, their power following hidden curves ({fleet}) as their virtual "
-    "stress-ng load and the replayed pods change"
+    "imitation served over SNMP on loopback, read by the real APC driver and agents; its "
+    "outlets switched by SNMP SET) and the six nodes are virtual, their power following hidden "
+    "curves ({fleet}) as the live-placed pods load them. The power manager puts a node to sleep "
+    "by soft-off and outlet off and wakes it by outlet on; its sleep figures are the testbed's "
+    "known ones ({power}), not measured"
 )
-"""What the demo's report says was measured (``{fleet}``: where the hidden curves came from)."""
+"""What the demo's report says was measured."""
+
+
+def sd_of(parts: dict[str, float]) -> float:
+    """Total standard uncertainty (fraction) of a saving from its components (1σ each)."""
+    return math.sqrt(sum(v * v for v in parts.values()))
+
+
+def answer(full: SavingCheck, pm: SavingCheck, rho: float) -> str:
+    """The report's first sentences: what EAMS saved (or not) against default at the wall with
+    its uncertainty, the power manager's and the placement's shares, then VT-5, and ρ.
+
+    Parameters
+    ----------
+    full : SavingCheck
+        ``eams+pm`` against ``default``.
+    pm : SavingCheck
+        ``default+pm`` against ``default``.
+    rho : float
+    """
+    s, sd = full.saving_metered * 100, K_SIGMA * sd_of(full.sd_metered) * 100
+    s_pm, sd_pm = pm.saving_metered * 100, K_SIGMA * sd_of(pm.sd_metered) * 100
+    placement = s - s_pm
+    if s >= 0:
+        what = f"used {s:.1f} % less energy per unit of work"
+    else:
+        what = f"used {-s:.1f} % more energy per unit of work"
+    clear = "" if abs(s) > sd else " — not distinguishable from no saving"
+    first = (
+        f"At the wall, EAMS with the power manager {what} than the default scheduler "
+        f"(±{sd:.1f} points at 2σ{clear}; offered load ρ = {rho:g}): the power manager alone "
+        f"(default scheduler + power manager) accounts for {s_pm:+.1f} points (±{sd_pm:.1f}) "
+        f"and EAMS's placement for the other {placement:+.1f}."
+    )
+    shown = shown_verdict(full)
+    figures = (
+        f"modelled saving {full.saving_modelled * 100:.1f} %, difference "
+        f"{full.difference_pts:+.1f} ± {K_SIGMA * full.sd_difference_pts:.1f} points"
+    )
+    if shown == NOT_RESOLVED:
+        second = f"Whether the model agreed cannot be told (VT-5 {shown}: {figures})."
+    elif full.passed:
+        loss = " — on a loss" if s < 0 else ""
+        second = f"The model agreed (VT-5 PASS{loss}: {figures})."
+    else:
+        second = f"The model did not agree (VT-5 FAIL: {figures})."
+    return f"{first} {second}"
+
+
+def _checks(band: Band, calibrations_dir: Path) -> tuple[SavingCheck, SavingCheck]:
+    fleet = load_fleet(calibrations_dir)
+    runs = {r.label: load_run(r.spec, r.label) for r in band.runs}
+    pm = check_runs(runs["default"], runs["default+pm"], fleet, accuracy_pct=ACCURACY_PCT)
+    full = check_runs(runs["default"], runs["eams+pm"], fleet, accuracy_pct=ACCURACY_PCT)
+    return full, pm
+
+
+def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
+    eams = band.run("eams+pm")
+    return {
+        "rho": band.rho,
+        "speedup": band.speedup,
+        "power_transitions": {r.label: dict(r.transitions) for r in band.runs},
+        "saving_power_manager": pm.saving_metered,
+        "sd_power_manager": pm.sd_metered,
+        "saving_placement": full.saving_metered - pm.saving_metered,
+        "p95_completion_s": {
+            r.label: float(np.percentile(r.completion_s, 95)) if r.completion_s.size else None
+            for r in band.runs
+        },
+        "extender": {
+            "pods": len(eams.binds),
+            "cycles": eams.cycles,
+            "prioritize_calls": eams.prioritize_calls,
+            "prioritize_answered": eams.extender_prioritize,
+            "unscored_binds": eams.unscored_binds,
+            "decisions": len(eams.decisions),
+            "bound_to_highest_score": sum(
+                1 for d in eams.decisions if d.scores[d.node] == max(d.scores.values())
+            ),
+        },
+    }
 
 
 def check_and_report(
     console: Console,
-    runs: list[RunSpec],
-    figures: dict[str, dict],
-    speedup: float,
+    bands: list[Band],
     report_dir: Path,
     calibrations_dir: Path,
-    workload: str = "not stated",
-    fleet: str = "not stated",
+    *,
+    fleet: str,
+    power: str,
+    saved: list[Saved],
+    record_dir: Path,
 ) -> SavingCheck:
-    """Check run B against run A at the wall, write the report, print the summary.
+    """Check every band at the wall, write the reports, print the summary.
 
     Parameters
     ----------
     console : Console
-    runs : list of RunSpec, length 2
-        Run A (baseline) and run B, each labelled (the played runs' ``spec``).
-    figures : dict
-        The harness's figures per run label (p95 completion time in trace seconds).
-    speedup : float
-        Trace seconds per real second: wall energy × speedup = energy in trace time.
+    bands : list of Band
+        The demo's band first.
     report_dir, calibrations_dir : Path
-    workload : str
-        What was replayed (trace file, pods, ρ), as the workload stage says it.
-    fleet : str
-        Where the nodes' hidden power curves came from, as the fleet stage says it.
+    fleet, power : str
+        Where the hidden curves came from; the sleep figures used.
+    saved : list of Saved
+        The demo band's three placements that saved the most energy.
+    record_dir : Path
+        The demo band's ``eams+pm`` record folder.
 
     Returns
     -------
     SavingCheck
+        The demo band's ``eams+pm`` check.
     """
-    run_a, run_b = (load_run(spec, default) for spec, default in zip(runs, "AB", strict=True))
-    result = check_runs(run_a, run_b, load_fleet(calibrations_dir), accuracy_pct=ACCURACY_PCT)
-    note = (
-        f"The runs were played {speedup:.2f}× faster than the trace at the same power: "
-        f"multiply these J/core-s by {speedup:.2f} for trace time (the terminal's summary "
-        "shows them so)."
-    )
-    about = About(setup=SETUP.format(fleet=fleet), workload=f"replayed twice: {workload}")
-    html_path, json_path = write_report(
-        result, report_dir, title="eams demo — VT-5 wall-power check", note=note, about=about
-    )
-    table = Table(title="two runs of the same trace on the six-node testbed")
-    # two-line headers: the table fits an 80-column terminal without cutting a word
-    for column in (
-        "run",
-        "work\ncore-s",
-        "wall\nWh",
-        "J/core-s\nmetered",
-        "J/core-s\nmodelled",
-        "J/core-s\nharness",
-        "p95\ncompletion s",
-    ):
-        table.add_column(column)
-    for run in (result.a, result.b):
-        p95 = figures[run.label].get("p95_completion_s")
-        exact = figures[run.label].get("energy_per_work_j_per_core_s")
-        table.add_row(
-            run.label,
-            f"{run.work_core_s:.0f}",
-            f"{run.metered_wh:.2f}",
-            f"{run.metered_wh * 3600 * speedup / run.work_core_s:.1f}",
-            f"{run.modelled_wh * 3600 * speedup / run.work_core_s:.1f}",
-            "—" if exact is None else f"{exact:.1f}",
-            "—" if p95 is None else f"{p95:.0f}",
+    results = [(band, *_checks(band, calibrations_dir)) for band in bands]
+    main_band, main, main_pm = results[0]
+    others = {
+        band.name: {
+            "saving_metered": full.saving_metered,
+            "sd_metered": sd_of(full.sd_metered),
+            "passed": full.passed,
+            "resolvable": full.resolvable,
+            **_figures(band, full, pm),
+        }
+        for band, full, pm in results[1:]
+    }
+    links = [
+        (
+            f"{s.pod} on {s.node} instead of {s.default_node} (LeastAllocated's choice): "
+            f"{s.saved_wh * 1000:.2f} mWh less on the calibrated line — "
+            f"eams explain demo/{s.pod} --record {record_dir}",
+            _relative(record_dir / "decisions.jsonl", report_dir),
         )
-    console.print(table)
-    console.print(
-        f"(energy per unit work and completion times in trace time: the runs were played "
-        f"{speedup:.2f}× faster at the same power, so the report's J/core-s are {speedup:.2f}× "
-        "smaller; 'harness' is the bench simulator's exact energy on the hidden curves)"
-    )
-    colour = "green" if result.passed else "red"
-    lines = summary_lines(result)
+        for s in saved
+    ]
+    for i, (band, full, pm) in enumerate(results):
+        folder = report_dir if i == 0 else report_dir / band.name
+        extra = _figures(band, full, pm) | {"sd_metered_total": sd_of(full.sd_metered)}
+        if i == 0:
+            extra |= {"bands": others, "record": str(record_dir)}
+            extra["decisions_saved_most"] = [s.__dict__ for s in saved]
+        html, summary = write_report(
+            full,
+            folder,
+            title="eams demo — VT-5 wall-power check",
+            note=(
+                f"The runs were placed live {band.speedup:.2f}× faster than the trace at the "
+                f"same power: multiply these J/core-s by {band.speedup:.2f} for trace time."
+            ),
+            about=About(setup=SETUP.format(fleet=fleet, power=power),
+                        workload=f"placed live three times: {band.source}"),
+            answer=answer(full, pm, band.rho),
+            links=links if i == 0 else (),
+            extra=extra,
+        )  # fmt: skip
+        _print_band(console, band, full, pm)
+        if i == 0:
+            main_paths = (html, summary)
+    colour = "green" if main.passed and main.resolvable and main.saving_metered > 0 else "red"
+    console.print(answer(main, main_pm, main_band.rho), soft_wrap=False, markup=False)
+    lines = summary_lines(main)
     console.print(f"[bold {colour}]{lines[0]}[/]")
     for line in lines[1:]:
         console.print(line, markup=False)
-    # paths unwrapped and as given (soft wrap, no markup), so they can be copied
-    console.print(f"report: {html_path}\nsummary: {json_path}", soft_wrap=True, markup=False)
-    return result
+    console.print(
+        f"report: {main_paths[0]}\nsummary: {main_paths[1]}\nrecord: {record_dir}",
+        soft_wrap=True,
+        markup=False,
+    )
+    return main
+
+
+def _relative(path: Path, start: Path) -> str:
+    """``path`` as a link from a page in ``start`` (relative, so the folder can move)."""
+    return Path(os.path.relpath(path, start)).as_posix()
+
+
+def _print_band(console: Console, band: Band, full: SavingCheck, pm: SavingCheck) -> None:
+    table = Table(title=f"ρ = {band.rho:g}: three live runs of the same trace")
+    table.add_column("run", no_wrap=True)
+    # two-line headers: the table fits an 80-column terminal without cutting a word
+    for column in ("work\ncore-s", "wall\nWh", "J/core-s\nmetered", "J/core-s\nmodelled",
+                   "p95\ncompletion s", "sleeps/\nwakes"):  # fmt: skip
+        table.add_column(column)
+    checked = {full.a.label: full.a, pm.b.label: pm.b, full.b.label: full.b}
+    for run in band.runs:
+        r = checked[run.label]
+        p95 = float(np.percentile(run.completion_s, 95)) if run.completion_s.size else None
+        table.add_row(
+            run.label,
+            f"{r.work_core_s:.0f}",
+            f"{r.metered_wh:.2f}",
+            f"{r.metered_wh * 3600 * band.speedup / r.work_core_s:.1f}",
+            f"{r.modelled_wh * 3600 * band.speedup / r.work_core_s:.1f}",
+            "—" if p95 is None else f"{p95:.0f}",
+            f"{run.transitions.get('sleep', 0)}/{run.transitions.get('wake', 0)}",
+        )
+    console.print(table)

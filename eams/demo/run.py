@@ -4,13 +4,14 @@
    from six real SPECpower servers (scaled; :mod:`eams.demo.fleet` says why not to 10–60 W)
    and whose speeds differ, and read it back through the APC driver (:mod:`eams.demo.testbed`);
 2. calibrate every node with the real sweep through the real meter and write its calibration
-   file (:mod:`eams.demo.calibrate`);
-3. plan a trace's placements with the default scheduler and with EAMS
-   (:mod:`eams.demo.workload`), start the extender, and play each run on the testbed
-   (:mod:`eams.demo.replay`) while that run's agents meter it (:mod:`eams.demo.services`),
-   telemetry flowing simulator → SNMP → agent → JSONL and extender;
-4. run the VT-5 wall-power check on the two runs and print the summary and the report's path
-   (:mod:`eams.demo.report`).
+   file (:mod:`eams.demo.calibrate`); the sleep figures are the testbed's known ones
+   (:mod:`eams.demo.power`);
+3. start the extender (active) and place a trace live three times — default, default + power
+   manager, EAMS + power manager (:mod:`eams.demo.runs`, :mod:`eams.demo.live`) — while each
+   run's agents meter it (:mod:`eams.demo.services`); the full demo does it at two offered
+   loads; the EAMS run's placements go into the decision record (:mod:`eams.demo.record`);
+4. run the VT-5 wall-power check on the runs and print the answer, the summary and the
+   report's path (:mod:`eams.demo.report`).
 
 Every thread, server and agent the demo starts is stopped on exit, on an error and on Ctrl-C
 (one :class:`contextlib.ExitStack`).
@@ -24,7 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from eams.calibrate.calfile import Calibration
@@ -32,22 +33,15 @@ from eams.calibrate.sweep import SweepProgress
 from eams.demo.calibrate import calibrate_fleet
 from eams.demo.errors import DemoError
 from eams.demo.fleet import DemoNode, demo_fleet
-from eams.demo.replay import PlayedRun, play
+from eams.demo.live import LiveRun
+from eams.demo.power import NODE_POWER
+from eams.demo.record import Saved, write_placements
 from eams.demo.report import check_and_report
-from eams.demo.services import Agents, ExtenderServer
+from eams.demo.runs import PERIOD_S, Band, bands
+from eams.demo.services import ExtenderServer
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
-from eams.demo.workload import PlannedRun, demo_workload, harness_cluster, plan_runs
+from eams.demo.workload import RHO, harness_cluster
 from eams.meter.blocking import BlockingMeter
-from eams.scheduler.policies.base import Workload
-
-RUN_S = {True: 6.0, False: 50.0}
-"""Real seconds the longer of the two runs lasts (quick, full)."""
-PERIOD_S = {True: 0.25, False: 0.5}
-"""Agent sample period and meter poll (quick, full), s."""
-WARMUP_PERIODS = 3
-"""Agent periods before and after the played window, so its edges hold samples."""
-METER_START_TIMEOUT_S = 20.0
-"""How long a run waits for the PDU owner agent's first meter reading, s."""
 
 
 def _progress(console: Console) -> Progress:
@@ -111,31 +105,7 @@ def _calibrate(console: Console, testbed: Testbed, out_dir: Path, quick: bool) -
     return calibrations
 
 
-def _play_metered(
-    testbed: Testbed,
-    planned: PlannedRun,
-    workload: Workload,
-    *,
-    speedup: float,
-    calibrations_dir: Path,
-    telemetry_dir: Path,
-    extender_url: str,
-    period_s: float,
-    tick: Callable[[float], None],
-) -> PlayedRun:
-    """Start this run's agents, play the run, stop the agents (their sinks flushed)."""
-    with Agents(testbed, calibrations_dir, telemetry_dir, extender_url, period_s) as agents:
-        agents.wait_metered(METER_START_TIMEOUT_S)
-        time.sleep(WARMUP_PERIODS * period_s)
-        start_ns, end_ns = play(testbed, planned, workload, speedup, tick)
-        time.sleep(WARMUP_PERIODS * period_s)
-    placed = planned.replay.node >= 0
-    return PlayedRun(
-        planned.label, telemetry_dir, start_ns, end_ns, float(workload.work_core_s[placed].sum())
-    )
-
-
-def _replay(
+def _live(
     console: Console,
     stack: ExitStack,
     testbed: Testbed,
@@ -143,53 +113,60 @@ def _replay(
     calibrations: list[Calibration],
     out_dir: Path,
     quick: bool,
-) -> tuple[list[PlayedRun], dict[str, dict], float, str]:
-    cluster = harness_cluster(nodes, calibrations)
-    workload, source = demo_workload(cluster, quick)
-    console.print(f"    workload: {source}")
-    planned = plan_runs(cluster, workload)
-    speedup = max(float(p.replay.makespan_s) for p in planned) / RUN_S[quick]
-    console.print(
-        f"    placements planned by the harness; played {speedup:.2f}× faster than the trace "
-        f"(agents sample every {PERIOD_S[quick]:g} s)"
-    )
+) -> tuple[list[Band], list[Saved], Path]:
+    harness = harness_cluster(nodes, calibrations)
     extender = ExtenderServer(out_dir / "calibration").start()
     stack.callback(extender.stop)
-    console.print(f"    extender (shadow mode) at {extender.url}")
-    played = []
-    for run in planned:
-        with _progress(console) as bar:
-            task = bar.add_task(f"run {run.label}", total=1.0)
+    console.print(f"    extender (active mode) at {extender.url}", soft_wrap=True, markup=False)
 
-            def tick(done: float, task: TaskID = task) -> None:
-                bar.update(task, completed=done)
-
-            played.append(
-                _play_metered(
-                    testbed,
-                    run,
-                    workload,
-                    speedup=speedup,
-                    calibrations_dir=out_dir / "calibration",
-                    telemetry_dir=out_dir / "telemetry" / run.label,
-                    extender_url=extender.url,
-                    period_s=PERIOD_S[quick],
-                    tick=tick,
-                )
+    def on_run(band: str, run: LiveRun) -> None:
+        asked = ""
+        if run.extender_prioritize is not None:
+            asked = (
+                f"; the extender answered {run.extender_prioritize} /prioritize calls "
+                f"for {len(run.binds)} pods, {len(run.decisions)} placed on its best score"
             )
         console.print(
-            f"    run {run.label}: played, telemetry in {played[-1].telemetry_dir}",
+            f"    {band} {run.label}: {len(run.binds)} pods placed live in {run.cycles} "
+            f"cycles, {run.transitions.get('sleep', 0)} sleeps and "
+            f"{run.transitions.get('wake', 0)} wakes ({run.transitions.get('refused', 0)} sleeps "
+            f"refused by the safety rules){asked}",
             soft_wrap=True,
             markup=False,
         )
+
+    with _progress(console) as bar:
+
+        def progress(text: str) -> Callable[[float], None]:
+            task = bar.add_task(text, total=1.0)
+            return lambda done: bar.update(task, completed=done)
+
+        done = bands(
+            testbed, harness, calibrations, out_dir, extender, quick, RHO[quick], on_run, progress
+        )
+    main = done[0]
+    console.print(f"    workload: {main.source}", soft_wrap=True, markup=False)
     console.print(
-        f"    the extender ingested {extender.samples_ingested()} samples from the agents"
+        f"    placed live {main.speedup:.2f}× faster than the trace (agents sample every "
+        f"{PERIOD_S[quick]:g} s); the extender ingested {extender.samples_ingested()} samples "
+        "from the agents",
+        soft_wrap=True,
+        markup=False,
     )
-    return played, {p.label: p.figures for p in planned}, speedup, source
+    record_dir = out_dir / "record" / main.name / "eams+pm"
+    saved = write_placements(
+        main.run("eams+pm"),
+        record_dir,
+        {c.node: c for c in calibrations},
+        {n.name: n.cores for n in nodes},
+        main.speedup,
+    )
+    console.print(f"    decision record: {record_dir}", soft_wrap=True, markup=False)
+    return done, saved, record_dir
 
 
 def _make_dirs(out_dir: Path) -> None:
-    for sub in ("calibration", "telemetry", "report"):
+    for sub in ("calibration", "telemetry", "report", "record"):
         try:
             (out_dir / sub).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -227,24 +204,28 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
     nodes, source = demo_fleet()
     stage(1, f"PDU simulator for six virtual nodes: {source}")
     with ExitStack() as stack:
-        testbed = stack.enter_context(Testbed(nodes))
+        testbed = stack.enter_context(Testbed(nodes, NODE_POWER[quick]))
         _read_back(console, testbed, nodes)
         stage(2, "calibrating the six nodes (sweeps through the meter)")
         calibrations = _calibrate(console, testbed, out_dir / "calibration", quick)
-        stage(3, "replaying a trace with the default scheduler and with EAMS")
-        played, figures, speedup, workload = _replay(
+        stage(3, "placing a trace live: default, default + power manager, EAMS + power manager")
+        done, saved, record_dir = _live(
             console, stack, testbed, nodes, calibrations, out_dir, quick
         )
+    power = NODE_POWER[quick]
     stage(4, "VT-5 wall-power check")
     check_and_report(
         console,
-        [p.spec for p in played],
-        figures,
-        speedup,
+        done,
         out_dir / "report",
         out_dir / "calibration",
-        workload=workload,
         fleet=source,
+        power=(
+            f"asleep 0 W (outlet off), wake = boot {power.boot_s:g} s at the curve's 50 % "
+            f"draw, sleep = soft-off {power.shutdown_s:g} s at idle"
+        ),
+        saved=saved,
+        record_dir=record_dir,
     )
     console.print(
         f"demo finished in {time.monotonic() - started:.0f} s; everything is in {out_dir}",

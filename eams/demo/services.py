@@ -24,14 +24,14 @@ from eams.demo.errors import DemoError
 from eams.demo.testbed import DRIVER, Testbed
 from eams.errors import EamsError
 from eams.scheduler.extender.app import create_app
-from eams.scheduler.extender.settings import Settings
+from eams.scheduler.extender.settings import Mode, Settings
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 10.0
 
 
 class ExtenderServer:
-    """The extender app (shadow mode, the fleet's calibrations) under uvicorn in a thread.
+    """The extender app (the fleet's calibrations) under uvicorn in a thread.
 
     The listening socket is bound here, not by uvicorn, so the port is the one the URL names
     from the start and a bind failure is a :class:`DemoError` rather than uvicorn's log line.
@@ -41,6 +41,8 @@ class ExtenderServer:
     calibrations_dir : Path
     port : int
         TCP port on loopback; 0 (the default) lets the OS choose a free one.
+    mode : {"active", "shadow"}
+        Active (the default): its answers place the EAMS run's pods.
 
     Raises
     ------
@@ -49,9 +51,10 @@ class ExtenderServer:
         calibration files (its own message).
     """
 
-    def __init__(self, calibrations_dir: Path, port: int = 0) -> None:
+    def __init__(self, calibrations_dir: Path, port: int = 0, mode: Mode = "active") -> None:
+        self.mode = mode
         try:
-            self.app = create_app(Settings(mode="shadow", calibrations_dir=calibrations_dir))
+            self.app = create_app(Settings(mode=mode, calibrations_dir=calibrations_dir))
         except EamsError as exc:
             raise DemoError(f"the extender did not start: {exc}") from exc
         self._socket = socket.socket()
@@ -89,18 +92,49 @@ class ExtenderServer:
             time.sleep(0.02)
         return self
 
-    def samples_ingested(self) -> int | None:
-        """``eams_extender_telemetry_samples_total`` read from its ``/metrics`` (``None`` if it
-        does not answer)."""
+    def _metric(self, name: str, **labels: str) -> int | None:
+        """Sum of the samples ``name`` with ``labels`` on its ``/metrics`` (``None`` if it does
+        not answer)."""
         try:
             text = httpx.get(f"{self.url}/metrics", timeout=5).text
         except httpx.HTTPError:
             return None
+        total = 0.0
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name == "eams_extender_telemetry_samples_total":
-                    return int(sample.value)
-        return None
+                if sample.name == name and labels.items() <= sample.labels.items():
+                    total += sample.value
+        return int(total)
+
+    def samples_ingested(self) -> int | None:
+        """``eams_extender_telemetry_samples_total`` read from its ``/metrics`` (``None`` if it
+        does not answer)."""
+        return self._metric("eams_extender_telemetry_samples_total")
+
+    def answered(self, path: str) -> int | None:
+        """Requests it answered on ``path`` (``/prioritize``), every status: the count of
+        ``eams_extender_request_duration_seconds`` (``None`` if it does not answer)."""
+        return self._metric("eams_extender_request_duration_seconds_count", path=path)
+
+    def post_nodes(self, objects: list[dict]) -> None:
+        """``POST /nodes`` with a v1 NodeList of ``objects`` (the extender is run without a
+        watch: no API server runs here).
+
+        Raises
+        ------
+        DemoError
+            Not accepted (names the status and the extender's reason).
+        """
+        body = {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": objects}
+        try:
+            response = httpx.post(f"{self.url}/nodes", json=body, timeout=10)
+        except httpx.HTTPError as exc:
+            raise DemoError(f"the extender at {self.url} took no nodes: {exc}") from exc
+        if response.status_code != 202:
+            raise DemoError(
+                f"the extender at {self.url} refused the nodes: {response.status_code} "
+                f"{response.text[:200]}"
+            )
 
     def stop(self) -> None:
         """Shut down, join and release the socket (idempotent)."""

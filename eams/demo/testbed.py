@@ -13,13 +13,15 @@ and answers stress-ng's metrics with bogo-ops/s proportional to the node's speed
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from eams.calibrate.errors import SweepError
 from eams.demo.fleet import DemoNode
-from eams.meter.simulator import MeasuredCurve, PduSimulator, VirtualOutlet
+from eams.errors import ProcStatError
+from eams.meter.simulator import MeasuredCurve, NodePower, PduSimulator, VirtualOutlet
 from eams.procstat import CpuTimes
 
 TICKS_PER_S = 1000
@@ -46,6 +48,11 @@ class VirtualNode:
     def __init__(self, spec: DemoNode, clock: Callable[[], float] = time.monotonic) -> None:
         self.spec = spec
         self._clock = clock
+        self.os_state: Callable[[], str] = lambda: "running"
+        """The node's power state (the simulator's, once on the testbed): its OS, and so its
+        agent, runs only while it is ``running``."""
+        self.last_read_s: float | None = None
+        """When its ``/proc/stat`` was last read (epoch s): its agent's last report."""
         self._lock = threading.Lock()
         self._load = 0.0
         self._since = clock()
@@ -69,8 +76,18 @@ class VirtualNode:
         return self._load
 
     def cpu_times(self) -> CpuTimes:
-        """Cumulative busy and total ticks of all cores (a virtual ``/proc/stat``)."""
+        """Cumulative busy and total ticks of all cores (a virtual ``/proc/stat``).
+
+        Raises
+        ------
+        ProcStatError
+            The node is not running (off, booting, shutting down): no OS reads it.
+        """
+        state = self.os_state()
+        if state != "running":
+            raise ProcStatError(f"{self.spec.name} is {state}: its OS does not run")
         with self._lock:
+            self.last_read_s = time.time()
             self._advance(self._clock())
             scale = TICKS_PER_S * self.spec.cores
             return CpuTimes(
@@ -89,9 +106,12 @@ class Testbed:
     Parameters
     ----------
     nodes : list of DemoNode
+    power : NodePower, optional
+        Every node's hidden power states (boot, soft-off, shutdown); the simulator's defaults
+        when not given.
     """
 
-    def __init__(self, nodes: list[DemoNode]) -> None:
+    def __init__(self, nodes: list[DemoNode], power: NodePower | None = None) -> None:
         self.nodes = [VirtualNode(spec) for spec in nodes]
         outlets = [
             VirtualOutlet(
@@ -99,6 +119,7 @@ class Testbed:
                 MeasuredCurve(
                     [round(0.1 * i, 1) for i in range(11)], spec.points_w, label=spec.server
                 ),
+                power or NodePower(),
             )
             for spec in nodes
         ]
@@ -109,7 +130,11 @@ class Testbed:
         self.simulator.start()
         for number, node in enumerate(self.nodes, start=1):
             self.simulator.set_load_source(number, node.load)
+            node.os_state = functools.partial(self._node_state, number)
         return self
+
+    def _node_state(self, outlet: int) -> str:
+        return self.simulator.state(outlet).node
 
     def stop(self) -> None:
         """Stop the simulator (idempotent)."""

@@ -1,60 +1,33 @@
-"""Demo stage 3, planning: the workload and each scheduler's placements on the six-node testbed.
+"""Demo stage 3, workload: the trace and the harness's view of the six-node testbed.
 
 The workload is the head of the Alibaba 2017 batch-task trace (``cluster_traces/``, read by
-:func:`eams.scheduler.bench.traces.load_workload`), arrival times rescaled to an offered load
-ρ = :data:`RHO` (the contended regime where the study expects EAMS to help). Without the data
-folder the demo names the file and uses the harness's synthetic workload of the same shape.
-
-Placements come from the benchmark harness (:func:`eams.scheduler.bench.simulator.simulate`)
-with the scheduler plug-ins ``default`` (kube-scheduler's LeastAllocated) and ``eams`` (the
-extender over its HTTP protocol). The harness's cluster is the testbed: the six nodes, their
-hidden curves as the measured power, and P_idle, P_max and speed from the calibration files the
-demo just wrote. The replay log (binds and completions in trace time) is then played on the
-virtual nodes in compressed real time (:mod:`eams.demo.replay`).
+:func:`eams.scheduler.bench.traces.load_workload`), arrival times rescaled to an offered load ρ
+(:data:`RHO`: the demo's band, and the study's contended band beside it in the full demo).
+Without the data folder the demo names the file and uses the harness's synthetic workload of
+the same shape. The harness's cluster is the testbed: the six nodes, their hidden curves as the
+measured power, and P_idle, P_max and speed from the calibration files the demo just wrote (the
+LeastAllocated plug-in scores on it; :mod:`eams.demo.live` places the pods).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
 from eams.datasets import data_file
 from eams.demo.fleet import MEMORY_MIB, DemoNode, not_found
-from eams.scheduler import policies
 from eams.scheduler.bench.manifest import SyntheticSpec, TraceSpec
-from eams.scheduler.bench.metrics import summarise
-from eams.scheduler.bench.simulator import Replay, simulate
 from eams.scheduler.bench.traces import DEFAULT_PATHS, load_workload
 from eams.scheduler.bench.workload import rescale_to_rho, subset, synthetic
-from eams.scheduler.policies.base import Cluster, NodeMeta, Params, PowerCurves, Workload
+from eams.scheduler.policies.base import Cluster, NodeMeta, PowerCurves, Workload
 
 TRACE = "alibaba-2017-batch"
-RHO = 0.8
+RHO = {True: (0.3,), False: (0.3, 0.8)}
+"""Offered loads ρ run (quick, full): the demo's band first; the full demo adds the study's
+contended band (0.7–1.0) beside it."""
 PODS = {True: 40, False: 200}  # quick, full: few enough that loads change about once per sample
 MAX_DURATION_S = 600.0
 SEED = 1
-SCHEDULERS = (("default", "default"), ("eams", "eams"))
-"""(run label, harness plug-in NAME): run A is the baseline, run B the candidate."""
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One scheduler's placements in trace time.
-
-    Attributes
-    ----------
-    label : str
-    replay : Replay
-        ``log`` holds (time_s, +1 bind / −1 completion, pod, node).
-    figures : dict
-        :func:`eams.scheduler.bench.metrics.summarise` (p95 completion, work, harness energy).
-    """
-
-    label: str
-    replay: Replay
-    figures: dict
 
 
 def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> Cluster:
@@ -88,8 +61,8 @@ def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> C
     )
 
 
-def demo_workload(cluster: Cluster, quick: bool) -> tuple[Workload, str]:
-    """The trace head rescaled to ρ = :data:`RHO`, and a sentence on where it came from.
+def demo_workload(cluster: Cluster, quick: bool, rho: float) -> tuple[Workload, str]:
+    """The trace head rescaled to offered load ``rho``, and a sentence on where it came from.
 
     Parameters
     ----------
@@ -97,6 +70,8 @@ def demo_workload(cluster: Cluster, quick: bool) -> tuple[Workload, str]:
         Pods larger than its largest node are left out; its total cores set ρ.
     quick : bool
         :data:`PODS` pods (40 quick, 200 full).
+    rho : float
+        Offered load ρ (Σ c·t over span × cores).
 
     Returns
     -------
@@ -118,25 +93,5 @@ def demo_workload(cluster: Cluster, quick: bool) -> tuple[Workload, str]:
     if not fits.all():
         workload = subset(workload, fits)
         source += f" ({int((~fits).sum())} larger than a node left out)"
-    workload = rescale_to_rho(workload, cluster.total_cores, RHO)
-    return workload, f"{source}, arrivals rescaled to offered load ρ = {RHO}"
-
-
-def plan_runs(cluster: Cluster, workload: Workload) -> list[PlannedRun]:
-    """Replay ``workload`` with each of :data:`SCHEDULERS` in the harness (trace time).
-
-    Raises
-    ------
-    KeyError
-        A scheduler plug-in is missing from :mod:`eams.scheduler.policies`.
-    """
-    params = Params()
-    planned = []
-    for label, name in SCHEDULERS:
-        policy = policies.load(name).make(cluster, params, SEED)
-        try:
-            replay = simulate(cluster, workload, policy, seed=SEED)
-        finally:
-            policy.close()
-        planned.append(PlannedRun(label, replay, summarise(cluster, workload, replay)))
-    return planned
+    workload = rescale_to_rho(workload, cluster.total_cores, rho)
+    return workload, f"{source}, arrivals rescaled to offered load ρ = {rho:g}"

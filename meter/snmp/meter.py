@@ -228,7 +228,9 @@ class SnmpMeter:
     def _outlet(fam: Family, row: dict[str, Any]) -> OutletReading:
         power, current = row["power_w"], row["current_a"]
         below = False
-        if power is not None and fam.floor_w is not None:
+        if row.get("state") == "off":
+            pass  # the relay is open: the outlet draws nothing, a 0 W reading is exact
+        elif power is not None and fam.floor_w is not None:
             below = power < fam.floor_w
         elif current is not None and fam.floor_a is not None:
             below = current < fam.floor_a

@@ -36,8 +36,9 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
     assert sorted(p.name for p in (out / "calibration").glob("*.json")) == [
         f"mini-{i}.json" for i in range(1, 7)
     ]
-    for run in ("default", "eams"):
-        folder = out / "telemetry" / run
+    band = out / "telemetry" / "rho-0.3"
+    for run in ("default", "default+pm", "eams+pm"):
+        folder = band / run
         owner = [json.loads(line) for line in (folder / "mini-1.jsonl").read_text().splitlines()]
         assert "metered" in {r["source"] for r in owner}  # the PDU owner's came through SNMP
         for i in range(1, 7):  # every node's metered power carries that node's own cap
@@ -50,26 +51,91 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
     summary = json.loads((out / "report" / "wallpower_summary.json").read_text())
     assert summary["verdict"] in ("PASS", "FAIL")
     assert summary["normalised_by"] == "work"
+    assert summary["rho"] == 0.3
+    for key in ("saving_metered", "sd_metered", "passed", "resolvable"):
+        assert key in summary
+    transitions = summary["power_transitions"]
+    assert set(transitions) == {"default", "default+pm", "eams+pm"}
+    assert transitions["default"] == {"sleep": 0, "wake": 0, "refused": 0}  # no manager there
+    for run in ("default+pm", "eams+pm"):
+        assert set(transitions[run]) == {"sleep", "wake", "refused"}
+    # the live path: every EAMS pod went through the live extender, placed on its answer
+    live = summary["extender"]
+    assert live["pods"] == 40
+    assert live["prioritize_answered"] == live["prioritize_calls"] > 0  # its /metrics count
+    assert live["decisions"] == live["prioritize_calls"]  # one recorded answer per call
+    assert live["bound_to_highest_score"] == live["decisions"]
+    # a pod is scored unless one node alone passed the filters (kube-scheduler skips scoring)
+    assert live["decisions"] + live["unscored_binds"] == live["pods"]
     assert f"VT-5 {summary['shown_verdict']}" in stdout
     assert "completion s" in stdout  # the p95 column's header
     assert "…" not in stdout  # no table cell or header cut short at 80 columns
     html = out / "report" / "wallpower_report.html"
     assert f"report: {html}" in stdout
     assert html.read_text().count("data:image/png;base64,") == 3
+    _check_record(out, summary, tmp_path)
     if CHROMIUM is not None:  # the report as a reader sees it, rendered by Chromium
         with Browser(tmp_path / "profile") as browser:
             text = browser.evaluate(html, "document.body.innerText")
             badge = browser.evaluate(html, "document.getElementById('verdict').innerText")
+            first = browser.evaluate(html, "document.getElementById('answer').innerText")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        assert lines[1] == first.strip()  # the first thing under the title
+        assert first.startswith("At the wall, EAMS with the power manager used ")
+        assert "than the default scheduler" in first and "at 2σ" in first
+        assert "ρ = 0.3" in first and "the power manager alone" in first
+        assert "EAMS's placement for the other" in first and "VT-5" in first
         measured = text.split("What was measured", 1)[1].split("Does the modelled", 1)[0]
         assert "setup\tsimulated: no hardware was metered" in measured
         assert "PDU simulator" in measured and "virtual" in measured
-        assert "ρ = 0.8" in measured and "40 " in measured  # the workload: pods and load
+        assert "ρ = 0.3" in measured and "40 " in measured  # the workload: pods and load
         assert "EAMS 0.1.0" in measured and " UTC to " in measured
         assert badge == summary["shown_verdict"]
         if not summary["resolvable"]:
             assert badge == "NOT RESOLVED"
     ingested = int(stdout.split("the extender ingested ")[1].split()[0])
     assert ingested > 0  # the agents pushed telemetry to the running extender
+
+
+def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
+    """The decision record beside the report: the three decisions that saved the most are
+    linked, and ``eams explain`` names the reasons of one of them and of a slept node."""
+    record = out / "record" / "rho-0.3" / "eams+pm"
+    assert Path(summary["record"]) == record
+    lines = [json.loads(x) for x in (record / "decisions.jsonl").read_text().splitlines()]
+    placements = [x for x in lines if x["kind"] == "placement"]
+    assert len(placements) == summary["extender"]["decisions"]
+    bound = {x["pod"]["name"]: x for x in lines if x["kind"] == "bound"}
+    assert all(bound[p["pod"]["name"]]["honoured"] for p in placements)
+    saved = summary["decisions_saved_most"]
+    assert 1 <= len(saved) <= 3
+    assert [s["saved_wh"] for s in saved] == sorted((s["saved_wh"] for s in saved), reverse=True)
+    html = (out / "report" / "wallpower_report.html").read_text()
+    assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == len(saved)
+    pod = saved[0]["pod"]
+    text = _explain(f"demo/{pod}", record, tmp_path)
+    assert f"pod demo/{pod}" in text and "active mode" in text
+    assert f"{saved[0]['node']}" in text and "← cleared" in text
+    assert "score" in text and "honoured" in text and "Wh attributed" in text
+    slept = [
+        json.loads(x)
+        for x in (record / "power.jsonl").read_text().splitlines()
+        if json.loads(x)["to_state"] == "off" and json.loads(x)["result"] == "ok"
+    ]
+    assert len(slept) == summary["power_transitions"]["eams+pm"]["sleep"]
+    if slept:
+        why = _explain(f"node/{slept[0]['node']}", record, tmp_path)
+        assert "idle-past-break-even" in why and "running → off" in why
+
+
+def _explain(target: str, record: Path, cwd: Path) -> str:
+    """``eams explain TARGET --record RECORD``'s output (it must succeed)."""
+    done = subprocess.run(
+        [EAMS, "explain", target, "--record", str(record)],
+        capture_output=True, text=True, timeout=60, cwd=cwd,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def _sigint_as_a_terminal_gives_it() -> None:
@@ -96,10 +162,10 @@ def test_ctrl_c_during_the_replay_stops_everything(tmp_path: Path) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:  # the demo prints as it goes; ends if it exits early
             seen.append(line)
-            if "extender (shadow mode) at" in line:
+            if "extender (active mode) at" in line:
                 break
         text = "".join(seen)
-        assert "extender (shadow mode) at" in text, text
+        assert "extender (active mode) at" in text, text
         proc.send_signal(signal.SIGINT)  # agents, extender and simulator are all running now
         # the agents' and the extender's threads are not daemons: left running, they would
         # keep the interpreter alive and this would time out

@@ -14,10 +14,14 @@ from eams.calibrate.calfile import Calibration, FitSummary
 from eams.calibrate.errors import SweepError
 from eams.calibrate.fit import fit_linear
 from eams.demo.calibrate import SharedMeter
+from eams.demo.cluster import EmulatedCluster, pod_object
 from eams.demo.fleet import BUILTIN, CORES, DemoNode, demo_fleet
+from eams.demo.power import ASLEEP_TAINT, NODE_POWER, sleep_figures
 from eams.demo.testbed import BOGO_OPS_PER_CORE_S, VirtualNode, VirtualRunner
+from eams.demo.testbed import Testbed as VirtualTestbed  # not collected as a test class
 from eams.demo.workload import demo_workload, harness_cluster
 from eams.procstat import CpuTimes, utilisation_between
+from eams.scheduler.bench.workload import offered_load
 
 
 class FakeClock:
@@ -89,9 +93,44 @@ def test_without_the_data_folder_the_demo_names_the_files_and_uses_defaults(
     assert min(min(n.points_w) for n in nodes) > 50  # above the APC outlet floor
     assert len({round(n.speed, 3) for n in nodes}) == 6  # the speeds differ
     cluster = harness_cluster(nodes, [_calibration(n) for n in nodes])
-    workload, text = demo_workload(cluster, quick=True)
+    workload, text = demo_workload(cluster, quick=True, rho=0.3)
     assert f"alibaba_v2017_batch_task_head20000.csv not found in {tmp_path}" in text
     assert workload.size > 0
+    assert "ρ = 0.3" in text
+    assert offered_load(workload, cluster.total_cores) == pytest.approx(0.3)
+
+
+def test_the_emulated_cluster_filters_as_kube_scheduler_does() -> None:
+    nodes, _ = demo_fleet()
+    cluster = EmulatedCluster(VirtualTestbed(nodes), speedup=10.0, clock=lambda: 100.0)
+    names = cluster.names()
+    pod = pod_object("p", 3.0, 512.0, 30.0, "eams-scheduler")
+    assert cluster.feasible(pod, names) == names
+    cluster.taint("mini-2", ASLEEP_TAINT, cordon=True)  # the power manager's
+    cluster.taint("mini-3", {"key": "eams.io/power-headroom-low", "effect": "NoSchedule"}, False)
+    cluster.taint("mini-4", {"key": "other", "effect": "PreferNoSchedule"}, cordon=False)
+    cluster.bind(pod_object("q", 2.0, 0.0, 20.0, "eams-scheduler"), "mini-5", 20.0)
+    # asleep and cordoned, under the headroom floor, and too full for 3 more cores: left out;
+    # a PreferNoSchedule taint does not filter
+    assert cluster.feasible(pod, names) == ["mini-1", "mini-4", "mini-6"]
+    view = cluster.view("mini-5")
+    assert [str(p) for p in view.workload_pods] == ["demo/q"]
+    assert cluster.nodes["mini-5"].pods["q"].ends_at_s == pytest.approx(100.0 + 20.0 / (
+        nodes[4].speed * 10.0))  # fmt: skip
+    cluster.untaint("mini-2", "eams.io/asleep", uncordon=True)
+    cluster.end("mini-5", "q")
+    assert cluster.feasible(pod, names) == ["mini-1", "mini-2", "mini-4", "mini-5", "mini-6"]
+    assert cluster.nodes["mini-5"].empty_since_s == 100.0
+
+
+def test_sleep_figures_are_the_testbeds_known_ones() -> None:
+    nodes, _ = demo_fleet()
+    power = NODE_POWER[False]
+    fig = sleep_figures(nodes[0].points_w, power)
+    assert fig.sleep_power_w == 0.0  # outlet off
+    assert fig.wake_time_s == power.boot_s
+    assert fig.wake_energy_j == pytest.approx(nodes[0].points_w[5] * power.boot_s)
+    assert fig.suspend_energy_j == pytest.approx(nodes[0].points_w[0] * power.shutdown_s)
 
 
 def _calibration(node: DemoNode) -> Calibration:

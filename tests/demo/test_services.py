@@ -60,7 +60,7 @@ def test_an_agent_that_cannot_start_stops_the_demo_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "demo"
-    telemetry = out / "telemetry" / "default"  # run A's agents
+    telemetry = out / "telemetry" / "rho-0.3" / "default"  # the first run's agents
     held = lock_spool_dir(telemetry / "spool" / "mini-3")  # as a second demo's agent would
     assert held is not None
     monkeypatch.setattr(sys, "argv", ["eams", "demo", "--quick", "--out", str(out)])
@@ -78,7 +78,7 @@ def test_an_agent_that_cannot_start_stops_the_demo_in_one_line(
         f"by another agent (pid {os.getpid()}, lock {spool / 'agent.lock'}): "
         "two agents would send every spooled point twice"
     ]
-    assert "3/4" in captured.out and "run default: played" not in captured.out
+    assert "3/4" in captured.out and "rho-0.3 default:" not in captured.out
     # nothing left running: no thread (simulator, meters, extender, agents) outlives the
     # demo, and the agents set up before mini-3's let go of their spools
     assert _threads() == before

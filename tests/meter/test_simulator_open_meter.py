@@ -73,3 +73,13 @@ def test_metering_floor_reads_as_below_floor():
     assert (idle.power_w, idle.current_a, idle.below_floor) == (0.0, 0.0, True)
     assert busy.power_w == pytest.approx(truth.power_w, abs=0.5)
     assert not busy.below_floor
+
+
+def test_an_outlet_switched_off_reads_an_exact_0_w_not_below_floor():
+    # an open relay draws nothing: 0 W is a reading, unlike the 0 W of an outlet under the floor
+    with PduSimulator([VirtualOutlet("n1", CURVES[0]), VirtualOutlet("n2", CURVES[0])]) as sim:
+        sim.switch_outlet(1, "off")  # outlet 2 stays on at 40 W: under APC's 50 W floor
+        reading = asyncio.run(_read(sim.url))
+    off, soft = reading.outlet(1), reading.outlet(2)
+    assert (off.state, off.power_w, off.below_floor) == ("off", 0.0, False)
+    assert soft.state == "on" and soft.below_floor

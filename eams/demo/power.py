@@ -1,0 +1,377 @@
+"""Demo stage 3, power: the power manager's ports over the emulated cluster and the simulator.
+
+The manager is the product's :class:`~eams.scheduler.power.manager.PowerManager` (active mode,
+the policy core :class:`~eams.scheduler.power.policy.PowerPolicy`); this module gives it the
+three ports of :mod:`eams.scheduler.power.ports` for the demo:
+
+* :class:`DemoObserver` — the fleet from the emulated cluster (allocatable, the pods bound, the
+  scheduler's pending pods), the calibrations, the known sleep figures (:func:`sleep_figures`);
+  a node is Ready while its virtual OS runs, and its agent has *reported* when it last read its
+  virtual ``/proc/stat`` (a node that is off runs no agent);
+* :class:`DemoMarker` — cordon, taint ``eams.io/asleep:NoSchedule`` and annotate the node
+  objects of the emulated cluster; releasing a node is a cluster event that sends the
+  unschedulable pods back to the scheduler's queue;
+* :class:`DemoActuator` — the power inventory's method ``outlet`` (soft-off, then outlet off)
+  on the PDU simulator: the safety rules of
+  :class:`~eams.calibrate.powerstates.actions.PowerActions`
+  (:func:`~eams.calibrate.powerstates.safety.check_sleep`: never the PDU owner and k3s server,
+  cordoned, tainted and drained first) against the emulated cluster, the node's OS powered off
+  (the virtual node has no SSH: its ``systemctl poweroff`` is the simulator's soft-off, as its
+  stress-ng is :class:`~eams.demo.testbed.VirtualRunner`'s), then its outlet switched off over
+  SNMP and read back; a wake switches it on (SNMP SET, read back) and the node boots.
+
+Why the outlet and not suspend-to-RAM with Wake-on-LAN: the simulated APC rPDU2, like the real
+one, cannot meter an outlet under 50 W (:mod:`eams.demo.fleet`), and a suspended node draws a
+few watts; an outlet switched off draws exactly nothing, which the meter reports as such
+(``state`` off). The sleep figures the policy decides by are the testbed's own hidden ones
+(:data:`NODE_POWER` and each node's curve), not measured: the demo says so.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from eams.calibrate.calfile import Calibration
+from eams.calibrate.powerstates.errors import PowerStateError
+from eams.calibrate.powerstates.inventory import PowerInventory, parse_inventory
+from eams.calibrate.powerstates.safety import check_sleep
+from eams.calibrate.powerstates.transitions import Transition, record
+from eams.demo.cluster import EmulatedCluster
+from eams.demo.fleet import MEMORY_MIB
+from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
+from eams.meter.blocking import BlockingMeter
+from eams.meter.errors import MeterError
+from eams.meter.simulator import NodePower
+from eams.meter.simulator.errors import SimulatorError
+from eams.scheduler.power.manager import ManagerConfig, PowerManager
+from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
+from eams.scheduler.power.policy_fleet import (
+    AWAKE,
+    FleetState,
+    NodePowerView,
+    PendingPod,
+    PowerState,
+)
+from eams.scheduler.power.ports import (
+    ASLEEP_TAINT_EFFECT,
+    ASLEEP_TAINT_KEY,
+    REASON_ANNOTATION,
+    STATE_ANNOTATION,
+    Observation,
+    RecordSink,
+)
+
+NODE_POWER = {
+    True: NodePower(boot_s=1.0, off_w=1.0, shutdown_s=0.5),
+    False: NodePower(boot_s=1.0, off_w=1.0, shutdown_s=0.5),
+}
+"""Hidden power states of every virtual node (quick, full), real seconds: the live loop runs in
+real time, the trace compressed (at the full demo's ~40× a 1 s boot is ~40 s of trace time, a
+mini-PC's boot). Boot draw: the node's curve at 50 % (``NodePower`` default)."""
+POLICY = {
+    True: PolicyConfig(
+        idle_before_sleep_s=1.0, min_awake_s=2.0, wake_after_s=0.3, market_after_s=3.0,
+        cooldown_s=1.0, recent_s=30.0,
+    ),
+    False: PolicyConfig(
+        idle_before_sleep_s=2.0, min_awake_s=4.0, wake_after_s=0.5, market_after_s=6.0,
+        cooldown_s=2.0, recent_s=60.0,
+    ),
+}  # fmt: skip
+"""The policy's timers for the compressed run (quick, full), s; the rest default."""
+OWNER_ROLES = frozenset({"k3s-server", "pdu-owner"})
+"""mini-1 owns the PDU link (its agent reads the meter) and serves k3s: it never sleeps."""
+ASLEEP_TAINT = {"key": ASLEEP_TAINT_KEY, "value": "", "effect": ASLEEP_TAINT_EFFECT}
+SOFT_OFF_WAIT = 3.0
+"""A soft-off may take this many × ``shutdown_s`` before the actuator gives up on it."""
+SWITCH_WAIT_S = 5.0
+"""How long an outlet's state may take to read back as asked, s."""
+
+
+@dataclass(frozen=True)
+class SleepFigures:
+    """One node's sleep state as the policy reads it: W, s, J (outlet off)."""
+
+    sleep_power_w: float
+    wake_time_s: float
+    wake_energy_j: float
+    suspend_time_s: float
+    suspend_energy_j: float
+
+
+def sleep_figures(points_w: tuple[float, ...], power: NodePower) -> SleepFigures:
+    """The testbed's known (hidden, not measured) sleep figures of a node with curve
+    ``points_w`` (W at 0, 10 … 100 %): asleep = outlet off (0 W); a wake is a boot of
+    ``boot_s`` at the curve's 50 % draw; a sleep is a soft-off of ``shutdown_s`` at idle."""
+    boot_w = points_w[5] if power.boot_power_w is None else power.boot_power_w
+    return SleepFigures(
+        sleep_power_w=0.0,
+        wake_time_s=power.boot_s,
+        wake_energy_j=boot_w * power.boot_s,
+        suspend_time_s=power.shutdown_s,
+        suspend_energy_j=points_w[0] * power.shutdown_s,
+    )
+
+
+def demo_inventory(testbed: Testbed) -> PowerInventory:
+    """The power inventory of the testbed: every node by method ``outlet`` on the simulator's
+    switched outlets; mini-1 the k3s server and PDU owner. The ``ssh`` targets are never dialled
+    (the virtual OS is the simulator's)."""
+    sim = testbed.simulator
+    nodes = {}
+    for i, node in enumerate(testbed.nodes, start=1):
+        entry = {
+            "method": "outlet",
+            "outlet": i,
+            "mac": sim.mac(i),
+            "ssh": f"demo@{node.spec.name}",
+        }
+        if i == 1:
+            entry |= {"k3s_server": True, "pdu_owner": True}
+        nodes[node.spec.name] = entry
+    data = {"pdu": sim.write_url, "meter": sim.url, "grace_s": 5.0, "nodes": nodes}
+    return parse_inventory(data, Path("."), "eams demo (virtual testbed)")
+
+
+class DemoActuator:
+    """Sleep and wake the virtual nodes on the simulator's switched outlets (module docstring).
+
+    The outlet is switched through one meter kept open for the run (SNMP SET, then the state
+    read back: :meth:`BlockingMeter.switch`, the primitive :class:`PowerActions` switches
+    with), under :class:`PowerActions`' safety rules (:func:`check_sleep`), each outcome one
+    :class:`Transition` (:func:`record`: the same log line and counter). Not
+    :meth:`PowerActions.outlet` itself: it opens a new meter per action, whose first read
+    learns the PDU (1.3–2.7 s per action on the shared 2-core machine) — long enough to push
+    wakes past their timeout while the manager waits, and to leave a soft-off node unmetered
+    (its 1 W is under the APC floor) until its outlet opens.
+
+    Attributes
+    ----------
+    counts : dict of str to int
+        Transitions carried out: ``sleep`` (outlet off read back) and ``wake`` (outlet on);
+        ``refused``: sleeps the safety rules refused (a pod bound since the decision).
+
+    Raises
+    ------
+    MeterError
+        The PDU cannot be read (when opened).
+    """
+
+    def __init__(self, testbed: Testbed, cluster: EmulatedCluster, power: NodePower) -> None:
+        self.testbed, self.cluster, self.power = testbed, cluster, power
+        self.inventory = demo_inventory(testbed)
+        self.counts = {"sleep": 0, "wake": 0, "refused": 0}
+        self._lock = threading.Lock()
+        self._meter = BlockingMeter(
+            testbed.simulator.write_url, driver=DRIVER, timeout_s=METER_TIMEOUT_S,
+            retries=METER_RETRIES,
+        )  # fmt: skip
+        self._meter.read()  # learn the outlets now, not during the first sleep
+
+    def close(self) -> None:
+        """Close the meter (idempotent)."""
+        self._meter.close()
+
+    def _outcome(
+        self, node: str, to: str, result: str, why: str, steps: tuple[str, ...] = (), detail=""
+    ) -> Transition:
+        return record(
+            Transition(node=node, to=to, method="outlet", result=result, who="eams demo",
+                       why=why, steps=steps, detail=detail)
+        )  # fmt: skip
+
+    def _switch(self, node: str, action: str) -> str:
+        outlet = self.inventory.node(node).outlet
+        assert outlet is not None
+        done = self._meter.switch(outlet, action, wait_s=SWITCH_WAIT_S)
+        if done.state != action:
+            raise MeterError(f"outlet {outlet} reads {done.state} after {action}")
+        return (
+            f"outlet {outlet} {action}: state read back {done.state} after {done.elapsed_s:.1f} s"
+        )
+
+    def sleep(self, node: str, reason: str) -> Transition:
+        """Safety rules, soft-off of the virtual OS, outlet off read back (never raises)."""
+        entry = self.inventory.node(node)
+        assert entry.outlet is not None
+        try:
+            check_sleep(node, entry, self.cluster.view)
+        except PowerStateError as exc:
+            with self._lock:
+                self.counts["refused"] += 1
+            return self._outcome(node, "off", "refused", reason, detail=str(exc))
+        sim = self.testbed.simulator
+        started = time.monotonic()
+        try:
+            sim.soft_off(entry.outlet)
+        except SimulatorError as exc:  # its OS was not running
+            return self._outcome(node, "off", "failed", reason, detail=f"soft-off: {exc}")
+        deadline = started + SOFT_OFF_WAIT * max(self.power.shutdown_s, 0.1)
+        while sim.state(entry.outlet).node != "soft_off" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        took_s = time.monotonic() - started
+        soft = f"virtual OS of {node}: systemctl poweroff, soft-off after {took_s:.1f} s"
+        try:
+            cut = self._switch(node, "off")
+        except MeterError as exc:
+            return self._outcome(node, "off", "failed", reason, (soft,), f"outlet off: {exc}")
+        with self._lock:
+            self.counts["sleep"] += 1
+        return self._outcome(node, "off", "ok", reason, (soft, cut))
+
+    def wake(self, node: str, reason: str) -> Transition:
+        """Switch the node's outlet on, read back (it then boots); never raises."""
+        try:
+            on = self._switch(node, "on")
+        except MeterError as exc:
+            return self._outcome(node, "running", "failed", reason, detail=str(exc))
+        with self._lock:
+            self.counts["wake"] += 1
+        return self._outcome(node, "running", "ok", reason, (on,))
+
+    def restart_agent(self, node: str) -> Transition:
+        """A virtual node's kubelet is Ready as soon as its OS runs: nothing to restart."""
+        return self._outcome(node, "running", "ok", "NotReady after a wake",
+                             detail="virtual node: no k3s agent to restart")  # fmt: skip
+
+    def sleep_state(self, node: str) -> str:
+        """``off``: the outlet is switched off."""
+        return "off"
+
+
+class DemoMarker:
+    """The Kubernetes side of a sleep, on the emulated cluster's node objects.
+
+    Parameters
+    ----------
+    cluster : EmulatedCluster
+    on_release : callable
+        Called after a node is released (a cluster event: the scheduler requeues).
+    """
+
+    def __init__(self, cluster: EmulatedCluster, on_release: Callable[[], None]) -> None:
+        self.cluster, self.on_release = cluster, on_release
+
+    def mark_asleep(self, node: str, reason: str) -> None:
+        """Cordon, taint ``eams.io/asleep:NoSchedule``, annotate ``suspending``."""
+        self.cluster.taint(node, ASLEEP_TAINT, cordon=True)
+        self.annotate(node, "suspending", reason)
+
+    def annotate(self, node: str, state: str, reason: str) -> None:
+        """Set the power-state and power-reason annotations."""
+        self.cluster.annotate(node, {STATE_ANNOTATION: state, REASON_ANNOTATION: reason})
+
+    def release(self, node: str, reason: str) -> None:
+        """Untaint, uncordon, annotate ``awake``; then the cluster event."""
+        self.cluster.untaint(node, ASLEEP_TAINT_KEY, uncordon=True)
+        self.annotate(node, "awake", reason)
+        self.on_release()
+
+
+class DemoObserver:
+    """The fleet as the manager needs it (module docstring).
+
+    Parameters
+    ----------
+    testbed : Testbed
+    cluster : EmulatedCluster
+    calibrations : list of Calibration
+        In node order (P_idle, P_max, speed).
+    figures : list of SleepFigures
+    pending : callable
+        Pod name → (cores, MiB, pending since s, runtime at speed 1 in real s), now.
+    """
+
+    def __init__(
+        self,
+        testbed: Testbed,
+        cluster: EmulatedCluster,
+        calibrations: list[Calibration],
+        figures: list[SleepFigures],
+        pending: Callable[[], dict[str, tuple[float, float, float, float]]],
+    ) -> None:
+        self.testbed, self.cluster = testbed, cluster
+        self.calibrations, self.figures, self.pending = calibrations, figures, pending
+
+    def observe(self, now_s: float) -> Observation:
+        """The fleet at ``now_s`` (epoch s)."""
+        sim = self.testbed.simulator
+        views, ready, seen, marked = [], [], [], []
+        objects = self.cluster.objects()
+        for i, (vnode, cal, fig) in enumerate(
+            zip(self.testbed.nodes, self.calibrations, self.figures, strict=True)
+        ):
+            name = vnode.spec.name
+            node = self.cluster.nodes[name]
+            pods = tuple(p.cores for p in list(node.pods.values()))
+            taints = objects[name]["spec"]["taints"]
+            marked.append(any(t.get("key") == ASLEEP_TAINT_KEY for t in taints))
+            ready.append(sim.state(i + 1).node == "running")
+            seen.append(math.nan if vnode.last_read_s is None else vnode.last_read_s)
+            views.append(
+                NodePowerView(
+                    name=name,
+                    state=PowerState.AWAKE,
+                    allocatable_cores=float(vnode.spec.cores),
+                    allocatable_mem_mib=MEMORY_MIB,
+                    p_idle_w=cal.p_idle_w,
+                    p_max_w=max(cal.p_max_w, cal.p_idle_w),
+                    speed=cal.speed or 1.0,
+                    **asdict(fig),  # the sleep state, under the same names
+                    state_since_s=now_s,
+                    pod_cores=pods,
+                    pod_mem_mib=node.used_mem_mib,
+                    empty_since_s=None if pods else (node.empty_since_s or now_s),
+                    roles=OWNER_ROLES if i == 0 else frozenset(),
+                )
+            )  # fmt: skip
+        pending = [
+            PendingPod(name, cores, mem, since, runtime)
+            for name, (cores, mem, since, runtime) in self.pending().items()
+        ]
+        fleet = FleetState.from_views(now_s, views, pending)
+        fleet = replace(fleet, state=np.full(fleet.size, AWAKE, dtype=np.int8))
+        return Observation(
+            fleet, np.array(ready), np.array(seen, dtype=float), np.array(marked, dtype=bool)
+        )
+
+
+def demo_manager(
+    testbed: Testbed,
+    cluster: EmulatedCluster,
+    calibrations: list[Calibration],
+    pending: Callable[[], dict[str, tuple[float, float, float, float]]],
+    on_release: Callable[[], None],
+    *,
+    quick: bool,
+    period_s: float,
+    recorder: RecordSink | None,
+) -> tuple[PowerManager, DemoActuator]:
+    """The product's power manager, active, over the demo's ports; and its actuator (counts).
+
+    Parameters
+    ----------
+    period_s : float
+        The agents' sample period: a suspending node whose agent has been silent for three of
+        them is asleep.
+    """
+    power = NODE_POWER[quick]
+    figures = [sleep_figures(n.spec.points_w, power) for n in testbed.nodes]
+    actuator = DemoActuator(testbed, cluster, power)
+    manager = PowerManager(
+        PowerPolicy(POLICY[quick]),
+        DemoObserver(testbed, cluster, calibrations, figures, pending),
+        DemoMarker(cluster, on_release),
+        actuator,
+        recorder=recorder,
+        mode="active",
+        config=ManagerConfig(agent_silent_s=3 * period_s, restart_agent_after_s=60.0),
+    )
+    return manager, actuator

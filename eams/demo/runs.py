@@ -1,0 +1,283 @@
+"""Demo stage 3: the three live runs of each offered load, metered by the agents.
+
+Per band ρ (:data:`eams.demo.workload.RHO`), the same trace is placed live three times
+(:data:`RUNS`): ``default`` (kube-scheduler's LeastAllocated, no extender, no power manager),
+``default+pm`` (the same with the power manager) and ``eams+pm`` (the live extender, and the
+power manager). Every run starts with the six nodes awake and empty, its own agents metering
+it (telemetry simulator → SNMP → agent → JSONL and extender), and its window spans from the
+first arrival to the last pod's end. The power manager and the demo's side of the extender
+write their decisions into ``record/<band>/<run>`` (:mod:`eams.demo.record`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eams.calibrate.calfile import Calibration
+from eams.demo.cluster import EmulatedCluster
+from eams.demo.errors import DemoError
+from eams.demo.live import NO_EXTENDER, LiveLoop, LiveRun, extender_config
+from eams.demo.power import demo_manager
+from eams.demo.services import Agents, ExtenderServer
+from eams.demo.testbed import Testbed
+from eams.demo.workload import demo_workload
+from eams.scheduler.policies.base import Cluster, Workload
+from eams.scheduler.record import Recorder, WriterSettings
+
+RUNS = (("default", "default", False), ("default+pm", "default", True), ("eams+pm", "eams", True))
+"""(label, scheduler, power manager?): the baseline first, the candidate last."""
+RUN_S = {True: 6.0, False: 45.0}
+"""Real seconds the trace's arrivals and work span (quick, full); queueing adds to it."""
+PERIOD_S = {True: 0.25, False: 0.5}
+"""Agent sample period and meter poll, and the power manager's tick (quick, full), s."""
+WARMUP_PERIODS = 3
+"""Agent periods before and after the run's window, so its edges hold samples."""
+METER_START_TIMEOUT_S = 20.0
+RESTORE_TIMEOUT_S = 30.0
+"""How long the nodes may take to be running again between runs, s."""
+
+
+@dataclass
+class Band:
+    """The runs of one offered load.
+
+    Attributes
+    ----------
+    rho : float
+    source : str
+        Where the workload came from (trace, pods, ρ).
+    speedup : float
+        Trace seconds per real second.
+    runs : list of LiveRun
+        In :data:`RUNS` order.
+    name : str
+        Folder name of the band (``rho-0.3``).
+    """
+
+    rho: float
+    source: str
+    speedup: float
+    runs: list[LiveRun]
+
+    @property
+    def name(self) -> str:
+        """``rho-<ρ>``."""
+        return f"rho-{self.rho:g}"
+
+    def run(self, label: str) -> LiveRun:
+        """The run labelled ``label``."""
+        return next(r for r in self.runs if r.label == label)
+
+
+def speedup_for(workload: Workload, quick: bool) -> float:
+    """Trace seconds per real second so that arrivals and work span :data:`RUN_S`."""
+    span_s = float(np.max(workload.arrival_s + workload.duration_s))
+    return span_s / RUN_S[quick]
+
+
+def restore(testbed: Testbed) -> None:
+    """Every outlet on and every node running again (between runs, outside any window).
+
+    Raises
+    ------
+    DemoError
+        A node is not running within :data:`RESTORE_TIMEOUT_S`.
+    """
+    sim = testbed.simulator
+    for outlet in range(1, len(testbed.nodes) + 1):
+        if sim.state(outlet).state != "on":
+            sim.switch_outlet(outlet, "on")
+    deadline = time.monotonic() + RESTORE_TIMEOUT_S
+    for outlet, node in enumerate(testbed.nodes, start=1):
+        while sim.state(outlet).node != "running":
+            if time.monotonic() > deadline:
+                raise DemoError(f"{node.spec.name} is not running again after the previous run")
+            time.sleep(0.05)
+        node.set_load(0.0)
+
+
+class _QuietOffNodes(logging.Filter):
+    """Drops the agent's warning that a switched-off node's /proc/stat cannot be read (a node
+    that is off runs no agent; the demo's agents are threads that keep ticking)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "its OS does not run" not in record.getMessage()
+
+
+async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float):
+    """Run ``live`` with the power manager of ``manager_for`` (or none) stepping in a worker
+    thread; after the last pod, wait for a step in flight and for the nodes to settle."""
+    loop = asyncio.get_running_loop()
+    step = actuator = None
+    busy = threading.Lock()
+    if manager_for is not None:
+        manager, actuator = manager_for(lambda: loop.call_soon_threadsafe(live.requeue))
+
+        def locked_step(now_s: float) -> None:
+            with busy:
+                manager.step(now_s)
+
+        async def step(now_s: float) -> None:
+            await asyncio.to_thread(locked_step, now_s)
+
+    try:
+        live.cluster.start()
+        start_ns = time.time_ns()
+        await live.run(step, period_s, timeout_s)
+        await asyncio.to_thread(busy.acquire)  # a step in flight ends; no other starts
+        await settle(live.cluster.testbed, period_s)
+        return start_ns, time.time_ns(), actuator
+    finally:
+        if actuator is not None:
+            actuator.close()
+
+
+SETTLE_TIMEOUT_S = 15.0
+"""Longest a run's window waits, after its last pod, for a node still in transition."""
+
+
+async def settle(testbed: Testbed, period_s: float) -> None:
+    """Return once every node is either running with its outlet on or off at its outlet, and
+    :data:`WARMUP_PERIODS` agent periods later (so the meter has read it so): a run's window
+    ends with the transitions its power manager started (their energy is the run's), at most
+    :data:`SETTLE_TIMEOUT_S` after its last pod."""
+    sim = testbed.simulator
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        states = [sim.state(i) for i in range(1, len(testbed.nodes) + 1)]
+        if all(s.state == "off" or s.node == "running" for s in states):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(WARMUP_PERIODS * period_s)
+
+
+def live_run(
+    testbed: Testbed,
+    harness: Cluster,
+    calibrations: list[Calibration],
+    workload: Workload,
+    speedup: float,
+    run: tuple[str, str, bool],
+    *,
+    out_dir: Path,
+    band: str,
+    extender: ExtenderServer,
+    quick: bool,
+    tick: Callable[[float], None],
+) -> LiveRun:
+    """One run of :data:`RUNS` (module docstring); its telemetry in
+    ``out_dir/telemetry/<band>/<label>``.
+
+    Raises
+    ------
+    DemoError
+        The meter was not read, or pods did not end in time.
+    """
+    label, scheduler, with_pm = run
+    restore(testbed)
+    period_s = PERIOD_S[quick]
+    cluster = EmulatedCluster(testbed, speedup, time.time)  # the power manager's clock
+    config = extender_config(extender.url) if scheduler == "eams" else NO_EXTENDER
+    live = LiveLoop(cluster, harness, workload, speedup, config, scheduler)
+    telemetry = out_dir / "telemetry" / band / label
+    result = LiveRun(label, telemetry)
+    recorder = None
+    if with_pm:
+        record_dir = out_dir / "record" / band / label
+        recorder = Recorder(WriterSettings(folder=record_dir, prefix="power"))
+
+    def manager_for(on_release):
+        return demo_manager(
+            testbed, cluster, calibrations, live.pending_pods, on_release,
+            quick=quick, period_s=period_s, recorder=recorder,
+        )  # fmt: skip
+
+    asked = extender.answered("/prioritize") or 0
+    timeout_s = 4 * RUN_S[quick] + 60
+    try:
+        with Agents(testbed, out_dir / "calibration", telemetry, extender.url, period_s) as agents:
+            agents.wait_metered(METER_START_TIMEOUT_S)
+            time.sleep(WARMUP_PERIODS * period_s)
+            live.on_progress = tick
+            start_ns, end_ns, actuator = asyncio.run(
+                _drive(live, manager_for if with_pm else None, period_s, timeout_s)
+            )
+            time.sleep(WARMUP_PERIODS * period_s)
+    finally:
+        if recorder is not None:
+            recorder.close()
+    live.result(result)
+    result.start_ns, result.end_ns = start_ns, end_ns
+    result.transitions = (
+        dict(actuator.counts) if actuator is not None else {"sleep": 0, "wake": 0, "refused": 0}
+    )
+    if scheduler == "eams":
+        result.extender_prioritize = (extender.answered("/prioritize") or 0) - asked
+    return result
+
+
+def bands(
+    testbed: Testbed,
+    harness: Cluster,
+    calibrations: list[Calibration],
+    out_dir: Path,
+    extender: ExtenderServer,
+    quick: bool,
+    rhos: tuple[float, ...],
+    on_run: Callable[[str, LiveRun], None],
+    progress: Callable[[str], Callable[[float], None]],
+) -> list[Band]:
+    """Every band's three runs.
+
+    Parameters
+    ----------
+    on_run : callable
+        Called with (band name, run) after each run (the terminal's line).
+    progress : callable
+        Run description → the progress callback of that run (fraction of pods ended).
+    """
+    logging.getLogger("eams.agent.sampler").addFilter(_QuietOffNodes())
+    # the power actions' transition lines (and the manager's) go to a log beside the record,
+    # not to the terminal: a refusal (a pod bound between a decision and its action) is the
+    # safety rules at work, counted in the summary
+    log_path = out_dir / "record" / "power.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    power_log = logging.getLogger("eams.power")
+    power_log.addHandler(handler)
+    power_log.setLevel(logging.INFO)
+    power_log.propagate = False
+    try:
+        return _bands(testbed, harness, calibrations, out_dir, extender, quick, rhos, on_run,
+                      progress)  # fmt: skip
+    finally:
+        power_log.removeHandler(handler)
+        handler.close()
+
+
+def _bands(testbed, harness, calibrations, out_dir, extender, quick, rhos, on_run, progress):
+    extender.post_nodes(list(EmulatedCluster(testbed, 1.0, time.time).objects().values()))
+    out = []
+    for rho in rhos:
+        workload, source = demo_workload(harness, quick, rho)
+        speedup = speedup_for(workload, quick)
+        band = Band(rho, source, speedup, [])
+        for run in RUNS:
+            done = live_run(
+                testbed, harness, calibrations, workload, speedup, run,
+                out_dir=out_dir, band=band.name, extender=extender, quick=quick,
+                tick=progress(f"ρ = {rho:g}: run {run[0]}"),
+            )  # fmt: skip
+            band.runs.append(done)
+            on_run(band.name, done)
+        out.append(band)
+    return out
