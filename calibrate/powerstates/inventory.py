@@ -32,14 +32,15 @@ calibrate power-states`` reads). Relative paths are relative to the inventory fi
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from eams.calibrate.errors import SweepError
 from eams.calibrate.powerstates.errors import InventoryError
+from eams.calibrate.runners.ssh import SshTarget
 from eams.meter.errors import BadMacAddress
 from eams.meter.url import parse_meter_url
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_mac
@@ -54,8 +55,6 @@ AGENT_METRICS_PORT = 9101
 SLEEP_ROLES = {"k3s_server": "the k3s server", "pdu_owner": "the PDU's owner"}
 """Roles that forbid sleeping (DESIGN.md §5b): the cluster's control plane, and the node that
 reads the PDU for every node."""
-
-_SSH_TARGET = re.compile(r"[^@\s]+@(\[[^\]]+\]|[^:@\s]+)(:\d+)?")
 
 
 class _Strict(BaseModel):
@@ -104,8 +103,11 @@ class NodeEntry(_Strict):
     @field_validator("ssh")
     @classmethod
     def _check_ssh(cls, value: str | None) -> str | None:
-        if value is not None and not _SSH_TARGET.fullmatch(value.strip()):
-            raise ValueError(f"{value!r}: expected USER@HOST[:PORT]")
+        if value is not None:
+            try:
+                SshTarget.parse(value)  # the one parser the SSH actions use: port 1-65535 too
+            except SweepError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @model_validator(mode="after")
@@ -119,8 +121,7 @@ class NodeEntry(_Strict):
     @property
     def ssh_host(self) -> str | None:
         """The host part of :attr:`ssh`."""
-        match = _SSH_TARGET.fullmatch(self.ssh.strip()) if self.ssh else None
-        return match.group(1).strip("[]") if match else None
+        return SshTarget.parse(self.ssh).host if self.ssh else None
 
     def never_sleeps(self) -> list[str]:
         """The roles of this node that forbid sleeping, in words (empty: it may sleep)."""

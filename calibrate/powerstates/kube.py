@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from eams.calibrate.powerstates.errors import ClusterUnreachable
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -141,7 +143,7 @@ class Cluster:
     Raises
     ------
     ClusterUnreachable
-        If no configuration can be loaded.
+        If no configuration can be loaded (missing, not YAML, or without a current context).
     """
 
     def __init__(self, kubeconfig: str | Path | None = None, *, timeout_s: float = 5.0) -> None:
@@ -156,9 +158,10 @@ class Cluster:
                     config.load_incluster_config(client_configuration=configuration)
                 except config.ConfigException:
                     config.load_kube_config(client_configuration=configuration)
-        except (config.ConfigException, OSError) as exc:
+        except (config.ConfigException, OSError, yaml.YAMLError) as exc:
             where = kubeconfig or "in-cluster, $KUBECONFIG or ~/.kube/config"
-            raise ClusterUnreachable(f"no Kubernetes API configured ({where}): {exc}") from exc
+            reason = " ".join(str(exc).split())  # a YAML error spans lines; the CLI prints one
+            raise ClusterUnreachable(f"no Kubernetes API configured ({where}): {reason}") from exc
         configuration.retries = 0
         self.server = configuration.host
         self._core = client.CoreV1Api(client.ApiClient(configuration))

@@ -25,15 +25,13 @@ _MODBUS_MODELS = {1: "sdm120", 3: "sdm630"}
 def _parse_curve(text: str) -> LinearCurve:
     kind, _, rest = text.partition(":")
     idle, _, peak = rest.partition(":")
+    expected = f"{text!r}: expected linear:P_IDLE_W:P_MAX_W, finite watts with 0 <= idle <= max"
+    if kind != "linear":
+        raise click.BadParameter(f"{expected} (unknown curve kind {kind!r})", param_hint="--curve")
     try:
-        if kind != "linear":
-            raise ValueError(f"unknown curve kind {kind!r}")
         return LinearCurve(float(idle), float(peak))
-    except ValueError as exc:
-        raise click.BadParameter(
-            f"{text!r}: expected linear:P_IDLE_W:P_MAX_W with 0 <= idle <= max ({exc})",
-            param_hint="--curve",
-        ) from None
+    except ValueError:
+        raise click.BadParameter(expected, param_hint="--curve") from None
 
 
 def _parse_node_power(items: tuple[str, ...]) -> NodePower:

@@ -8,6 +8,7 @@ SPECpower_ssj2008 result, which is usually not a straight line).
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,16 +45,17 @@ class LinearCurve:
     Raises
     ------
     ValueError
-        If ``p_idle_w < 0`` or ``p_max_w < p_idle_w``.
+        If ``p_idle_w < 0``, ``p_max_w < p_idle_w`` or either is not finite.
     """
 
     p_idle_w: float
     p_max_w: float
 
     def __post_init__(self) -> None:
-        if not 0 <= self.p_idle_w <= self.p_max_w:
+        if not (0 <= self.p_idle_w <= self.p_max_w and math.isfinite(self.p_max_w)):
             raise ValueError(
-                f"LinearCurve needs 0 <= p_idle_w <= p_max_w, got {self.p_idle_w}, {self.p_max_w}"
+                "LinearCurve needs finite 0 <= p_idle_w <= p_max_w, "
+                f"got {self.p_idle_w}, {self.p_max_w}"
             )
 
     def power_w(self, utilisation: float) -> float:

@@ -89,10 +89,14 @@ def test_simulate_serves_and_takes_load_changes(simulate_process):
     assert process.wait(10) == 0
 
 
-def test_simulate_rejects_a_bad_curve():
-    result = CliRunner().invoke(simulate, ["--curve", "linear:50:10"])
+@pytest.mark.parametrize("curve", ["linear:50:10", "linear:60:inf", "linear:nan:100", "linear:abc"])
+def test_simulate_rejects_a_bad_curve(curve):
+    # linear:60:inf used to start, then fail every SNMP request with an OverflowError traceback
+    result = CliRunner().invoke(simulate, ["--curve", curve])
     assert result.exit_code == 2
-    assert "linear:P_IDLE_W:P_MAX_W" in result.output
+    assert "linear:P_IDLE_W:P_MAX_W" in result.output and "finite" in result.output
+    assert "LinearCurve" not in result.output and "p_idle_w" not in result.output
+    assert "convert string to float" not in result.output
 
 
 def test_simulate_serves_a_v3_user_read_by_the_driver(monkeypatch):

@@ -153,6 +153,14 @@ def test_an_unreachable_ssh_host_is_one_line(tmp_path, sim, node1, api, tcp_port
     assert sim.state(1).node == "running"
 
 
+@pytest.mark.parametrize("port", ["0", "99999"])
+def test_check_inventory_refuses_an_ssh_port_that_suspend_would_refuse(tmp_path, port) -> None:
+    bad = tmp_path / "power.yaml"
+    bad.write_text(f"nodes:\n  a: {{method: outlet, outlet: 1, ssh: 'root@127.0.0.1:{port}'}}\n")
+    result = _eams("power", "check-inventory", str(bad))
+    _one_error_line(result, "nodes.a.ssh", f"port {port} is outside 1-65535")
+
+
 def test_check_inventory(tmp_path, sim, node1, api) -> None:
     inventory = _inventory(tmp_path, sim, node1, api)
     result = _eams("power", "check-inventory", inventory)

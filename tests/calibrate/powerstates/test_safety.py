@@ -99,6 +99,13 @@ def test_no_kubeconfig_at_all_is_a_refusal(tmp_path: Path) -> None:
         Cluster(tmp_path / "absent")
 
 
+def test_a_kubeconfig_that_is_not_yaml_is_a_refusal_not_a_traceback(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("{\n")  # an unterminated flow mapping, as a truncated copy leaves it
+    with pytest.raises(ClusterUnreachable, match=r"no Kubernetes API configured \(.*kubeconfig\)"):
+        Cluster(kubeconfig)
+
+
 @pytest.mark.parametrize("role", ["k3s_server", "pdu_owner"])
 def test_the_server_and_the_pdu_owner_never_sleep_even_forced(k8s, role: str) -> None:
     node, pods = drained(*k8s)
