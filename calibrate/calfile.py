@@ -223,7 +223,7 @@ def fit_sweep(record: SweepRecord) -> FitResult:
 
     return fit_linear(
         utilisation,
-        [lv.mean_power_w for lv in usable],
+        [lv.mean_power_w for lv in usable if lv.mean_power_w is not None],
         floor_w=record.floor_w,
         outlet=record.outlet,
         labels=[f"level {lv.commanded_pct} %" for lv in usable],

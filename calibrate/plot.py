@@ -49,8 +49,8 @@ def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> 
                 powers = [s.power_w for s in level.samples if s.power_w is not None]
                 if level.utilisation is not None and powers:
                     ax.scatter([level.utilisation] * len(powers), powers, s=6, color="0.7")
-        for level in cal.fit.levels:
-            ax.scatter([level.utilisation], [level.measured_w], s=30, color="C0", zorder=3)
+        for fitted in cal.fit.levels:
+            ax.scatter([fitted.utilisation], [fitted.measured_w], s=30, color="C0", zorder=3)
         if cal.p_idle_ci95_w is not None:
             low, high = confidence_band_w(
                 grid, cal.p_idle_w, cal.p_max_w, cal.fit.covariance_w2, cal.fit.n_points

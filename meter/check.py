@@ -93,6 +93,7 @@ def check_reading(reading: Reading) -> OutletSumCheck:
         reason = "the device publishes no total/inlet power"
     if reason:
         return OutletSumCheck(reading.meter, None, total, None, None, pct, assumed, False, reason)
+    assert total is not None  # no reason left: every outlet and the total have a value
     outlet_sum = sum(powers)
     floor = reading.floor_w or 0.0
     under = sum(1 for o in reading.outlets if o.below_floor)

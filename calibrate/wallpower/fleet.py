@@ -16,8 +16,11 @@ Z95 = 1.959964
 
 def node_model(calibration: Calibration, source: str = "") -> NodeModel:
     """A node's model with σ of P_idle and P_max from the calibration's 95 % intervals."""
-    lo_i, hi_i = calibration.p_idle_ci95_w
-    lo_m, hi_m = calibration.p_max_ci95_w
+    idle_ci, max_ci = calibration.p_idle_ci95_w, calibration.p_max_ci95_w
+    if idle_ci is None or max_ci is None:
+        raise ModelError("the fit has no 95 % intervals of P_idle and P_max (VT-5 needs them)")
+    lo_i, hi_i = idle_ci
+    lo_m, hi_m = max_ci
     return NodeModel(
         node=calibration.node,
         model=calibration.model(),

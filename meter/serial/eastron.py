@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import yaml
 from pymodbus import ModbusException
@@ -200,7 +200,7 @@ class EastronMeter:
         outlets = tuple(
             OutletReading(
                 outlet=n,
-                **{name: quantity(spec, name) for name in QUANTITIES},
+                **cast(dict[str, Any], {name: quantity(spec, name) for name in QUANTITIES}),
             )
             for n, spec in sorted(self._map.outlets.items())
         )

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import signal
 import threading
+from typing import Any
 
 import click
 
@@ -220,7 +221,7 @@ def simulate(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    v3 = {}
+    v3: dict[str, Any] = {}
     if v3_user:
         keys = [os.environ.get(env, "") for env in (AUTH_KEY_ENV, PRIV_KEY_ENV)]
         if min(map(len, keys)) < 8:  # RFC 3414 §11.2: at least 8 characters

@@ -86,7 +86,8 @@ def decode(fam: Family, walked: dict[str, list[tuple[str, Value]]]) -> Decoded:
     if len({n for _, n in present}) != len(present) or None in {n for _, n in present}:
         # Daisy-chained units or tower.infeed.outlet tables: number the outlets 1, 2, ...
         present = [(index, ordinal) for ordinal, (index, _) in enumerate(present, start=1)]
-    for index, number in present:
+    numbered = [(index, number) for index, number in present if number is not None]  # all of them
+    for index, number in numbered:
         name = names.get(index)
         row: dict[str, Any] = {
             "outlet": number,

@@ -36,9 +36,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -208,7 +208,10 @@ async def _decode(parse: Callable[..., Any], body: bytes, *args: Any) -> Any:
     return await asyncio.to_thread(parse, body, *args)
 
 
-async def _in_chunks(store: Callable[[Sequence[Any]], int], items: Sequence[Any]) -> int:
+_Item = TypeVar("_Item")
+
+
+async def _in_chunks(store: Callable[[list[_Item]], int], items: list[_Item]) -> int:
     """``store`` every item, STORE_CHUNK at a time, yielding to the loop between chunks."""
     stored = 0
     for start in range(0, len(items), STORE_CHUNK):

@@ -26,7 +26,7 @@ import os
 import signal
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -184,7 +184,7 @@ class _Stop:
 def serve(
     host: str,
     port: int,
-    mode: str,
+    mode: Literal["shadow", "active"],
     calibrations_dir: Path | None,
     window_ms: float,
     watch: bool,

@@ -67,7 +67,7 @@ def record_settings(
         A bad prefix or bound (:meth:`WriterSettings.validate`, names each).
     """
     folder, prefix = (path.parent, path.stem) if path.suffix == SUFFIX else (path, "decisions")
-    given = {
+    given: dict[str, Any] = {
         "max_file_bytes": max_file_bytes,
         "max_file_age_s": max_file_age_s,
         "max_total_bytes": max_total_bytes,
@@ -145,7 +145,7 @@ class Decisions:
         snapshot: BatchSnapshot,
         clearing: Clearing,
         scores: np.ndarray,
-        below_floor: Callable[[float], set[str]],
+        below_floor: Callable[[float], frozenset[str]],
         at_s: float,
     ) -> None:
         """Record a cleared batch: built once the loop is free (after the answer that
@@ -171,7 +171,7 @@ class Decisions:
         snapshot: BatchSnapshot,
         clearing: Clearing,
         scores: np.ndarray,
-        below_floor: set[str],
+        below_floor: frozenset[str],
         at_s: float,
     ) -> list[Placement]:
         """The batch's ``placement`` records (pure but for the clearing id's counter)."""

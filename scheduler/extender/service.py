@@ -295,15 +295,15 @@ class Extender:
         listed = [*(args.NodeNames or ()), *item_names]
         return item_names, list(dict.fromkeys(listed))
 
-    def kept_off(self, names: list[str], pod: str) -> set[str]:
+    def kept_off(self, names: list[str], pod: str) -> frozenset[str]:
         """Which of ``names`` ``/filter`` removes for this pod: those under the floor in active
         mode (counted); in shadow mode none, the would-be set recorded."""
         below = self.floor.below(self.clock())
-        low = below.intersection(names) if below else set()
+        low = below.intersection(names) if below else frozenset()
         self.metrics.filtered.labels(self.settings.mode).inc(len(low))
         if low and not self.active:
             self._record(pod, "filter", {"would_filter": sorted(low)})
-            return set()
+            return frozenset()
         return low
 
     def announced(self, key: str, uid: str | None) -> bool:
@@ -314,7 +314,7 @@ class Extender:
 
     def filter_names(
         self, key: str, uid: str | None, names: list[str]
-    ) -> tuple[list[str], set[str]] | None:
+    ) -> tuple[list[str], frozenset[str]] | None:
         """The names-only filter (kube-scheduler's ``nodeCacheCapable: true`` call) for an
         announced pod: ``names`` (each once: the verbs de-duplicate them) minus the nodes
         under the floor, and those removed; ``None`` when the pod was not announced (the
@@ -342,6 +342,7 @@ class Extender:
             Active and blind.
         """
         item_names, names = self._candidates(args)
+        assert args.Pod is not None  # parse_args refused a null Pod
         pod = pending_pod(args.Pod, frozenset(names))
         self.step_aside_if_blind(names)
         self.observe_pending(pod)
@@ -401,6 +402,7 @@ class Extender:
             Active and blind.
         """
         _, names = self._candidates(args)
+        assert args.Pod is not None  # parse_args refused a null Pod
         pod = pending_pod(args.Pod, frozenset(names))
         self.step_aside_if_blind(names)
         row = None

@@ -134,7 +134,7 @@ def _names_only(body: bytes, name_lists: NameLists) -> _Request | None:
     return _Request(key, meta.uid or None, names, bytes(envelope.Pod))
 
 
-def _filter_answer(kept: list[str], low: set[str]) -> bytes:
+def _filter_answer(kept: list[str], low: frozenset[str]) -> bytes:
     """The names-only ``ExtenderFilterResult`` (every key present)."""
     return _encode(
         {
@@ -195,7 +195,7 @@ class Verbs:
                 kept, low = answer
                 if not low:  # every node passes (the usual answer): prepared once per list
                     if kept is not self._passing[0]:
-                        self._passing = (kept, _filter_answer(kept, set()))
+                        self._passing = (kept, _filter_answer(kept, frozenset()))
                     return self._passing[1]
                 return _filter_answer(kept, low)
             args = fast.args() if fast is not None else parse_args(body)

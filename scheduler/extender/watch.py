@@ -69,6 +69,8 @@ def apply_node_event(extender: Extender, kind: str, node: dict[str, Any]) -> Non
     name = (node.get("metadata") or {}).get("name")
     try:
         if kind == "DELETED":
+            if not isinstance(name, str):
+                raise BadRequest("metadata.name: missing in a DELETED node event")
             extender.nodes.forget(name)
         else:
             extender.observe_nodes([node], "node")

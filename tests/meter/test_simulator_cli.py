@@ -122,9 +122,10 @@ def test_simulate_serves_a_v3_user_read_by_the_driver(monkeypatch):
             reading = meter.read()
         assert reading.driver == "apc_rpdu2"
         assert [o.power_w for o in reading.outlets] == [60.0, 60.0]
+        # refused by the agent; 3 s because a loaded agent answers late
         monkeypatch.setenv("EAMS_SNMP_PRIV_KEY", "wrong-priv-key")
         with (
-            BlockingMeter(v3_url, timeout_s=1.0, retries=0) as meter,
+            BlockingMeter(v3_url, timeout_s=3.0, retries=0) as meter,
             pytest.raises(MeterAuthError, match="credentials refused"),
         ):
             meter.read()

@@ -154,6 +154,7 @@ class ExtenderPolicy(ScoringPolicy):
             self.reported_cpu[nodes] = state.alloc_cpu[nodes]
 
     def _pod(self, pod: WorkloadPod, node: str | None = None) -> dict:
+        assert self.workload is not None, "start() sets the workload before any pod"
         return pod_object(self.workload, pod, node)
 
     def filter(
