@@ -141,3 +141,32 @@ def test_the_command_prints_one_line_and_exits_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1
     assert "row 3, column 'utilization': 2 is outside 0–1" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        ["0,60", "0.5,90", "1,120", "0,60", "0.5,90", "1,121"],  # replicates, most on the line
+        ["0,60", "0.25,75", "0.5,90", "0.75,105", "1,121"],  # 5 levels, the last 1 W off
+    ],
+)
+def test_whole_watt_readings_give_intervals_and_keep_a_1_w_step(
+    tmp_path: Path, rows: list[str]
+) -> None:
+    # Whole-watt PDU readings: most residuals are exactly 0, so the MAD scale alone is 0; the
+    # readings' resolution (1 W, uniform error 1/√12 W) floors it.
+    payload = _fit_json(_write(tmp_path, "utilisation,power_w\n" + "\n".join(rows) + "\n"))
+    for key, true_w in (("p_idle_ci95_w", 60.0), ("p_max_ci95_w", 120.5)):
+        lo, hi = payload[key]
+        assert hi - lo > 0.5, (key, lo, hi)  # not zero wide: at least the rounding's spread
+        assert lo < true_w < hi
+    assert min(level["weight"] for level in payload["levels"]) > 0.5  # 121 W is no outlier
+
+
+def test_csv_resolution_is_the_smallest_step_at_most_1_w() -> None:
+    from eams.calibrate.csvinput import csv_resolution_w
+
+    assert csv_resolution_w([60, 90, 120, 121, 60]) == 1.0
+    assert csv_resolution_w([60, 90, 120]) == 1.0  # sparse: no step seen that small
+    assert csv_resolution_w([60.1, 60.2, 90.0]) == pytest.approx(0.1)
+    assert csv_resolution_w([60, 60]) is None
