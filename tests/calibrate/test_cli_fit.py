@@ -112,6 +112,11 @@ def test_text_report_names_the_values(tmp_path: Path) -> None:
             r"column 'utilization': only 2 distinct level\(s\) \(0, 1\)",
         ),
         ("utilization,power_w\n0,0\n0.5,20\n1,30\n", r"column 'power_w': 1 of 3 .*\(row 2\)"),
+        # an impossible reading: weight 0, yet it swamped R², the RMSE and the idle-step test
+        (
+            "utilisation,power_w\n0,60\n0.25,75\n0.5,90\n0.75,1e9\n1,120.4\n0,60.5\n",
+            r"row 5, column 'power_w': 1e\+09 W is above 50000 W",
+        ),
         ("", r"missing column 'utilisation' \(or 'utilization'\); row 1 has: nothing"),
     ],
 )
