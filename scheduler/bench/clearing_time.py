@@ -80,7 +80,7 @@ def compare(
         ``eams``: the engine's figures (times in ms, value, ``gap_bound``, J·ε, method…);
         ``references``: one dict per reference solve (:class:`.reference_solvers.Solved`);
         ``best_bound`` and ``best_bound_by``; ``gap_to_best_bound_pct`` (the engine's value
-        below the best bound; 0 when it reaches it, as when no pod fits and both are 0);
+        below the best bound; 0 when no pod fits and both are 0);
         ``pods_that_fit`` (pods with at least one allowed node); single-slot
         ``within_j_epsilon`` (against the min-cost flow's optimum) and
         ``speedup_vs_flow_cpu``; ``load_avg`` (1-minute load before and after).
@@ -107,8 +107,8 @@ def compare(
     bounds = [(r.bound, r.solver) for r in refs if r.bound is not None]
     bounds.append((own_bound, "eams certificate"))
     best_bound, best_by = min(bounds)
-    reached = c.value >= best_bound  # also when no pod fits: value and optimum both 0
-    gap_pct = 0.0 if reached else 100.0 * (best_bound - c.value) / best_bound
+    # A best bound of 0: nothing can be placed (no pod fits), and the engine placed nothing.
+    gap_pct = 100.0 * (best_bound - c.value) / best_bound if best_bound else 0.0
     figures = {
         "kind": kind,
         "pods": n_pods,
