@@ -80,3 +80,25 @@ def test_a_batch_where_no_pod_fits_reports_value_0_not_a_traceback() -> None:
     text = runner.invoke(cli, [*tiny, "--repeats", "1", "--budgets", "0.05"])
     assert text.exit_code == 0, text.output
     assert "no pod fits any node" in text.output and "eams 0.00 % below it" in text.output
+
+
+def test_a_missing_trace_says_how_to_point_at_the_data(tmp_path, monkeypatch) -> None:
+    # A clone outside the development layout: the data folder is empty or absent.
+    monkeypatch.setenv("EAMS_DATA_DIR", str(tmp_path))
+    args = ["bench", "auction", "--kind", "trace-openb", "--pods", "5", "--nodes", "5"]
+    result = CliRunner().invoke(cli, [*args, "--repeats", "1"])
+    message = str(result.exception)
+    assert result.exit_code != 0 and "cannot read trace" in message
+    assert f"the data folder is {tmp_path} ($EAMS_DATA_DIR): set EAMS_DATA_DIR" in message
+
+
+def test_the_hint_names_the_default_folder_and_only_for_its_missing_files(
+    tmp_path, monkeypatch
+) -> None:
+    from eams.datasets import data_dir, missing_hint
+
+    monkeypatch.delenv("EAMS_DATA_DIR", raising=False)
+    assert "(the default, ../shared/data): set EAMS_DATA_DIR" in missing_hint(
+        data_dir() / "no-such-file.csv"
+    )
+    assert missing_hint(tmp_path / "elsewhere.csv") == ""  # a path given outside the folder
