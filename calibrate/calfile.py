@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
@@ -248,9 +249,15 @@ def reading_resolution_w(record: SweepRecord) -> float | None:
 
     It can only overstate the true step (a step never seen), which widens the intervals.
     """
-    values = sorted(
-        {s.power_w for lv in record.levels for s in lv.samples if s.power_w is not None}
+    return smallest_step_w(
+        s.power_w for lv in record.levels for s in lv.samples if s.power_w is not None
     )
+
+
+def smallest_step_w(power_w: Iterable[float]) -> float | None:
+    """The smallest step between distinct power values (W), the resolution of readings
+    quantised to it; ``None`` with fewer than two distinct values."""
+    values = sorted(set(power_w))
     steps = [b - a for a, b in pairwise(values) if b - a > 1e-9]
     return min(steps) if steps else None
 

@@ -6,6 +6,12 @@ byte-order mark that Excel's "CSV UTF-8" puts first. What cannot be a sweep is r
 the file and, where there is one, the row: a row with more fields than the header, a file with
 no data rows, power that falls as load rises, and points that lie exactly on a line (they leave
 no scatter to size the 95 % intervals with, which would come out zero wide).
+
+A CSV's rows are single readings, and PDUs read in whole watts or tenths: when most rows of a
+level read the same value their residuals are exactly 0 and the robust (MAD) scale would be 0,
+giving zero-wide intervals and rejecting a reading 1 W off. So the readings' resolution is
+inferred (:func:`csv_resolution_w`) and passed to the fit, which floors the scale at the
+uniform quantisation error resolution/√12 (GUM, JCGM 100:2008, F.2.2.1).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from eams.calibrate.calfile import smallest_step_w
 from eams.calibrate.errors import FitError
 from eams.calibrate.fit import FitResult, fit_linear
 
@@ -22,6 +29,21 @@ POWER = "power_w"
 """Name of the power column (W), compared the same way."""
 EXACT_RMSE_W = 1e-6
 """A fit whose RMSE is below this (1 µW, far under any meter's resolution) has no scatter."""
+MAX_RESOLUTION_W = 1.0
+"""The coarsest reading resolution assumed for a CSV: outlet meters read in whole watts (APC
+rPDU2 ``rPDU2OutletMeteredStatusPower``, PowerNet-MIB) or finer. A short CSV whose distinct
+values are far apart shows no step that small, and would otherwise overstate it."""
+
+
+def csv_resolution_w(power_w: list[float]) -> float | None:
+    """The readings' resolution (W): the smallest step between distinct values, at most
+    :data:`MAX_RESOLUTION_W`; ``None`` with fewer than two distinct values.
+
+    Like a sweep's (:func:`eams.calibrate.calfile.reading_resolution_w`) it can only overstate
+    the true step (a finer one never seen), which widens the intervals, never narrows them.
+    """
+    step = smallest_step_w(power_w)
+    return None if step is None else min(step, MAX_RESOLUTION_W)
 
 
 def _columns(header: list[str], path: Path) -> tuple[str, str]:
@@ -103,10 +125,19 @@ def fit_csv(path: str | Path, floor_w: float | None = None) -> FitResult:
         3 distinct levels names the utilisation column. Also when the fitted power falls with
         load (P_max < P_idle) or the points lie exactly on the line (zero scatter: the 95 %
         intervals would have zero width).
+
+    The readings' resolution (:func:`csv_resolution_w`) floors the fit's residual scale.
     """
     utilisation, power_w, labels, columns = read_points(path)
     try:
-        result = fit_linear(utilisation, power_w, floor_w=floor_w, labels=labels, columns=columns)
+        result = fit_linear(
+            utilisation,
+            power_w,
+            floor_w=floor_w,
+            labels=labels,
+            columns=columns,
+            resolution_w=csv_resolution_w(power_w),
+        )
     except FitError as exc:
         raise FitError(f"{path}: {exc}") from exc
     if result.p_max_w < result.p_idle_w:

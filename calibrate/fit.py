@@ -36,6 +36,11 @@ __all__ = [
 ]
 
 MIN_LEVELS = 3
+MAX_POWER_W = 50_000.0
+"""No one node's outlet delivers more: a three-phase 400 V, 63 A feed (the largest IEC 60309
+industrial plug) carries √3·400·63 ≈ 43.6 kW. A reading above it is a meter or transcription
+error (a value in mW, say), refused naming its row: fitted, it would get weight 0 yet still
+swamp R², the RMSE and the idle-step test."""
 Array = NDArray[np.float64]
 
 
@@ -178,6 +183,13 @@ def _check_points(
             f"meter floor of {floor:g} W; a reading under the floor is not idle power but no "
             "measurement: meter this node where its power is above the floor"
         )
+    high = np.flatnonzero(y > MAX_POWER_W)
+    if high.size:
+        raise FitError(
+            f"{labels[high[0]]}, column '{columns[1]}': {y[high[0]]:g} W is above "
+            f"{MAX_POWER_W:g} W, more than any outlet delivers (three-phase 400 V 63 A ≈ "
+            "43.6 kW): a misread or mistyped value (mW or kW for W?)"
+        )
     levels = np.unique(u)
     if levels.size < MIN_LEVELS:
         shown = ", ".join(f"{v:g}" for v in levels)
@@ -234,7 +246,8 @@ def fit_linear(
     ------
     FitError
         Naming the point and column: a NaN or infinite value, a utilisation outside 0–1, a
-        power at or below the floor (naming the outlet), or fewer than 3 distinct levels.
+        power at or below the floor (naming the outlet) or above :data:`MAX_POWER_W`, or fewer
+        than 3 distinct levels.
     """
     u = np.asarray(utilisation, dtype=np.float64)
     y = np.asarray(power_w, dtype=np.float64)

@@ -13,7 +13,7 @@ from eams.calibrate.calfile import Calibration
 from eams.calibrate.fit import FitResult
 from eams.calibrate.fleet import NodeOutcome
 from eams.calibrate.model import wake_power
-from eams.calibrate.powerstates.record import Estimate, TransitionCost
+from eams.calibrate.powerstates.record import Estimate
 
 
 def _ci(interval: Sequence[float] | None) -> str:
@@ -82,8 +82,8 @@ def _value_ci(value: float, interval: Sequence[float] | None) -> str:
 
 def calibrations_table(calibrations: Sequence[Calibration]) -> Table:
     """One row per node: P_idle and P_max with intervals, active idle, speed, R², RMSE,
-    linear_ok and when the file was made (UTC); fits 80 columns for node names up to ~14
-    characters (longer ones wrap, never cut)."""
+    linear_ok and when the file was made (UTC); fits 80 columns for node names up to 24
+    characters on one line (columns one space apart; longer names fold, never cut)."""
     numbers = ("P_idle\nW", "P_max\nW", "active\nidle W", "speed", "R²", "RMSE\nW")
     table = Table(
         Column("node", overflow="fold"),
@@ -93,6 +93,7 @@ def calibrations_table(calibrations: Sequence[Calibration]) -> Table:
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
+        padding=(0, 0),  # the box's blank separator is the gap: node names keep their line
         caption="±: half-width of the 95 % confidence interval; linear: linear_ok",
     )
     for cal in calibrations:
@@ -148,42 +149,39 @@ def _estimate(value: Estimate | None, fmt: str = ".1f") -> str:
     return f"{value.value:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
 
 
-def _cost(cost: TransitionCost | None) -> str:
-    if cost is None:
-        return "—"
-    return f"{_estimate(cost.time_s)} s, {_estimate(cost.energy_j, '.0f')} J"
-
-
 def power_states_table(calibrations: Sequence[Calibration]) -> Table:
-    """One row per node with measured power states: P_off, P_suspend, and the time and energy
-    of each transition, each with its 95 % interval."""
+    """The measured power states, a section per node: its method and repeats, then P_off,
+    P_suspend and each transition's time and energy, one line each with its 95 % interval.
+
+    Long rather than wide (a column per quantity needed ~130 columns), so it fits 80 columns
+    with node names up to ~40 characters (longer ones fold, never cut).
+    """
     table = Table(
-        "node",
-        "method",
-        "P_off W [95 % CI]",
-        "P_suspend W [95 % CI]",
-        "wake s, J",
-        "suspend s, J",
-        "boot s, J",
-        "shutdown s, J",
-        "n",
+        Column("node / quantity", overflow="fold"),
+        Column("value [95 % CI]", no_wrap=True),
+        Column("energy J [95 % CI]", no_wrap=True),
         title="power states",
         title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
     )
     for cal in calibrations:
         states = cal.power_states
         if states is None:
             continue
-        boot = _cost(states.boot) + (f" (from {states.boot_from})" if states.boot_from else "")
-        table.add_row(
-            cal.node,
-            states.method,
-            _estimate(states.p_off_w),
-            _estimate(states.p_suspend_w),
-            _cost(states.wake),
-            _cost(states.suspend),
-            boot,
-            _cost(states.shutdown),
-            str(states.repeats),
+        table.add_row(Text(cal.node, style="bold"), f"{states.method}, {states.repeats} repeats")
+        table.add_row("  P_off W", _estimate(states.p_off_w))
+        table.add_row("  P_suspend W", _estimate(states.p_suspend_w))
+        boot = "  boot s" + (f", from {states.boot_from}" if states.boot_from else "")
+        transitions = (
+            ("  wake s", states.wake),
+            ("  suspend s", states.suspend),
+            (boot, states.boot),
+            ("  shutdown s", states.shutdown),
         )
+        for label, cost in transitions:
+            energy = "—" if cost is None else _estimate(cost.energy_j, ".0f")
+            table.add_row(label, "—" if cost is None else _estimate(cost.time_s), energy)
+        table.add_section()
     return table

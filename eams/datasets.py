@@ -1,8 +1,10 @@
 """Where the real reference data lives (``../shared/data`` in the development layout).
 
 One setting finds it: the environment variable ``EAMS_DATA_DIR``, defaulting to
-``../shared/data`` relative to the repository root. Tests of the data tier skip with a clear
-reason only when the folder is absent; ``.ci/run`` refuses to run without it.
+``../shared/data`` relative to the repository root. A reader that cannot open a file of it adds
+:func:`missing_hint` to its error, so a clone elsewhere is told how to point at the data.
+Tests of the data tier skip with a clear reason only when the folder is absent; ``.ci/run``
+refuses to run without it.
 """
 
 import os
@@ -32,3 +34,28 @@ def data_file(relative: str) -> Path | None:
     """
     path = data_dir() / relative
     return path if path.exists() else None
+
+
+def missing_hint(path: Path) -> str:
+    """What to add to "cannot read ``path``" when the file is missing from the data folder.
+
+    Parameters
+    ----------
+    path : Path
+        The file that could not be opened.
+
+    Returns
+    -------
+    str
+        ``"; the data folder is <dir> (…): set EAMS_DATA_DIR to the folder that holds the
+        shared data"`` when ``path`` lies in the data folder and does not exist, else ``""``
+        (a file given elsewhere, or one that exists but cannot be read).
+    """
+    folder = data_dir()
+    if path.exists() or not path.is_relative_to(folder):
+        return ""
+    origin = f"${DATA_DIR_ENV}" if os.environ.get(DATA_DIR_ENV) else "the default, ../shared/data"
+    return (
+        f"; the data folder is {folder} ({origin}): set {DATA_DIR_ENV} to the folder that "
+        "holds the shared data"
+    )

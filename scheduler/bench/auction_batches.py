@@ -25,6 +25,7 @@ import numpy as np
 
 from eams.scheduler.auction import AuctionParams, Nodes, Pods, bids, priority_weight
 from eams.scheduler.bench.cluster import read_server_models
+from eams.scheduler.bench.errors import ClusterError
 from eams.scheduler.bench.manifest import ClusterSpec
 from eams.scheduler.bench.traces import DEFAULT_PATHS, read_gpu2023
 from eams.scheduler.policies.base import PowerCurves
@@ -130,13 +131,17 @@ def openb_nodes(n_nodes: int, seed: int, empty_fraction: float = 0.3) -> Nodes:
     Raises
     ------
     eams.scheduler.bench.errors.ClusterError
-        The SPECpower extract is missing.
+        The node list or the SPECpower extract is missing.
     """
-    from eams.datasets import data_dir
+    from eams.datasets import data_dir, missing_hint
 
-    cores_all = np.loadtxt(
-        data_dir() / OPENB_NODES, delimiter=",", skiprows=1, usecols=1, dtype=float
-    )
+    path = data_dir() / OPENB_NODES
+    try:
+        cores_all = np.loadtxt(path, delimiter=",", skiprows=1, usecols=1, dtype=float)
+    except OSError as exc:
+        raise ClusterError(
+            f"cannot read node list {path}: {exc.strerror or exc}{missing_hint(path)}"
+        ) from exc
     models = read_server_models(ClusterSpec(min_cores=1, max_cores=1024))
     model_cores = np.array([m.cores for m in models], dtype=float)
     rng = np.random.default_rng([seed, 19])

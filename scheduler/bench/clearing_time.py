@@ -80,8 +80,10 @@ def compare(
         ``eams``: the engine's figures (times in ms, value, ``gap_bound``, J·ε, method…);
         ``references``: one dict per reference solve (:class:`.reference_solvers.Solved`);
         ``best_bound`` and ``best_bound_by``; ``gap_to_best_bound_pct`` (the engine's value
-        below the best bound); single-slot ``within_j_epsilon`` (against the min-cost flow's
-        optimum) and ``speedup_vs_flow_cpu``; ``load_avg`` (1-minute load before and after).
+        below the best bound; 0 when no pod fits and both are 0);
+        ``pods_that_fit`` (pods with at least one allowed node); single-slot
+        ``within_j_epsilon`` (against the min-cost flow's optimum) and
+        ``speedup_vs_flow_cpu``; ``load_avg`` (1-minute load before and after).
     """
     load_before = os.getloadavg()[0]
     b = batch(kind, n_pods, n_nodes, slots, seed)
@@ -105,12 +107,15 @@ def compare(
     bounds = [(r.bound, r.solver) for r in refs if r.bound is not None]
     bounds.append((own_bound, "eams certificate"))
     best_bound, best_by = min(bounds)
+    # A best bound of 0: nothing can be placed (no pod fits), and the engine placed nothing.
+    gap_pct = 100.0 * (best_bound - c.value) / best_bound if best_bound else 0.0
     figures = {
         "kind": kind,
         "pods": n_pods,
         "nodes": n_nodes,
         "pod_slots_total": int(d.sum()),
         "free_slots_total": int(cap.sum()),
+        "pods_that_fit": int(np.isfinite(values).any(axis=1).sum()),
         "seed": seed,
         "repeats": repeats,
         "eams": {
@@ -133,7 +138,7 @@ def compare(
         "references": [asdict(r) for r in refs],
         "best_bound": best_bound,
         "best_bound_by": best_by,
-        "gap_to_best_bound_pct": 100.0 * (best_bound - c.value) / best_bound,
+        "gap_to_best_bound_pct": gap_pct,
         "versions": ref.versions(),
     }
     if b.single_slot:

@@ -211,6 +211,8 @@ def auction(
             f"{kind}: {n_pods} pods × {n_nodes} nodes, {r['pod_slots_total']} slots asked, "
             f"{r['free_slots_total']} free, seed {seed} (load {r['load_avg'][0]:.1f})"
         )
+        if r["pods_that_fit"] == 0:
+            click.echo("  no pod fits any node: nothing to place, value 0")
         certificate = (
             f"gap_bound {e['gap_bound']:.4g}" if e["gap_bound"] is not None else "within J·ε"
         )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eams.datasets import data_dir
+from eams.datasets import data_dir, missing_hint
 from eams.scheduler.bench.errors import ClusterError
 from eams.scheduler.bench.manifest import ClusterSpec
 from eams.scheduler.policies.base import Cluster, NodeMeta, PowerCurves, Taint
@@ -60,7 +60,9 @@ def read_server_models(spec: ClusterSpec, path: Path | None = None) -> list[Serv
         with path.open(newline="") as handle:
             rows = list(csv.DictReader(handle))
     except OSError as exc:
-        raise ClusterError(f"cannot read SPECpower results {path}: {exc}") from exc
+        raise ClusterError(
+            f"cannot read SPECpower results {path}: {exc.strerror or exc}{missing_hint(path)}"
+        ) from exc
     models = []
     for row in rows:
         try:

@@ -151,9 +151,17 @@ def cp_sat(
 def highs_milp(
     values: np.ndarray, demand: np.ndarray, capacity: np.ndarray, budget_s: float
 ) -> Solved:
-    """HiGHS MILP (``scipy.optimize.milp``) on the full model with ``budget_s`` seconds."""
+    """HiGHS MILP (``scipy.optimize.milp``) on the full model with ``budget_s`` seconds.
+
+    No allowed pair (no pod fits any node) is a model without variables, which ``milp``
+    refuses: its optimum is 0 (nothing placed), reported as value and bound without a solve.
+    """
     start = _clock()
     pod, node = _pairs(values)
+    name = f"highs milp {budget_s:g} s"
+    if pod.size == 0:
+        build_ms, _ = _since(start)
+        return Solved(name, 0.0, 0.0, build_ms, 0.0, 0.0)
     n_pods, n_nodes = values.shape
     k = np.arange(pod.size)
     v_max = float(values[pod, node].max(initial=1.0))
@@ -181,7 +189,6 @@ def highs_milp(
         value = float(values[pod[chosen], node[chosen]].sum())
     dual = getattr(result, "mip_dual_bound", None)
     bound = None if dual is None or not np.isfinite(dual) else -float(dual) * v_max
-    name = f"highs milp {budget_s:g} s"
     return Solved(name, value, bound, build_ms, solve_ms, solve_cpu_ms)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eams.datasets import data_dir
+from eams.datasets import data_dir, missing_hint
 from eams.scheduler.bench.errors import TraceError
 from eams.scheduler.bench.manifest import TraceSpec
 from eams.scheduler.bench.workload import from_arrays, synthetic
@@ -58,7 +58,9 @@ def _rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str
     try:
         handle = path.open(newline="")
     except OSError as exc:
-        raise TraceError(f"cannot read trace {path}: {exc}") from exc
+        raise TraceError(
+            f"cannot read trace {path}: {exc.strerror or exc}{missing_hint(path)}"
+        ) from exc
     with handle:
         reader = csv.reader(handle)
         header = [h.strip() for h in next(reader, [])]

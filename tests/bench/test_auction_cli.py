@@ -59,3 +59,46 @@ def test_text_output_and_bad_options() -> None:
     assert runner.invoke(cli, ["bench", "auction", "--pods", "0"]).exit_code == 2
     assert runner.invoke(cli, ["bench", "auction", "--budgets", "x"]).exit_code == 2
     assert runner.invoke(cli, ["bench", "auction", "--kind", "nope"]).exit_code == 2
+
+
+def test_a_batch_where_no_pod_fits_reports_value_0_not_a_traceback() -> None:
+    # One node with 1 free slot, one mixed-size pod asking more: no allowed pair, so the MILP
+    # has no variables (scipy's milp refused it) and the best bound is 0 (it divided by it).
+    runner = CliRunner()
+    tiny = ["bench", "auction", "--kind", "mixed", "--pods", "1", "--nodes", "1", "--slots", "1"]
+    for budgets in ("0.05", ""):
+        result = runner.invoke(cli, [*tiny, "--repeats", "1", "--budgets", budgets, "--json"])
+        assert result.exit_code == 0, result.output
+        r = json.loads(result.output)
+        assert r["pods_that_fit"] == 0 and r["pod_slots_total"] > r["free_slots_total"]
+        assert r["eams"]["value"] == 0 and r["best_bound"] == 0
+        assert r["gap_to_best_bound_pct"] == 0
+        for s in r["references"]:
+            assert 0 <= s["bound"] <= 1e-6  # CP-SAT's adds its rounding, 0.5·10⁻⁶ per pod
+            assert s["value"] in (None, 0)
+        assert len(r["references"]) == (3 if budgets else 1)
+    text = runner.invoke(cli, [*tiny, "--repeats", "1", "--budgets", "0.05"])
+    assert text.exit_code == 0, text.output
+    assert "no pod fits any node" in text.output and "eams 0.00 % below it" in text.output
+
+
+def test_a_missing_trace_says_how_to_point_at_the_data(tmp_path, monkeypatch) -> None:
+    # A clone outside the development layout: the data folder is empty or absent.
+    monkeypatch.setenv("EAMS_DATA_DIR", str(tmp_path))
+    args = ["bench", "auction", "--kind", "trace-openb", "--pods", "5", "--nodes", "5"]
+    result = CliRunner().invoke(cli, [*args, "--repeats", "1"])
+    message = str(result.exception)
+    assert result.exit_code != 0 and "cannot read trace" in message
+    assert f"the data folder is {tmp_path} ($EAMS_DATA_DIR): set EAMS_DATA_DIR" in message
+
+
+def test_the_hint_names_the_default_folder_and_only_for_its_missing_files(
+    tmp_path, monkeypatch
+) -> None:
+    from eams.datasets import data_dir, missing_hint
+
+    monkeypatch.delenv("EAMS_DATA_DIR", raising=False)
+    assert "(the default, ../shared/data): set EAMS_DATA_DIR" in missing_hint(
+        data_dir() / "no-such-file.csv"
+    )
+    assert missing_hint(tmp_path / "elsewhere.csv") == ""  # a path given outside the folder

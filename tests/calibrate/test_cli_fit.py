@@ -112,6 +112,11 @@ def test_text_report_names_the_values(tmp_path: Path) -> None:
             r"column 'utilization': only 2 distinct level\(s\) \(0, 1\)",
         ),
         ("utilization,power_w\n0,0\n0.5,20\n1,30\n", r"column 'power_w': 1 of 3 .*\(row 2\)"),
+        # an impossible reading: weight 0, yet it swamped R², the RMSE and the idle-step test
+        (
+            "utilisation,power_w\n0,60\n0.25,75\n0.5,90\n0.75,1e9\n1,120.4\n0,60.5\n",
+            r"row 5, column 'power_w': 1e\+09 W is above 50000 W",
+        ),
         ("", r"missing column 'utilisation' \(or 'utilization'\); row 1 has: nothing"),
     ],
 )
@@ -141,3 +146,32 @@ def test_the_command_prints_one_line_and_exits_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1
     assert "row 3, column 'utilization': 2 is outside 0–1" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        ["0,60", "0.5,90", "1,120", "0,60", "0.5,90", "1,121"],  # replicates, most on the line
+        ["0,60", "0.25,75", "0.5,90", "0.75,105", "1,121"],  # 5 levels, the last 1 W off
+    ],
+)
+def test_whole_watt_readings_give_intervals_and_keep_a_1_w_step(
+    tmp_path: Path, rows: list[str]
+) -> None:
+    # Whole-watt PDU readings: most residuals are exactly 0, so the MAD scale alone is 0; the
+    # readings' resolution (1 W, uniform error 1/√12 W) floors it.
+    payload = _fit_json(_write(tmp_path, "utilisation,power_w\n" + "\n".join(rows) + "\n"))
+    for key, true_w in (("p_idle_ci95_w", 60.0), ("p_max_ci95_w", 120.5)):
+        lo, hi = payload[key]
+        assert hi - lo > 0.5, (key, lo, hi)  # not zero wide: at least the rounding's spread
+        assert lo < true_w < hi
+    assert min(level["weight"] for level in payload["levels"]) > 0.5  # 121 W is no outlier
+
+
+def test_csv_resolution_is_the_smallest_step_at_most_1_w() -> None:
+    from eams.calibrate.csvinput import csv_resolution_w
+
+    assert csv_resolution_w([60, 90, 120, 121, 60]) == 1.0
+    assert csv_resolution_w([60, 90, 120]) == 1.0  # sparse: no step seen that small
+    assert csv_resolution_w([60.1, 60.2, 90.0]) == pytest.approx(0.1)
+    assert csv_resolution_w([60, 60]) is None

@@ -70,6 +70,25 @@ def test_table_fits_80_columns_without_cutting_a_value(tmp_path: Path) -> None:
     assert f"{cal.p_max_w:.1f}" in result.output and f"±{(high - low) / 2:.1f}" in result.output
 
 
+def test_schema_2_tables_keep_headers_and_node_names_whole_at_80_columns(tmp_path: Path) -> None:
+    from tests.calibrate.powerstates.test_record import _states
+
+    files = []
+    for node in ("duckburg-worker-01", "duckburg-worker-0002-gpu"):  # 18 and 24 characters
+        path = _saved(tmp_path, node, 45.0)
+        files.append(save_calibration(load_calibration(path).with_power_states(_states()), path))
+    result = CliRunner().invoke(cli, ["calibrate", "show", *map(str, files)], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(map(len, lines)) <= 80 and "…" not in result.output
+    for node in ("duckburg-worker-01", "duckburg-worker-0002-gpu"):  # on one line, both tables
+        assert sum(line.startswith(f"{node} ") for line in lines) == 2, result.output
+    assert "value [95 % CI]" in result.output and "energy J [95 % CI]" in result.output
+    for label, value in (("P_suspend W", "3.3 [1.4, 5.3]"), ("wake s", "2.0 [1.7, 2.3]")):
+        assert any(line.strip().startswith(label) and value in line for line in lines), label
+    assert any("boot s" in line and "75 [68, 82]" in line for line in lines)
+
+
 def test_show_refuses_a_bad_file_naming_the_field(tmp_path: Path) -> None:
     path = _saved(tmp_path, "mini-1", 31.0)
     data = json.loads(path.read_text())
