@@ -17,7 +17,8 @@ ours imports it. One job per module, in the order a run uses them:
 - :mod:`~eams.demo.power` — the power manager's ports over the emulated cluster and the
   simulator;
 - :mod:`~eams.demo.runs` — the three runs of each offered load, metered;
-- :mod:`~eams.demo.record` — the EAMS run's placements in the decision record;
+- :mod:`~eams.demo.record` — the demo's side of the decision record (the extender writes the
+  placements): the energy attributed to each EAMS pod;
 - :mod:`~eams.demo.report` — the VT-5 wall-power check, the answer and the summary;
 - :mod:`~eams.demo.errors` — :class:`~eams.demo.errors.DemoError`.
 """

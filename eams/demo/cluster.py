@@ -19,8 +19,10 @@ at once.
 
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -280,3 +282,33 @@ def pod_object(
         },
         "status": {"phase": "Pending"},
     }
+
+
+def _rfc3339(at_s: float) -> str:
+    return datetime.fromtimestamp(at_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def bound_pod(pod: dict[str, Any], node: str, bound_at_s: float) -> dict[str, Any]:
+    """``pod`` as the API server shows it once bound to ``node`` at ``bound_at_s`` (epoch s):
+    ``spec.nodeName`` set, ``Running``, the ``PodScheduled`` condition true since then."""
+    out = copy.deepcopy(pod)
+    out["spec"]["nodeName"] = node
+    at = _rfc3339(bound_at_s)
+    out["status"] = {
+        "phase": "Running",
+        "startTime": at,
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": at}],
+    }
+    return out
+
+
+def ended_pod(bound: dict[str, Any], ended_at_s: float) -> dict[str, Any]:
+    """A :func:`bound_pod` once its container ended at ``ended_at_s`` (epoch s):
+    ``Succeeded``, with ``state.terminated.finishedAt``."""
+    out = copy.deepcopy(bound)
+    out["status"]["phase"] = "Succeeded"
+    out["status"]["containerStatuses"] = [
+        {"name": "task", "state": {"terminated": {"exitCode": 0,
+                                                  "finishedAt": _rfc3339(ended_at_s)}}}
+    ]  # fmt: skip
+    return out

@@ -20,8 +20,10 @@ the node bound, so the demo can show that its placements are the extender's.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from eams.calibrate.wallpower.spec import RunSpec
-from eams.demo.cluster import EmulatedCluster, pod_object
+from eams.demo.cluster import EmulatedCluster, bound_pod, ended_pod, pod_object
 from eams.demo.errors import DemoError
 from eams.scheduler import policies
 from eams.scheduler.bench.kube_cycle import CycleRecord, ExtenderConfig, KubeCycle
@@ -46,6 +48,8 @@ NO_EXTENDER = ExtenderConfig(url_prefix="http://127.0.0.1", filter_verb=None, pr
 """kube-scheduler with no extender (the default profile): no call is ever made."""
 SCHEDULER_NAMES = {"default": "default-scheduler", "eams": "eams-scheduler"}
 POLL_S = 0.05
+
+log = logging.getLogger(__name__)
 
 
 def extender_config(url: str) -> ExtenderConfig:
@@ -201,6 +205,10 @@ class LiveLoop:
         :data:`NO_EXTENDER` or :func:`extender_config`.
     scheduler : str
         ``default`` or ``eams`` (the pods' ``spec.schedulerName``).
+    outcomes : callable or None
+        Called with a list of v1 Pods, each pod once bound and once ended, in that order
+        (from one worker thread, off the loop): the extender's pod-watch twin
+        (:meth:`~eams.demo.services.ExtenderServer.post_pods`); ``None``: nobody is told.
     """
 
     def __init__(
@@ -211,8 +219,12 @@ class LiveLoop:
         speedup: float,
         config: ExtenderConfig,
         scheduler: str,
+        outcomes: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> None:
         self.cluster, self.harness, self.workload = cluster, harness, workload
+        self.outcomes = outcomes
+        self._bound_pods: dict[str, dict[str, Any]] = {}
+        self._tell = ThreadPoolExecutor(1, "eams-demo-outcomes") if outcomes else None
         self.speedup = speedup
         self.least_allocated = policies.load("default").make(harness, Params(), 0)
         self.cycle = KubeCycle(
@@ -290,6 +302,8 @@ class LiveLoop:
             if stepper is not None:
                 stepper.cancel()
             self.cycle.close()
+            if self._tell is not None:  # every outcome told before the run's record is read
+                await asyncio.to_thread(self._tell.shutdown, True)
 
     async def _offer(self, start: float) -> None:
         w = self.workload
@@ -329,11 +343,23 @@ class LiveLoop:
         bound = self.cluster.bind(pod, record.node, float(self.workload.duration_s[j]))
         self.binds[name] = record.node
         self.pending.pop(name, None)
+        if self._tell is not None:
+            self._bound_pods[name] = bound_pod(pod, record.node, time.time())
+            self._tell.submit(self._told, self._bound_pods[name])
         loop = asyncio.get_running_loop()
         loop.call_later(bound.ends_at_s - time.time(), self._end, record.node, name)
 
+    def _told(self, pod: dict[str, Any]) -> None:
+        assert self.outcomes is not None
+        try:
+            self.outcomes([pod])
+        except DemoError as exc:  # the record misses this outcome; the run goes on
+            log.warning("%s", exc)
+
     def _end(self, node: str, name: str) -> None:
         self.cluster.end(node, name)
+        if self._tell is not None:
+            self._tell.submit(self._told, ended_pod(self._bound_pods.pop(name), time.time()))
         self._ended_s[name] = time.monotonic()
         self.requeue()
         self.on_progress(len(self._ended_s) / self.workload.size)

@@ -1,17 +1,19 @@
-"""The demo's decision record: the EAMS run's placements, written from the demo's side.
+"""The demo's side of the decision record: outcomes to the extender, energy to the record.
 
-The extender on main has no decision record of its own yet (its wiring is another issue's), so
-the demo writes one :class:`~eams.scheduler.record.Placement` line per pod the live extender
-scored, through :class:`~eams.scheduler.record.Recorder` (prefix ``decisions``), from what it
-saw on the wire: the candidates sent to ``/prioritize`` and their 0–10 scores (the extender's
-bids, prices and headroom are not on its wire: ``null``; the telemetry age is that of the
-node's newest own-agent sample), the nodes that were not candidates and why
-(``asleep``: tainted by the power manager; ``no_fit``: kube-scheduler's NodeResourcesFit or a
-cordon; ``headroom_floor``: in the ``FailedNodes`` of the extender's ``/filter``), the
-``bound`` outcome, the pod's end and the energy attributed to it on its node's calibrated
-line. The power manager writes its
-own lines (prefix ``power``) into the same folder. ``eams explain POD --record FOLDER`` reads
-it back.
+The live extender records its own decisions (``--record record/<band>/eams+pm --no-annotate``:
+one ``placement`` line per pod it cleared, with the candidates' bids, prices, headroom and
+telemetry age, the method and its certificate). No API server runs here, so its pod watch has
+nothing to watch: the demo sends it what the watch would have seen, through the watch's twin
+``POST /pending`` (:meth:`~eams.demo.services.ExtenderServer.post_pods`): each EAMS pod
+once bound (:func:`~eams.demo.cluster.bound_pod`: ``spec.nodeName``, the ``PodScheduled``
+condition) and once ended (:func:`~eams.demo.cluster.ended_pod`: ``Succeeded``, its start
+and finish); the extender's outcome join writes the ``bound`` and ``ended`` lines. The
+power manager writes its own lines (prefix ``power``).
+
+What only the demo knows is the energy: :func:`write_energy` attributes each EAMS pod's energy
+on its node's calibrated line (one ``energy`` line per pod, prefix ``energy``, issue 19) and
+names the three decisions that saved the most. ``eams explain POD --record FOLDER`` reads the
+folder back.
 
 Energy *saved* by a decision is the pod's modelled energy on the node LeastAllocated would have
 chosen among the same candidates minus that on the node EAMS chose (the calibrated line, study
@@ -26,13 +28,8 @@ from pathlib import Path
 
 from eams.calibrate.calfile import Calibration
 from eams.demo.cluster import NAMESPACE
-from eams.demo.live import Decision, LiveRun
-from eams.scheduler.record import Bound, Energy, Placement, PodRef, Recorder, WriterSettings
-from eams.scheduler.record.schema import Candidate, Certificate, Gated
-
-METHOD = "best_bid"
-"""The extender clears each of the demo's pods as a batch of one (no ``/pending`` announces
-them): its best bid, exact."""
+from eams.demo.live import LiveRun
+from eams.scheduler.record import Energy, PodRef, Recorder, WriterSettings
 
 
 @dataclass(frozen=True)
@@ -51,55 +48,22 @@ def pod_energy_wh(cal: Calibration, cores: float, node_cores: int, runtime_s: fl
     return (cal.p_max_w - cal.p_idle_w) * cores / node_cores * runtime_s / 3600
 
 
-def _placement(d: Decision, i: int, label: str) -> Placement:
-    cleared = max(d.scores, key=lambda n: d.scores[n])
-    ranked = sorted(d.scores, key=lambda n: (n != cleared, -d.scores[n]))
-    counts: dict[str, int] = {}
-    for reason in d.gated.values():
-        counts[reason] = counts.get(reason, 0) + 1
-    return Placement(
-        at_s=d.at_s,
-        mode="active",
-        clearing_id=f"demo-{label}-{i}",
-        batch_pods=1,
-        pod=PodRef(namespace=NAMESPACE, name=d.pod, uid=f"uid-{d.pod}"),
-        cleared_node=cleared,
-        price=None,
-        bid=None,
-        method=METHOD,
-        fell_back=False,
-        certificate=Certificate(kind="exact", bound=0.0),
-        candidates=[
-            Candidate(
-                node=n,
-                bid=None,
-                price=None,
-                headroom=None,
-                age_s=d.age_s.get(n),
-                score=d.scores[n],
-            )
-            for n in ranked
-        ],
-        candidates_total=len(d.scores) + len(d.gated),
-        gated_counts=counts,
-        gated=[Gated(node=n, reason=r) for n, r in d.gated.items()],
-    )
-
-
-def write_placements(
+def write_energy(
     run: LiveRun,
     folder: Path,
     calibrations: dict[str, Calibration],
     cores: dict[str, int],
     speedup: float,
 ) -> list[Saved]:
-    """Write ``run``'s decisions into ``folder``; the three that saved the most energy.
+    """Write the energy attributed to each of ``run``'s scored pods into ``folder``; the
+    three decisions that saved the most energy.
 
     Parameters
     ----------
     run : LiveRun
-        The EAMS run (its :attr:`~LiveRun.decisions`).
+        The EAMS run (its :attr:`~LiveRun.decisions`: the node bound, LeastAllocated's).
     folder : Path
+        The run's record folder (the extender's ``decisions`` lines are beside).
     calibrations : dict of str to Calibration
         By node.
     cores : dict of str to int
@@ -112,24 +76,10 @@ def write_placements(
         At most three, the largest saving first.
     """
     saved = []
-    recorder = Recorder(WriterSettings(folder=folder, prefix="decisions"))
+    latest = {d.pod: d for d in run.decisions}  # a pod retried after an event: its last
+    recorder = Recorder(WriterSettings(folder=folder, prefix="energy"))
     try:
-        for i, d in enumerate(run.decisions):
-            placement = _placement(d, i, run.label)
-            recorder.submit(placement)
-            pod = placement.pod
-            recorder.submit(
-                Bound(
-                    at_s=d.at_s,
-                    pod=pod,
-                    bound_node=d.node,
-                    cleared_node=placement.cleared_node,
-                    honoured=d.node == placement.cleared_node,
-                    mode="active",
-                    clearing_id=placement.clearing_id,
-                    bound_at_s=d.at_s,
-                )
-            )
+        for d in latest.values():
             energy = {
                 n: pod_energy_wh(
                     calibrations[n], d.cores, cores[n], d.duration_ref_s / speed(calibrations[n])
@@ -137,6 +87,7 @@ def write_placements(
                 )
                 for n in {d.node, d.default_node or d.node}
             }  # fmt: skip
+            pod = PodRef(namespace=NAMESPACE, name=d.pod, uid=f"uid-{d.pod}")
             recorder.submit(
                 Energy(at_s=d.at_s, pod=pod, node=d.node, energy_wh=energy[d.node],
                        source="modelled")

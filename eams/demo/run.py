@@ -9,7 +9,8 @@
 3. start the extender (active) and place a trace live three times — default, default + power
    manager, EAMS + power manager (:mod:`eams.demo.runs`, :mod:`eams.demo.live`) — while each
    run's agents meter it (:mod:`eams.demo.services`); the full demo does it at two offered
-   loads; the EAMS run's placements go into the decision record (:mod:`eams.demo.record`);
+   loads; the live extender records the EAMS run's placements (``--record``), the demo adds
+   each pod's energy (:mod:`eams.demo.record`);
 4. run the VT-5 wall-power check on the runs and print the answer, the summary and the
    report's path (:mod:`eams.demo.report`).
 
@@ -35,10 +36,10 @@ from eams.demo.errors import DemoError
 from eams.demo.fleet import DemoNode, demo_fleet
 from eams.demo.live import LiveRun
 from eams.demo.power import NODE_POWER
-from eams.demo.record import Saved, write_placements
+from eams.demo.record import Saved, write_energy
 from eams.demo.report import check_and_report
 from eams.demo.runs import PERIOD_S, Band, bands
-from eams.demo.services import ExtenderServer
+from eams.demo.runs import record_dir as runs_record_dir
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.demo.workload import RHO, harness_cluster
 from eams.meter.blocking import BlockingMeter
@@ -107,7 +108,6 @@ def _calibrate(console: Console, testbed: Testbed, out_dir: Path, quick: bool) -
 
 def _live(
     console: Console,
-    stack: ExitStack,
     testbed: Testbed,
     nodes: list[DemoNode],
     calibrations: list[Calibration],
@@ -115,9 +115,6 @@ def _live(
     quick: bool,
 ) -> tuple[list[Band], list[Saved], Path]:
     harness = harness_cluster(nodes, calibrations)
-    extender = ExtenderServer(out_dir / "calibration").start()
-    stack.callback(extender.stop)
-    console.print(f"    extender (active mode) at {extender.url}", soft_wrap=True, markup=False)
 
     def on_run(band: str, run: LiveRun) -> None:
         asked = ""
@@ -141,26 +138,34 @@ def _live(
             task = bar.add_task(text, total=1.0)
             return lambda done: bar.update(task, completed=done)
 
+        def on_extender(url: str) -> None:
+            console.print(
+                f"    extender (active mode) at {url}, recording", soft_wrap=True, markup=False
+            )
+
         done = bands(
-            testbed, harness, calibrations, out_dir, extender, quick, RHO[quick], on_run, progress
-        )
+            testbed, harness, calibrations, out_dir, quick, RHO[quick], on_run, progress,
+            on_extender,
+        )  # fmt: skip
     main = done[0]
     console.print(f"    workload: {main.source}", soft_wrap=True, markup=False)
     console.print(
         f"    placed live {main.speedup:.2f}× faster than the trace (agents sample every "
-        f"{PERIOD_S[quick]:g} s); the extender ingested {extender.samples_ingested()} samples "
-        "from the agents",
+        f"{PERIOD_S[quick]:g} s); the extender ingested {main.samples_ingested} samples "
+        f"from the agents (active mode, at {main.extender_url}, recording)",
         soft_wrap=True,
         markup=False,
     )
-    record_dir = out_dir / "record" / main.name / "eams+pm"
-    saved = write_placements(
-        main.run("eams+pm"),
-        record_dir,
-        {c.node: c for c in calibrations},
-        {n.name: n.cores for n in nodes},
-        main.speedup,
-    )
+    by_node = {c.node: c for c in calibrations}
+    cores = {n.name: n.cores for n in nodes}
+    saved_by_band = {  # every band's pods get their energy; the report shows the demo band's
+        b.name: write_energy(
+            b.run("eams+pm"), runs_record_dir(out_dir, b.name), by_node, cores, b.speedup
+        )
+        for b in done
+    }
+    saved = saved_by_band[main.name]
+    record_dir = runs_record_dir(out_dir, main.name)
     console.print(f"    decision record: {record_dir}", soft_wrap=True, markup=False)
     return done, saved, record_dir
 
@@ -209,9 +214,7 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
         stage(2, "calibrating the six nodes (sweeps through the meter)")
         calibrations = _calibrate(console, testbed, out_dir / "calibration", quick)
         stage(3, "placing a trace live: default, default + power manager, EAMS + power manager")
-        done, saved, record_dir = _live(
-            console, stack, testbed, nodes, calibrations, out_dir, quick
-        )
+        done, saved, record_dir = _live(console, testbed, nodes, calibrations, out_dir, quick)
     power = NODE_POWER[quick]
     stage(4, "VT-5 wall-power check")
     check_and_report(

@@ -5,8 +5,10 @@ Per band ρ (:data:`eams.demo.workload.RHO`), the same trace is placed live thre
 ``default+pm`` (the same with the power manager) and ``eams+pm`` (the live extender, and the
 power manager). Every run starts with the six nodes awake and empty, its own agents metering
 it (telemetry simulator → SNMP → agent → JSONL and extender), and its window spans from the
-first arrival to the last pod's end. The power manager and the demo's side of the extender
-write their decisions into ``record/<band>/<run>`` (:mod:`eams.demo.record`).
+first arrival to the last pod's end. Each band has its own live extender, recording into
+``record/<band>/eams+pm`` (the only run that calls it), told of the EAMS pods' bindings and
+ends through ``POST /pending`` (:mod:`eams.demo.record`); the power manager writes its
+decisions into ``record/<band>/<run>``.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ class Band:
         Trace seconds per real second.
     runs : list of LiveRun
         In :data:`RUNS` order.
+    extender_url : str
+        The band's live extender.
+    samples_ingested : int or None
+        Telemetry samples the agents pushed to it (its ``/metrics``).
     name : str
         Folder name of the band (``rho-0.3``).
     """
@@ -66,6 +72,8 @@ class Band:
     source: str
     speedup: float
     runs: list[LiveRun]
+    extender_url: str = ""
+    samples_ingested: int | None = None
 
     @property
     def name(self) -> str:
@@ -186,13 +194,14 @@ def live_run(
     period_s = PERIOD_S[quick]
     cluster = EmulatedCluster(testbed, speedup, time.time)  # the power manager's clock
     config = extender_config(extender.url) if scheduler == "eams" else NO_EXTENDER
-    live = LiveLoop(cluster, harness, workload, speedup, config, scheduler)
+    outcomes = extender.post_pods if scheduler == "eams" else None
+    live = LiveLoop(cluster, harness, workload, speedup, config, scheduler, outcomes)
     telemetry = out_dir / "telemetry" / band / label
     result = LiveRun(label, telemetry)
     recorder = None
     if with_pm:
-        record_dir = out_dir / "record" / band / label
-        recorder = Recorder(WriterSettings(folder=record_dir, prefix="power"))
+        folder = out_dir / "record" / band / label
+        recorder = Recorder(WriterSettings(folder=folder, prefix="power"))
 
     def manager_for(on_release):
         return demo_manager(
@@ -229,11 +238,11 @@ def bands(
     harness: Cluster,
     calibrations: list[Calibration],
     out_dir: Path,
-    extender: ExtenderServer,
     quick: bool,
     rhos: tuple[float, ...],
     on_run: Callable[[str, LiveRun], None],
     progress: Callable[[str], Callable[[float], None]],
+    on_extender: Callable[[str], None] = lambda url: None,
 ) -> list[Band]:
     """Every band's three runs.
 
@@ -243,6 +252,8 @@ def bands(
         Called with (band name, run) after each run (the terminal's line).
     progress : callable
         Run description → the progress callback of that run (fraction of pods ended).
+    on_extender : callable
+        Called with a band's extender URL once it listens.
     """
     logging.getLogger("eams.agent.sampler").addFilter(_QuietOffNodes())
     # the power actions' transition lines (and the manager's) go to a log beside the record,
@@ -257,27 +268,42 @@ def bands(
     power_log.setLevel(logging.INFO)
     power_log.propagate = False
     try:
-        return _bands(testbed, harness, calibrations, out_dir, extender, quick, rhos, on_run,
-                      progress)  # fmt: skip
+        return _bands(testbed, harness, calibrations, out_dir, quick, rhos, on_run, progress,
+                      on_extender)  # fmt: skip
     finally:
         power_log.removeHandler(handler)
         handler.close()
 
 
-def _bands(testbed, harness, calibrations, out_dir, extender, quick, rhos, on_run, progress):
-    extender.post_nodes(list(EmulatedCluster(testbed, 1.0, time.time).objects().values()))
+def record_dir(out_dir: Path, band: str) -> Path:
+    """The band's EAMS run's record folder: the extender's, the power manager's and the
+    demo's energy lines."""
+    return out_dir / "record" / band / "eams+pm"
+
+
+def _bands(testbed, harness, calibrations, out_dir, quick, rhos, on_run, progress, on_extender):
     out = []
     for rho in rhos:
         workload, source = demo_workload(harness, quick, rho)
         speedup = speedup_for(workload, quick)
         band = Band(rho, source, speedup, [])
-        for run in RUNS:
-            done = live_run(
-                testbed, harness, calibrations, workload, speedup, run,
-                out_dir=out_dir, band=band.name, extender=extender, quick=quick,
-                tick=progress(f"ρ = {rho:g}: run {run[0]}"),
-            )  # fmt: skip
-            band.runs.append(done)
-            on_run(band.name, done)
+        extender = ExtenderServer(
+            out_dir / "calibration", record=record_dir(out_dir, band.name)
+        ).start()
+        try:
+            band.extender_url = extender.url
+            on_extender(extender.url)
+            extender.post_nodes(list(EmulatedCluster(testbed, 1.0, time.time).objects().values()))
+            for run in RUNS:
+                done = live_run(
+                    testbed, harness, calibrations, workload, speedup, run,
+                    out_dir=out_dir, band=band.name, extender=extender, quick=quick,
+                    tick=progress(f"ρ = {rho:g}: run {run[0]}"),
+                )  # fmt: skip
+                band.runs.append(done)
+                on_run(band.name, done)
+            band.samples_ingested = extender.samples_ingested()
+        finally:
+            extender.stop()  # its record closed: every line written
         out.append(band)
     return out

@@ -24,6 +24,7 @@ from eams.demo.errors import DemoError
 from eams.demo.testbed import DRIVER, Testbed
 from eams.errors import EamsError
 from eams.scheduler.extender.app import create_app
+from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.extender.settings import Mode, Settings
 
 HOST = "127.0.0.1"
@@ -43,6 +44,9 @@ class ExtenderServer:
         TCP port on loopback; 0 (the default) lets the OS choose a free one.
     mode : {"active", "shadow"}
         Active (the default): its answers place the EAMS run's pods.
+    record : Path or None
+        Its decision record's folder (``eams extender serve --record DIR --no-annotate``: no
+        API server runs here to annotate pods on); ``None``: no record.
 
     Raises
     ------
@@ -51,10 +55,22 @@ class ExtenderServer:
         calibration files (its own message).
     """
 
-    def __init__(self, calibrations_dir: Path, port: int = 0, mode: Mode = "active") -> None:
+    def __init__(
+        self,
+        calibrations_dir: Path,
+        port: int = 0,
+        mode: Mode = "active",
+        record: Path | None = None,
+    ) -> None:
         self.mode = mode
         try:
-            self.app = create_app(Settings(mode=mode, calibrations_dir=calibrations_dir))
+            settings = Settings(
+                mode=mode,
+                calibrations_dir=calibrations_dir,
+                record=None if record is None else record_settings(record),
+                annotate=False,
+            )
+            self.app = create_app(settings)
         except EamsError as exc:
             raise DemoError(f"the extender did not start: {exc}") from exc
         self._socket = socket.socket()
@@ -125,14 +141,28 @@ class ExtenderServer:
         DemoError
             Not accepted (names the status and the extender's reason).
         """
-        body = {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": objects}
+        self._post_list("/nodes", "NodeList", objects)
+
+    def post_pods(self, objects: list[dict]) -> None:
+        """``POST /pending`` with a v1 PodList of ``objects``: the twin of the extender's pod
+        watch, so bound pods hold capacity and join its decision record's outcomes.
+
+        Raises
+        ------
+        DemoError
+            Not accepted (names the status and the extender's reason).
+        """
+        self._post_list("/pending", "PodList", objects)
+
+    def _post_list(self, path: str, kind: str, objects: list[dict]) -> None:
+        body = {"apiVersion": "v1", "kind": kind, "metadata": {}, "items": objects}
         try:
-            response = httpx.post(f"{self.url}/nodes", json=body, timeout=10)
+            response = httpx.post(f"{self.url}{path}", json=body, timeout=10)
         except httpx.HTTPError as exc:
-            raise DemoError(f"the extender at {self.url} took no nodes: {exc}") from exc
+            raise DemoError(f"the extender at {self.url} took no {kind}: {exc}") from exc
         if response.status_code != 202:
             raise DemoError(
-                f"the extender at {self.url} refused the nodes: {response.status_code} "
+                f"the extender at {self.url} refused the {kind}: {response.status_code} "
                 f"{response.text[:200]}"
             )
 

@@ -103,10 +103,25 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
     record = out / "record" / "rho-0.3" / "eams+pm"
     assert Path(summary["record"]) == record
     lines = [json.loads(x) for x in (record / "decisions.jsonl").read_text().splitlines()]
+    # the extender's own lines: every EAMS pod it cleared (at /filter, so the unscored ones
+    # too), with its bid and price; their bindings and ends told by POST /pending
     placements = [x for x in lines if x["kind"] == "placement"]
-    assert len(placements) == summary["extender"]["decisions"]
+    assert len({p["pod"]["name"] for p in placements}) == summary["extender"]["pods"]
+    cleared = [p for p in placements if p["cleared_node"] is not None]  # null: no node could
+    assert cleared and all(p["bid"] is not None and p["price"] is not None for p in cleared)
+    assert all(c["bid"] is not None for p in placements for c in p["candidates"])
     bound = {x["pod"]["name"]: x for x in lines if x["kind"] == "bound"}
-    assert all(bound[p["pod"]["name"]]["honoured"] for p in placements)
+    assert set(bound) == {p["pod"]["name"] for p in placements}
+    # every scored pod went to the extender's cleared node; a pod bound unscored (one node
+    # passed the filters) may land elsewhere, and the record says so (honoured false)
+    honoured = sum(1 for b in bound.values() if b["honoured"])
+    assert honoured >= summary["extender"]["decisions"]
+    ended = {x["pod"]["name"] for x in lines if x["kind"] == "ended"}
+    assert ended == set(bound)
+    energy = [json.loads(x) for x in (record / "energy.jsonl").read_text().splitlines()]
+    assert 1 <= len(energy) <= summary["extender"]["decisions"]  # each pod it scored, once
+    assert {e["pod"]["name"] for e in energy} <= set(bound)
+    assert all(e["energy_wh"] > 0 and e["source"] == "modelled" for e in energy)
     saved = summary["decisions_saved_most"]
     assert 1 <= len(saved) <= 3
     assert [s["saved_wh"] for s in saved] == sorted((s["saved_wh"] for s in saved), reverse=True)
@@ -117,6 +132,7 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
     assert f"pod demo/{pod}" in text and "active mode" in text
     assert f"{saved[0]['node']}" in text and "← cleared" in text
     assert "score" in text and "honoured" in text and "Wh attributed" in text
+    assert "bid" in text and "price" in text
     slept = [
         json.loads(x)
         for x in (record / "power.jsonl").read_text().splitlines()

@@ -239,3 +239,32 @@ def test_deployment_wires_scheduler_and_extender_together() -> None:
             {"kind": "ServiceAccount", "name": account, "namespace": "kube-system"}
         ]
     assert _one("Pod")["spec"]["schedulerName"] == Settings().scheduler_name
+
+
+def _granted(account: str) -> dict[str, set[str]]:
+    """Core-group resource → verbs the ClusterRoles bound to ``account`` grant (ours only)."""
+    roles = {
+        b["roleRef"]["name"]
+        for b in _documents()
+        if b["kind"] == "ClusterRoleBinding"
+        and {"kind": "ServiceAccount", "name": account, "namespace": "kube-system"} in b["subjects"]
+    }
+    granted: dict[str, set[str]] = {}
+    for role in (d for d in _documents() if d["kind"] == "ClusterRole"):
+        if role["metadata"]["name"] in roles:
+            for rule in role["rules"]:
+                if rule["apiGroups"] == [""]:
+                    for resource in rule["resources"]:
+                        granted.setdefault(resource, set()).update(rule["verbs"])
+    return granted
+
+
+def test_the_extender_may_do_what_its_watch_and_record_send() -> None:
+    # watch.py lists and watches nodes and pods and patches a node's taints (the floor);
+    # decisions.py patches a bound pod's eams.io/* annotations, on by default (--annotate)
+    deployment = _one("Deployment")
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    granted = _granted(account)
+    assert {"get", "list", "watch", "patch"} <= granted["nodes"]
+    assert {"get", "list", "watch", "patch"} <= granted["pods"]
+    assert serve.make_context("serve", ["--record", "/tmp/r"]).params["annotate"] is True
