@@ -169,8 +169,10 @@ class DemoActuator:
         self.inventory = demo_inventory(testbed)
         self.counts = {"sleep": 0, "wake": 0, "refused": 0}
         self._lock = threading.Lock()
+        write_url = testbed.simulator.write_url
+        assert write_url is not None, "the demo's simulator always has a write community"
         self._meter = BlockingMeter(
-            testbed.simulator.write_url, driver=DRIVER, timeout_s=METER_TIMEOUT_S,
+            write_url, driver=DRIVER, timeout_s=METER_TIMEOUT_S,
             retries=METER_RETRIES,
         )  # fmt: skip
         self._meter.read()  # learn the outlets now, not during the first sleep

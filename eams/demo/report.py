@@ -229,12 +229,14 @@ def _print_band(console: Console, band: Band, full: SavingCheck, pm: SavingCheck
     for run in band.runs:
         r = checked[run.label]
         p95 = float(np.percentile(run.completion_s, 95)) if run.completion_s.size else None
+        work_core_s = r.work_core_s
+        assert work_core_s is not None, "the demo states every run's work"
         table.add_row(
             run.label,
-            f"{r.work_core_s:.0f}",
+            f"{work_core_s:.0f}",
             f"{r.metered_wh:.2f}",
-            f"{r.metered_wh * 3600 * band.speedup / r.work_core_s:.1f}",
-            f"{r.modelled_wh * 3600 * band.speedup / r.work_core_s:.1f}",
+            f"{r.metered_wh * 3600 * band.speedup / work_core_s:.1f}",
+            f"{r.modelled_wh * 3600 * band.speedup / work_core_s:.1f}",
             "—" if p95 is None else f"{p95:.0f}",
             f"{run.transitions.get('sleep', 0)}/{run.transitions.get('wake', 0)}",
         )

@@ -11,6 +11,8 @@ LeastAllocated plug-in scores on it; :mod:`eams.demo.live` places the pods).
 
 from __future__ import annotations
 
+from typing import Final
+
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
@@ -21,7 +23,7 @@ from eams.scheduler.bench.traces import DEFAULT_PATHS, load_workload
 from eams.scheduler.bench.workload import rescale_to_rho, subset, synthetic
 from eams.scheduler.policies.base import Cluster, NodeMeta, PowerCurves, Workload
 
-TRACE = "alibaba-2017-batch"
+TRACE: Final = "alibaba-2017-batch"
 RHO = {True: (0.3,), False: (0.3, 0.8)}
 """Offered loads ρ run (quick, full): the demo's band first; the full demo adds the study's
 contended band (0.7–1.0) beside it."""
@@ -86,8 +88,8 @@ def demo_workload(cluster: Cluster, quick: bool, rho: float) -> tuple[Workload, 
         workload = load_workload(spec, SEED)
         source = f"first {pods} tasks of {DEFAULT_PATHS[TRACE]}"
     else:
-        spec = SyntheticSpec(pods=pods, cpu_choices=[0.5, 1, 2], duration_median_s=60)
-        workload = synthetic(spec, n_tenants=4, classes=[], seed=SEED)
+        synthetic_spec = SyntheticSpec(pods=pods, cpu_choices=[0.5, 1, 2], duration_median_s=60)
+        workload = synthetic(synthetic_spec, n_tenants=4, classes=[], seed=SEED)
         source = f"{not_found(DEFAULT_PATHS[TRACE])}: {pods} synthetic pods"
     fits = workload.cpu <= cluster.cores.max()  # pods larger than a node never run
     if not fits.all():
