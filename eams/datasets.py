@@ -36,6 +36,21 @@ def data_file(relative: str) -> Path | None:
     return path if path.exists() else None
 
 
+def not_found(relative: str) -> str:
+    """Say which data file is missing, where it was looked for and how to point at it (for a
+    caller that falls back, as the demo does, next to :func:`data_file`).
+
+    Parameters
+    ----------
+    relative : str
+        The file's path inside the data folder (e.g. ``specpower/...csv``).
+    """
+    return (
+        f"{relative} not found in {data_dir()} (set {DATA_DIR_ENV} to the folder that holds "
+        "the shared data)"
+    )
+
+
 def missing_hint(path: Path) -> str:
     """What to add to "cannot read ``path``" when the file is missing from the data folder.
 

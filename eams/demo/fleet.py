@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eams.datasets import DATA_DIR_ENV, data_dir, data_file
+from eams.datasets import data_file, not_found
 from eams.scheduler.bench.cluster import SPECPOWER_CSV, read_server_models
 from eams.scheduler.bench.errors import ClusterError
 from eams.scheduler.bench.manifest import ClusterSpec
@@ -105,20 +105,6 @@ def _nodes(models: list[tuple[str, tuple[float, ...], float]]) -> list[DemoNode]
             )
         )
     return nodes
-
-
-def not_found(relative: str) -> str:
-    """Say which data file is missing, where it was looked for and how to point at it.
-
-    Parameters
-    ----------
-    relative : str
-        The file's path inside the data folder (e.g. ``specpower/...csv``).
-    """
-    return (
-        f"{relative} not found in {data_dir()} (set {DATA_DIR_ENV} to the folder that holds "
-        "the shared data)"
-    )
 
 
 def demo_fleet() -> tuple[list[DemoNode], str]:

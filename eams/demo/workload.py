@@ -16,8 +16,8 @@ from typing import Final
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
-from eams.datasets import data_file
-from eams.demo.fleet import MEMORY_MIB, DemoNode, not_found
+from eams.datasets import data_file, not_found
+from eams.demo.fleet import MEMORY_MIB, DemoNode
 from eams.scheduler.bench.manifest import SyntheticSpec, TraceSpec
 from eams.scheduler.bench.traces import DEFAULT_PATHS, load_workload
 from eams.scheduler.bench.workload import rescale_to_rho, subset, synthetic
