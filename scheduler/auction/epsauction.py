@@ -8,11 +8,16 @@ Bertsekas & Castañón 1989 and 1992, see :mod:`.book` and :mod:`.reverse`):
    phase's prices, and runs forward Jacobi rounds until every pod holds a node or prefers
    staying out.
 2. The asymmetric trap. With fewer pods than slots, a forward-only auction with ε-scaling can
-   end with free slots still priced from an earlier phase, and is then not ε-optimal. The last
+   end with free slots still priced from an earlier phase, and is then not ε-optimal. Every
    phase therefore ends with reverse rounds (forward–reverse auction, Bertsekas & Castañón
-   1992) until no free slot costs more than λ. Then every assigned pod is within ε of its best
-   node (ε-CS), every free slot is free of charge after the shift by λ, and the LP duality gap
-   is at most J·ε.
+   1992) at its own ε until no free slot costs more than λ. After the last phase every
+   assigned pod is within ε of its best node (ε-CS), every free slot is free of charge after
+   the shift by λ, and the LP duality gap is at most J·ε. The coarse phases' reverse rounds
+   are the scaling of the reverse direction: a free slot priced far above λ (by the warm
+   start, or a node whose slots were all held in the phase before) falls in steps of that
+   phase's ε, not of the final one. Reverse rounds only at the final ε once took
+   (price − λ)/ε rounds of two nodes trading pods one ε apart, past the round cap
+   (``tests/auction/test_regressions.py``).
 3. The cap. Rounds are counted over all phases; at ``max_rounds`` the greedy fallback
    completes the (always feasible) partial assignment and the clearing says so
    (``fell_back``).
@@ -93,7 +98,7 @@ def epsilon_auction(
         while active.any() and rounds < params.max_rounds and not (late := deadline.expired()):
             rounds += 1
             book.forward_round(active, eps, rounds)
-        if phase == len(phases) and not late:
+        if rounds < params.max_rounds and not late:
             book.invalidate()
             lam = floor(book, eps)
             while (
