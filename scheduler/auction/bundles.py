@@ -40,6 +40,12 @@ SWAP_NODES = 8  # nodes tried per pod, its best first
 RANKED = 12  # nodes per pod ranked by net value: the greedy's first choices, the refinement's
 REFINE_STEPS = 40  # subgradient steps on the ranked nodes (≈ 0.1 ms each at 500 pods)
 REFINE_DAMPING = 0.5  # of Polyak's step
+# Batches of at most this many pod–node pairs are small: there the value-only greedy (zero
+# prices) is tried beside the priced one, and the polish (methods._relaxation) runs its long
+# form. Both won on some tiny batches (the bundle-MILP set, 2–13 pods) and never on a
+# 500 × 1,000 benchmark batch (5 kinds × seeds 0–3: the value-only greedy 1–18 % below the
+# priced one), where each costs a third of the relaxation's time (scheduler/auction/README.md).
+SMALL_BATCH_PAIRS = 50_000
 
 
 def priced_greedy(
@@ -200,12 +206,12 @@ def relax_round_repair(
     assign, value = _repaired(values, demand, capacity, assign)
     if deadline.expired():
         return assign, prices, bound
-    # the same greedy at zero prices (by value alone) wins on some small batches
-    plain, plain_value = _repaired(
-        values, demand, capacity, priced_greedy(values, demand, capacity, 0.0 * prices)[0]
-    )
-    if plain_value > value:
-        assign, value = plain, plain_value
+    if values.size <= SMALL_BATCH_PAIRS:  # the same greedy by value alone: small batches
+        plain, plain_value = _repaired(
+            values, demand, capacity, priced_greedy(values, demand, capacity, 0.0 * prices)[0]
+        )
+        if plain_value > value:
+            assign, value = plain, plain_value
     refined = refine(values, demand, capacity, prices, ranked, value)
     tighter = allowed_bound(values, demand, capacity, refined)
     if tighter < bound:

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 
 from eams.scheduler.auction import AuctionParams, Method, bids, exact, solve
-from eams.scheduler.auction.bundles import relax_round_repair
+from eams.scheduler.auction.bundles import SMALL_BATCH_PAIRS, relax_round_repair
 from eams.scheduler.auction.inputs import allowed
-from eams.scheduler.auction.methods import METHODS
-from eams.scheduler.bench.auction_batches import random_batch
+from eams.scheduler.auction.methods import METHODS, POLISH_GAP, POLISH_ROUNDS_LARGE
+from eams.scheduler.bench.auction_batches import batch, random_batch
+from eams.scheduler.bench.reference_solvers import ortools_flow
 from eams.scheduler.errors import AuctionInputError
 from tests.auction.checks import assert_eps_cs, assert_feasible
 from tests.auction.reference import lsa_optimum, milp_optimum
@@ -139,6 +140,29 @@ def test_polish_rounds_say_whether_the_polish_won() -> None:
         best = milp_optimum(values, pods.slots, nodes.slots)
         assert c.gap_bound is not None and best - c.value <= c.gap_bound * (1 + 1e-9) + 1e-12
     assert any(kept) and not all(kept), "both outcomes must occur for the test to mean much"
+
+
+def test_a_large_batch_is_polished_by_one_round_and_keeps_the_better() -> None:
+    """Above ``SMALL_BATCH_PAIRS`` the polish is ``POLISH_ROUNDS_LARGE`` round(s): on the
+    trace-shaped filtered batch of issue 18 (its certified gap is over ``POLISH_GAP``, so the
+    polish runs) the clearing is no worse than the relaxation's own assignment, its
+    certificate bounds the LP optimum (OR-tools min-cost flow on every pair), and it is
+    within 2 % of that bound (issue 18's target for trace-shaped batches)."""
+    b = batch("trace-filtered", 500, 1000, 8)
+    d, cap = b.pods.slots, b.nodes.slots
+    assert b.values.size > SMALL_BATCH_PAIRS
+    c = solve(b.values, d, cap, b.params, b.feasible)
+    v = allowed(b.values, d, cap, b.feasible)
+    sized = relax_round_repair(v, allowed(b.values, d, cap, None), d, cap)
+    on = np.flatnonzero(sized[0] >= 0)
+    rounded = float(v[on, sized[0][on]].sum())
+    assert sized[2] - rounded > POLISH_GAP * rounded  # the polish had to run
+    assert c.method == "relaxation" and c.rounds == POLISH_ROUNDS_LARGE
+    assert c.value >= rounded and c.polish_rounds in (0, c.rounds)
+    lp = ortools_flow(v, d, cap).bound
+    assert lp is not None and c.gap_bound is not None
+    assert c.value + c.gap_bound >= lp - 1e-6 * lp
+    assert c.value >= 0.98 * lp
 
 
 @settings(max_examples=60, deadline=None)

@@ -53,7 +53,6 @@ def test_identical_nodes_past_a_simd_block_clear(warm: bool) -> None:
     _clears(*TIED_FIVE_NODES, warm)
 
 
-@pytest.mark.xfail(strict=True, reason="reverse-round price war, not fixed yet (see README)")
 def test_reverse_round_price_war_clears() -> None:
     _clears(*REVERSE_WAR, True)
 
