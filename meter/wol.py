@@ -67,6 +67,25 @@ def parse_mac(text: str) -> bytes:
     raise BadMacAddress(f"{text!r} is not a MAC address; write it as {_MAC_FORMS}")
 
 
+def parse_nic_mac(text: str) -> bytes:
+    """The 6 bytes of a NIC's own (unicast) MAC address, the only kind a magic packet can name.
+
+    Raises
+    ------
+    BadMacAddress
+        If ``text`` is malformed (as :func:`parse_mac`) or a group address: the I/G bit, the
+        least significant bit of the first octet, set (IEEE Std 802-2014, clause 8: multicast, and
+        ``ff:ff:ff:ff:ff:ff``, the broadcast address), which no NIC answers to as its own.
+    """
+    mac = parse_mac(text)
+    if mac[0] & 0x01:
+        raise BadMacAddress(
+            f"{text!r} is a group (multicast or broadcast) address, not a NIC's own: a magic "
+            "packet must name the sleeping NIC's unicast MAC"
+        )
+    return mac
+
+
 def format_mac(mac: bytes) -> str:
     """``aa:bb:cc:dd:ee:ff`` (lower case) for 6 bytes; raises BadMacAddress for another length."""
     if len(mac) != MAC_LENGTH:
@@ -96,9 +115,8 @@ def parse_password(text: str) -> bytes:
 
 def _mac_bytes(mac: str | bytes) -> bytes:
     if isinstance(mac, bytes):
-        format_mac(mac)  # checks the length
-        return mac
-    return parse_mac(mac)
+        return parse_nic_mac(format_mac(mac))  # checks the length and the I/G bit
+    return parse_nic_mac(mac)
 
 
 def _password_bytes(password: str | bytes | None) -> bytes:

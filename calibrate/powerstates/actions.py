@@ -46,7 +46,13 @@ from eams.calibrate.powerstates.transitions import Transition, record
 from eams.calibrate.runners.ssh import SshRunner, SshTarget
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
-from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_mac, send_magic_packet
+from eams.meter.wol import (
+    DEFAULT_ADDRESS,
+    DEFAULT_PORT,
+    format_mac,
+    parse_nic_mac,
+    send_magic_packet,
+)
 
 SSH_COMMAND_TIMEOUT_S = 30.0
 """Bound on one ``systemctl`` over SSH (s)."""
@@ -198,7 +204,7 @@ class PowerActions:
         PowerActionFailed
             The datagram could not be sent.
         """
-        label = format_mac(parse_mac(mac))
+        label = format_mac(parse_nic_mac(mac))
         address = address or DEFAULT_ADDRESS
         port = DEFAULT_PORT if port is None else port
 

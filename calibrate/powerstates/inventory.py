@@ -43,7 +43,7 @@ from eams.calibrate.powerstates.errors import InventoryError
 from eams.calibrate.runners.ssh import SshTarget
 from eams.meter.errors import BadMacAddress
 from eams.meter.url import parse_meter_url
-from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_mac
+from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_nic_mac
 from eams.validation import describe_validation_error
 from eams.yamlfile import read_yaml
 
@@ -63,7 +63,7 @@ class _Strict(BaseModel):
 
 def _mac(value: str) -> str:
     try:
-        return format_mac(parse_mac(value))
+        return format_mac(parse_nic_mac(value))
     except BadMacAddress as exc:
         raise ValueError(str(exc)) from None
 

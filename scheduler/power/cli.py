@@ -4,6 +4,7 @@ module only wires (STYLE.md §14): the actions, their safety rules and their log
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from eams.calibrate.powerstates.inventory import load_inventory
 from eams.calibrate.powerstates.transitions import Transition, echo_transitions
 from eams.cli import FiniteFloatRange, log_level_option
 from eams.meter.errors import BadMacAddress
-from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_mac
+from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_nic_mac
 from eams.scheduler.power.errors import ManagerConfigError
 
 DEFAULT_INVENTORY = Path("/etc/eams/power.yaml")
@@ -57,9 +58,19 @@ def _mac(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str
     if value is None:
         return None
     try:
-        return format_mac(parse_mac(value))
+        return format_mac(parse_nic_mac(value))
     except BadMacAddress as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+def _address(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A dotted quad must be an IPv4 address; anything else is taken as a host name."""
+    if value is None or not all(part.isdigit() for part in value.split(".")):
+        return value
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ipaddress.AddressValueError as exc:
+        raise click.BadParameter(f"{value!r} is not an IPv4 address: {exc}") from None
 
 
 def _show(transition: Transition) -> None:
@@ -90,6 +101,7 @@ def power() -> None:
 )
 @click.option(
     "--address",
+    callback=_address,
     help=f"With --mac: broadcast or unicast address of the magic packet [{DEFAULT_ADDRESS}].",
 )
 @click.option(
@@ -209,7 +221,7 @@ def check_inventory(file: Path) -> None:
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="YAML with the policy's and the manager's settings (policy:, manager:).",
 )
 @click.option(

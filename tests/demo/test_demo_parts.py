@@ -144,3 +144,16 @@ def _calibration(node: DemoNode) -> Calibration:
         p_active_idle_w=node.points_w[0],
         speed=node.speed,
     )
+
+
+def test_a_live_runs_spec_text_shows_utc_times_the_check_reads_back(tmp_path: Path) -> None:
+    from eams.calibrate.wallpower.spec import parse_run_spec
+    from eams.demo.live import LiveRun
+
+    (tmp_path / "mini-1.jsonl").write_text("")
+    start_ns, end_ns = 1_796_180_404_814_674_000, 1_796_180_413_854_891_000
+    run = LiveRun("default", tmp_path, start_ns=start_ns, end_ns=end_ns, work_core_s=3589.0)
+    assert "start=2026-12-02T03:00:04.814674Z&end=2026-12-02T03:00:13.854891Z&" in run.spec.text
+    again = parse_run_spec(run.spec.text)
+    assert abs(again.start_ns - start_ns) < 1_000 and abs(again.end_ns - end_ns) < 1_000
+    assert (again.work_core_s, again.label, again.paths) == (3589.0, "default", run.spec.paths)

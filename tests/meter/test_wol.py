@@ -120,3 +120,10 @@ def test_bad_inputs_send_nothing_and_say_why() -> None:
         send_magic_packet("00:1b:21:a0:c3:f4", address="127.0.0.1", port=70000)
     with pytest.raises(WolError, match="cannot send the magic packet for 00:1b:21:a0:c3:f4"):
         send_magic_packet("00:1b:21:a0:c3:f4", address="no-such-host.invalid", port=9)
+
+
+@pytest.mark.parametrize("text", ["ff:ff:ff:ff:ff:ff", "01:00:5e:00:00:fb", "33:33:00:00:00:01"])
+def test_a_group_address_names_no_nic_and_is_refused(text: str) -> None:
+    with pytest.raises(BadMacAddress, match=r"is a group \(multicast or broadcast\) address"):
+        magic_packet(text)
+    assert parse_mac(text)  # well-formed: only the magic packet's target must be a NIC's own

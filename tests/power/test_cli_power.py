@@ -86,6 +86,27 @@ def test_a_malformed_mac_is_a_usage_error(mac: str) -> None:
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("args", "option", "reason"),
+    [
+        (["--mac", "ff:ff:ff:ff:ff:ff"], "--mac", "is a group (multicast or broadcast) address"),
+        (["--mac", "02:ea:a5:00:00:07", "--address", "999.1.1.1"], "--address", "not an IPv4"),
+    ],
+)
+def test_a_wake_no_nic_could_answer_is_a_usage_error(args, option, reason) -> None:
+    result = _eams("power", "wake", *args, "--dry-run")
+    assert result.returncode == 2, result.stderr
+    assert f"invalid value for '{option}'" in result.stderr and reason in result.stderr
+    assert result.stdout == ""
+
+
+def test_manage_with_a_missing_config_is_a_usage_error(tmp_path) -> None:
+    result = _eams("power", "manage", "--calibrations", str(tmp_path),
+                   "--config", str(tmp_path / "nosuch.yaml"))  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "invalid value for '--config'" in result.stderr and "does not exist" in result.stderr
+
+
 def test_suspend_prints_the_transition_and_a_dry_run_does_nothing(
     tmp_path, sim, node1, api
 ) -> None:
