@@ -74,7 +74,7 @@ def test_a_batch_where_no_pod_fits_reports_value_0_not_a_traceback() -> None:
         assert r["eams"]["value"] == 0 and r["best_bound"] == 0
         assert r["gap_to_best_bound_pct"] == 0
         for s in r["references"]:
-            assert 0 <= s["bound"] <= 1e-6  # CP-SAT's adds its rounding, 0.5·10⁻⁶ per pod
+            assert s["bound"] == 0  # the empty model is not solved: its optimum is 0
             assert s["value"] in (None, 0)
         assert len(r["references"]) == (3 if budgets else 1)
     text = runner.invoke(cli, [*tiny, "--repeats", "1", "--budgets", "0.05"])
