@@ -20,6 +20,7 @@ then runs ``default_runtime_s`` at speed 1), and π from the resolved ``spec.pri
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -83,15 +84,46 @@ def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> Pen
     BadRequest
         A resource quantity of the pod breaks the grammar (names its JSON path).
     """
-    return PendingPod(
-        key=pod.key(),
-        request=pod_request(pod),
-        priority=float(bids.priority_weight(pod.spec.priority or 0, FREE_QUOTA_SHARE)),
-        tenant=pod.metadata.namespace or "default",
-        work_core_s=_positive_float((pod.metadata.annotations or {}).get(WORK_ANNOTATION)),
-        candidates=candidates,
-        uid=pod.metadata.uid or None,
+    meta = pod.metadata
+    return sized_pod(
+        pod.key(),
+        pod_request(pod),
+        pod.spec.priority,
+        meta.namespace,
+        meta.annotations,
+        meta.uid,
+        candidates,
     )
+
+
+def sized_pod(
+    key: str,
+    request: PodRequest,
+    priority: int | None,
+    namespace: str | None,
+    annotations: dict[str, str] | None,
+    uid: str | None,
+    candidates: frozenset[str] | None = None,
+) -> PendingPod:
+    """A :class:`PendingPod` from the fields the auction reads (its request already sized):
+    π from ``spec.priority`` (:func:`_priority`), the tenant from the namespace, the work from
+    the ``eams.io/work-core-s`` annotation."""
+    return PendingPod(
+        key=key,
+        request=request,
+        priority=_priority(priority or 0),
+        tenant=namespace or "default",
+        work_core_s=_positive_float((annotations or {}).get(WORK_ANNOTATION)),
+        candidates=candidates,
+        uid=uid or None,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _priority(value: int) -> float:
+    """π of a ``spec.priority`` value (``bids.priority_weight`` at a free quota), kept per
+    value: a cluster has a few PriorityClasses."""
+    return float(bids.priority_weight(value, FREE_QUOTA_SHARE))
 
 
 def _positive_float(text: str | None) -> float | None:

@@ -477,8 +477,10 @@ class Extender:
             for row in rows:
                 self._record(row.pod, "clearing", {"node": row.node, "price": row.price})
             self.metrics.recommendations.labels("shadow").inc(len(rows))
-        elif rows:
-            self._floor_changed()  # new reservations may push a node under the floor
+        elif rows:  # new reservations may push the nodes they are on under the floor
+            reserved_on = {row.node for row in rows if row.node is not None}
+            if self.floor.under(reserved_on, self.clock()):
+                self._floor_changed()
 
     def _record(self, pod: str, kind: str, detail: dict[str, Any]) -> None:
         entry = {"pod": pod, "kind": kind, "at_s": self.clock(), **detail}
