@@ -187,7 +187,7 @@ class Market:
         self.default_runtime_s = default_runtime_s
         self._columns: Columns | None = None
         self._columns_names: list[str] = []
-        self._kept: tuple[list[str], np.ndarray, np.ndarray, list[str]] | None = None
+        self._kept: tuple[list[str], np.ndarray, np.ndarray | slice, list[str]] | None = None
         self._among_last: tuple[frozenset[str], list[str], np.ndarray | None] | None = None
 
     def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
@@ -211,8 +211,9 @@ class Market:
         return view
 
     @staticmethod
-    def nodes(view: dict[str, np.ndarray], keep: np.ndarray) -> Nodes:
-        """Engine ``Nodes`` of the rows ``keep`` (a bool mask or indices) of a :meth:`view`."""
+    def nodes(view: dict[str, np.ndarray], keep: np.ndarray | slice) -> Nodes:
+        """Engine ``Nodes`` of the rows ``keep`` (a bool mask, indices or a slice) of a
+        :meth:`view`."""
         empty = (view["used_pods"] == 0) & (view["reserved"] == 0)
         empty &= view["utilisation"] < EMPTY_UTILISATION  # unknown (NaN) is never empty
         return Nodes(
@@ -278,25 +279,30 @@ class Market:
         """Engine input for a batch over the valued ones of ``names``, its bids included."""
         view = self.view(names, now_s)
         keep, kept = self._valued(names, view["valued"])
-        feasible = np.empty((len(pods), keep.size), dtype=bool)
+        feasible = np.empty((len(pods), len(kept)), dtype=bool)
         for j, pod in enumerate(pods):
             feasible[j] = self.fits(pod, names, view)[keep]
         pod_arrays, node_arrays = self.pod_arrays(pods), self.nodes(view, keep)
-        if len(pods) and keep.size:
+        if len(pods) and kept:
             values = bids.bid_values(pod_arrays, node_arrays, self.params)
         else:
-            values = np.zeros((len(pods), keep.size))
+            values = np.zeros((len(pods), len(kept)))
         return BatchSnapshot(pods, kept, pod_arrays, node_arrays, feasible, values)
 
-    def _valued(self, names: list[str], valued: np.ndarray) -> tuple[np.ndarray, list[str]]:
-        """Positions and names of the valued nodes of ``names``; kept while the node list (the
-        same list object, :meth:`.nodes.NodeCache.names`) and the valued set repeat, so a
-        clearing does not walk 1,000 names in Python."""
+    def _valued(self, names: list[str], valued: np.ndarray) -> tuple[np.ndarray | slice, list[str]]:
+        """Positions and names of the valued nodes of ``names``: every one (the usual case) is
+        ``slice(None)`` and ``names`` itself, so the columns are taken as views, not copied;
+        kept while the node list (the same list object, :meth:`.nodes.NodeCache.names`) and
+        the valued set repeat, so a clearing does not walk 1,000 names in Python."""
         last = self._kept
         if last is not None and last[0] is names and np.array_equal(last[1], valued):
             return last[2], last[3]
-        keep = np.flatnonzero(valued)
-        kept = [names[i] for i in keep]
+        keep: np.ndarray | slice
+        if valued.all():
+            keep, kept = slice(None), names
+        else:
+            keep = np.flatnonzero(valued)
+            kept = [names[i] for i in keep]
         self._kept = (names, valued, keep, kept)
         return keep, kept
 
@@ -385,8 +391,9 @@ class Market:
         usable = snapshot.feasible & (nodes.slots > 0)[None, :] & np.isfinite(values)
         return np.where(usable, values, 0.0)
 
-    def scores(self, pod: PendingPod, candidates: list[str], now_s: float) -> list[int]:
-        """0–10 integer scores of ``candidates`` for one pod without a clearing, in order.
+    def scores(self, pod: PendingPod, candidates: list[str], now_s: float) -> np.ndarray:
+        """(len(candidates),) 0–10 integer scores of ``candidates`` for one pod without a
+        clearing, in order.
 
         The best single-pod bid gets 10, the others scale with their bid value v_jn (study §5.2,
         :func:`scale_scores`). A node that cannot be valued, that the pod does not fit, or whose
