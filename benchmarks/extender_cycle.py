@@ -285,8 +285,10 @@ async def bench_nodes(
 
 
 def _py_spy(folder: Path | None, count: int, pid: int, duration_s: float) -> list[Any]:
-    """py-spy (raw stacks, 250 Hz) on the extender and on this process (the emulated
-    kube-scheduler) for the load run: both sides of a call. Nothing without ``--py-spy``."""
+    """py-spy (raw stacks, 250 Hz, ``--gil``: only the thread holding the GIL, so the samples
+    are the Python work, not threads waiting on a socket) on the extender and on this process
+    (the emulated kube-scheduler) for the load run: both sides of a call. Nothing without
+    ``--py-spy``."""
     import subprocess
 
     if folder is None:
@@ -296,7 +298,7 @@ def _py_spy(folder: Path | None, count: int, pid: int, duration_s: float) -> lis
     runs = []
     for side, target in (("extender", pid), ("scheduler", os.getpid())):
         out = folder / f"{side}-{count}.txt"
-        argv = [spy, "record", "-r", "250", "-f", "raw", "-d", f"{duration_s:.0f}"]
+        argv = [spy, "record", "-r", "250", "-f", "raw", "--gil", "-d", f"{duration_s:.0f}"]
         argv += ["-p", str(target), "-o", str(out)]
         runs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return runs

@@ -23,6 +23,7 @@ costs a set lookup, not a pass over the table.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -69,6 +70,8 @@ class HeadroomFloor:
         self._key: tuple[int, int, int] = (-1, -1, -1)
         self._until_s = -math.inf
         self._below: frozenset[str] = frozenset()
+        self._below_mask = np.zeros(0, dtype=bool)
+        self._names: list[str] = []  # the table's names in row order (rows never move)
         self._recovered = NodeMask({}, np.zeros(0, dtype=bool))
 
     def _refresh(self, now_s: float) -> None:
@@ -85,12 +88,28 @@ class HeadroomFloor:
         with np.errstate(invalid="ignore"):
             below = headroom < self.floor
             recovered = ~(headroom < self.floor + self.margin)  # NaN: not fresh, recovered
-        names = list(self.table.index)
-        self._below = frozenset(names[i] for i in np.flatnonzero(below))
+        if not np.array_equal(below, self._below_mask):  # usually the same nodes (none)
+            if len(self._names) != size:
+                self._names = list(self.table.index)
+            self._below = frozenset(self._names[i] for i in np.flatnonzero(below))
+            self._below_mask = below
         self._recovered = NodeMask(self.table.index, recovered)
         turning_stale_s = float((measured_s[fresh] + self.stale_after_s).min(initial=math.inf))
         self._until_s = min(turning_stale_s + 1e-6, self.herd.next_expiry_s)
         self._key = key
+
+    def under(self, names: Iterable[str], now_s: float) -> bool:
+        """Whether any of ``names`` is under the floor now, read row by row (a clearing only
+        lowers the headroom of the nodes it reserved on: only they can have crossed)."""
+        cols, index = self.table.cols, self.table.index
+        for name in names:
+            i = index.get(name)
+            if i is None or not now_s - cols["measured_at_s"][i] <= self.stale_after_s:
+                continue  # unknown or not fresh: never under the floor
+            reserved = cols["reserved_w"][i] / cols["power_cap_w"][i]
+            if cols["headroom"][i] - reserved < self.floor:
+                return True
+        return False
 
     def below(self, now_s: float) -> frozenset[str]:
         """Nodes under the floor now."""

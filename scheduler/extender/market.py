@@ -20,6 +20,7 @@ then runs ``default_runtime_s`` at speed 1), and π from the resolved ``spec.pri
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -83,15 +84,46 @@ def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> Pen
     BadRequest
         A resource quantity of the pod breaks the grammar (names its JSON path).
     """
-    return PendingPod(
-        key=pod.key(),
-        request=pod_request(pod),
-        priority=float(bids.priority_weight(pod.spec.priority or 0, FREE_QUOTA_SHARE)),
-        tenant=pod.metadata.namespace or "default",
-        work_core_s=_positive_float((pod.metadata.annotations or {}).get(WORK_ANNOTATION)),
-        candidates=candidates,
-        uid=pod.metadata.uid or None,
+    meta = pod.metadata
+    return sized_pod(
+        pod.key(),
+        pod_request(pod),
+        pod.spec.priority,
+        meta.namespace,
+        meta.annotations,
+        meta.uid,
+        candidates,
     )
+
+
+def sized_pod(
+    key: str,
+    request: PodRequest,
+    priority: int | None,
+    namespace: str | None,
+    annotations: dict[str, str] | None,
+    uid: str | None,
+    candidates: frozenset[str] | None = None,
+) -> PendingPod:
+    """A :class:`PendingPod` from the fields the auction reads (its request already sized):
+    π from ``spec.priority`` (:func:`_priority`), the tenant from the namespace, the work from
+    the ``eams.io/work-core-s`` annotation."""
+    return PendingPod(
+        key=key,
+        request=request,
+        priority=_priority(priority or 0),
+        tenant=namespace or "default",
+        work_core_s=_positive_float((annotations or {}).get(WORK_ANNOTATION)),
+        candidates=candidates,
+        uid=uid or None,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _priority(value: int) -> float:
+    """π of a ``spec.priority`` value (``bids.priority_weight`` at a free quota), kept per
+    value: a cluster has a few PriorityClasses."""
+    return float(bids.priority_weight(value, FREE_QUOTA_SHARE))
 
 
 def _positive_float(text: str | None) -> float | None:
@@ -155,7 +187,7 @@ class Market:
         self.default_runtime_s = default_runtime_s
         self._columns: Columns | None = None
         self._columns_names: list[str] = []
-        self._kept: tuple[list[str], np.ndarray, np.ndarray, list[str]] | None = None
+        self._kept: tuple[list[str], np.ndarray, np.ndarray | slice, list[str]] | None = None
         self._among_last: tuple[frozenset[str], list[str], np.ndarray | None] | None = None
 
     def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
@@ -179,8 +211,9 @@ class Market:
         return view
 
     @staticmethod
-    def nodes(view: dict[str, np.ndarray], keep: np.ndarray) -> Nodes:
-        """Engine ``Nodes`` of the rows ``keep`` (a bool mask or indices) of a :meth:`view`."""
+    def nodes(view: dict[str, np.ndarray], keep: np.ndarray | slice) -> Nodes:
+        """Engine ``Nodes`` of the rows ``keep`` (a bool mask, indices or a slice) of a
+        :meth:`view`."""
         empty = (view["used_pods"] == 0) & (view["reserved"] == 0)
         empty &= view["utilisation"] < EMPTY_UTILISATION  # unknown (NaN) is never empty
         return Nodes(
@@ -246,25 +279,30 @@ class Market:
         """Engine input for a batch over the valued ones of ``names``, its bids included."""
         view = self.view(names, now_s)
         keep, kept = self._valued(names, view["valued"])
-        feasible = np.empty((len(pods), keep.size), dtype=bool)
+        feasible = np.empty((len(pods), len(kept)), dtype=bool)
         for j, pod in enumerate(pods):
             feasible[j] = self.fits(pod, names, view)[keep]
         pod_arrays, node_arrays = self.pod_arrays(pods), self.nodes(view, keep)
-        if len(pods) and keep.size:
+        if len(pods) and kept:
             values = bids.bid_values(pod_arrays, node_arrays, self.params)
         else:
-            values = np.zeros((len(pods), keep.size))
+            values = np.zeros((len(pods), len(kept)))
         return BatchSnapshot(pods, kept, pod_arrays, node_arrays, feasible, values)
 
-    def _valued(self, names: list[str], valued: np.ndarray) -> tuple[np.ndarray, list[str]]:
-        """Positions and names of the valued nodes of ``names``; kept while the node list (the
-        same list object, :meth:`.nodes.NodeCache.names`) and the valued set repeat, so a
-        clearing does not walk 1,000 names in Python."""
+    def _valued(self, names: list[str], valued: np.ndarray) -> tuple[np.ndarray | slice, list[str]]:
+        """Positions and names of the valued nodes of ``names``: every one (the usual case) is
+        ``slice(None)`` and ``names`` itself, so the columns are taken as views, not copied;
+        kept while the node list (the same list object, :meth:`.nodes.NodeCache.names`) and
+        the valued set repeat, so a clearing does not walk 1,000 names in Python."""
         last = self._kept
         if last is not None and last[0] is names and np.array_equal(last[1], valued):
             return last[2], last[3]
-        keep = np.flatnonzero(valued)
-        kept = [names[i] for i in keep]
+        keep: np.ndarray | slice
+        if valued.all():
+            keep, kept = slice(None), names
+        else:
+            keep = np.flatnonzero(valued)
+            kept = [names[i] for i in keep]
         self._kept = (names, valued, keep, kept)
         return keep, kept
 
@@ -353,8 +391,9 @@ class Market:
         usable = snapshot.feasible & (nodes.slots > 0)[None, :] & np.isfinite(values)
         return np.where(usable, values, 0.0)
 
-    def scores(self, pod: PendingPod, candidates: list[str], now_s: float) -> list[int]:
-        """0–10 integer scores of ``candidates`` for one pod without a clearing, in order.
+    def scores(self, pod: PendingPod, candidates: list[str], now_s: float) -> np.ndarray:
+        """(len(candidates),) 0–10 integer scores of ``candidates`` for one pod without a
+        clearing, in order.
 
         The best single-pod bid gets 10, the others scale with their bid value v_jn (study §5.2,
         :func:`scale_scores`). A node that cannot be valued, that the pod does not fit, or whose

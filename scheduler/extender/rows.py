@@ -73,15 +73,16 @@ class Cleared:
     columns: Columns
     uid: str | None = None
 
-    def scores_for(self, names: list[str]) -> list[int]:
-        """Scores of ``names`` in order; 0 for a node that was not valued in the window."""
+    def scores_for(self, names: list[str]) -> np.ndarray:
+        """(len(names),) int8 scores of ``names`` in order; 0 for a node that was not valued in
+        the window."""
         index = self.columns.index_of(names)
         if not self.scores.size:  # no node was valued in the window
-            return [0] * index.size
+            return np.zeros(index.size, dtype=np.int8)
         picked = self.scores[index]
-        if index.min() < 0:
+        if index.size and index.min() < 0:
             picked = np.where(index >= 0, picked, 0)
-        return picked.tolist()
+        return picked
 
 
 def scale_scores(values: np.ndarray, cleared: np.ndarray) -> np.ndarray:

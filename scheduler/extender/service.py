@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 from pydantic_core import from_json
 
@@ -361,10 +362,11 @@ class Extender:
 
     # ---- prioritize --------------------------------------------------------------------------
 
-    def prioritize_names(self, key: str, uid: str | None, names: list[str]) -> list[int] | None:
-        """Scores of ``names`` (each once) for a pod known by key, without reading the pod:
-        from its clearing row (its batch cleared now if still pending); ``None`` when the pod
-        was never announced (the caller then reads it whole, :meth:`prioritize`).
+    def prioritize_names(self, key: str, uid: str | None, names: list[str]) -> np.ndarray | None:
+        """(len(names),) int scores of ``names`` (each once) for a pod known by key, without
+        reading the pod: from its clearing row (its batch cleared now if still pending);
+        ``None`` when the pod was never announced (the caller then reads it whole,
+        :meth:`prioritize`).
 
         Raises
         ------
@@ -379,13 +381,13 @@ class Extender:
             self.batcher.submit(replace(pending, candidates=self.candidate_set(names)))
         row = self.batcher.clear_for(key, uid)  # shadow too: its record is the decision
         if not self.active:
-            return [0] * len(names)
+            return np.zeros(len(names), dtype=np.int8)
         if row is None:
             return None
         self.metrics.recommendations.labels("active").inc()
         return row.scores_for(names)
 
-    def prioritize(self, args: ExtenderArgs) -> tuple[list[str], list[int]]:
+    def prioritize(self, args: ExtenderArgs) -> tuple[list[str], np.ndarray]:
         """Answer ``/prioritize`` for a pod read whole: every candidate's name and 0–10 score,
         in request order.
 
@@ -412,7 +414,7 @@ class Extender:
             if row is None and self.active:
                 self.metrics.fallbacks.labels("no_row").inc()
         if not self.active:
-            return names, [0] * len(names)
+            return names, np.zeros(len(names), dtype=np.int8)
         if row is not None:
             scores = row.scores_for(names)  # computed with the clearing
         else:
@@ -477,8 +479,10 @@ class Extender:
             for row in rows:
                 self._record(row.pod, "clearing", {"node": row.node, "price": row.price})
             self.metrics.recommendations.labels("shadow").inc(len(rows))
-        elif rows:
-            self._floor_changed()  # new reservations may push a node under the floor
+        elif rows:  # new reservations may push the nodes they are on under the floor
+            reserved_on = {row.node for row in rows if row.node is not None}
+            if self.floor.under(reserved_on, self.clock()):
+                self._floor_changed()
 
     def _record(self, pod: str, kind: str, detail: dict[str, Any]) -> None:
         entry = {"pod": pod, "kind": kind, "at_s": self.clock(), **detail}

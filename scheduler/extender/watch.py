@@ -25,7 +25,8 @@ is down or not listed yet, the extender steps aside (``service.Extender.blind``)
 
 Floor taints (``floor.py``, ``taints.py``): in active mode, a node under the power-headroom
 floor gets the ``NoSchedule`` taint ``eams.io/power-headroom-low`` and loses it when it
-recovers, planned after every sample and clearing and once a second, patched from a worker
+recovers, planned after every sample, after a clearing that left a node under the floor,
+and once a second, patched from a worker
 thread. With ``--record`` the bound-pod events also go to the decision record's outcome join,
 and each decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a
 merge patch from a worker thread. RBAC: nodes get/list/watch/patch, pods get/list/watch
@@ -46,7 +47,7 @@ import msgspec
 from pydantic import ValidationError
 
 from eams.scheduler.extender.errors import BadRequest
-from eams.scheduler.extender.market import pending_pod
+from eams.scheduler.extender.pending import PendingDecoder
 from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import Extender
@@ -217,6 +218,7 @@ class _Pods(_Feed):
     ) -> None:
         super().__init__(extender, to_loop)
         self.pending, self.sized = pending, sized
+        self.decode_pending = PendingDecoder()
 
     def event(self, kind: str, raw: bytes) -> str:
         head = _decode_pod_head(raw)
@@ -233,7 +235,7 @@ class _Pods(_Feed):
         self._to_record(kind, raw)
         try:
             if self.pending:
-                announced = pending_pod(PodObject.model_validate_json(raw))
+                announced = self.decode_pending(raw)
                 self.sized[key] = (meta.uid, announced.request)
                 self.to_loop.put(lambda: self.extender.observe_pending(announced))
             else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -131,10 +132,11 @@ async def test_real_nodelist_names_only_uses_the_learnt_cache(
 def test_priority_encoder_writes_what_go_decodes() -> None:
     encoder = schemas.HostPriorityEncoder()
     names = ["node-a", 'odd"name', "nœud-ü", "node-a2"]
-    for scores in ([10, 0, 5, 9], [1, 2, 3, 4]):  # same list twice: the cached heads are reused
+    # Same list again: the cached answer bytes are reused; an int8 array is what rows hand over.
+    for scores in ([10, 0, 5, 9], [1, 2, 3, 4], np.array([0, 10, 10, 7], dtype=np.int8)):
         text = encoder.encode(names, scores)
         assert json.loads(text) == [
             {"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)
         ]
-        assert [e.Score for e in schemas.HostPriorityList.validate_json(text)] == scores
+        assert [e.Score for e in schemas.HostPriorityList.validate_json(text)] == list(scores)
     assert encoder.encode([], []) == b"[]"
