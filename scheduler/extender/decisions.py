@@ -15,8 +15,10 @@ The wiring of ``eams.scheduler.record`` (that folder's README, "Wiring") into th
   the pod's end (``ended``);
 * once a decided pod is bound, in both modes, the ``eams.io/*`` annotations
   (:func:`~eams.scheduler.record.annotation_patch`: cleared node, price, bid, mode, clearing
-  id, method, certificate, time) go to the pod as a JSON merge patch through ``patch_pod``,
-  which ``watch.py`` sets to its API client; without one (no ``--watch``) they are counted as
+  id, method, certificate, time) go to the pod as a JSON merge patch, queued to the
+  :class:`~eams.scheduler.extender.annotator.PodAnnotator` that ``watch.py`` attaches with its
+  API client (:meth:`Decisions.attach_api`; one background thread, coalesced, rate-limited,
+  dropped with a counter when full); without one (no ``--watch``) they are counted as
   ``no_api`` and not sent.
 """
 
@@ -32,6 +34,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter
 
 from eams.scheduler.auction import AuctionParams, Clearing, bids
+from eams.scheduler.extender.annotator import PodAnnotator, api_sender
 from eams.scheduler.extender.market import BatchSnapshot
 from eams.scheduler.record import (
     OutcomeJoin,
@@ -39,16 +42,12 @@ from eams.scheduler.record import (
     Recorder,
     RecordMetrics,
     WriterSettings,
-    annotation_patch,
     placement_records,
 )
 from eams.scheduler.record.files import SUFFIX
 from eams.scheduler.record.schema import Bound
 
 log = logging.getLogger(__name__)
-
-PodPatcher = Callable[[str, str, dict[str, Any]], None]
-"""``patch_pod(namespace, name, merge_patch)``: sends one pod patch (``watch.py``)."""
 
 
 def record_settings(
@@ -95,13 +94,13 @@ class Decisions:
     clock : callable
         Epoch seconds.
     annotate : bool
-        Send the ``eams.io/*`` annotations of each bound pod (one API write per pod: ≈ 1.3 ms
-        of the extender's CPU through the kubernetes client, measured here).
+        Send the ``eams.io/*`` annotations of each bound pod (one API write per pod, from the
+        annotator's thread once :meth:`attach_api` gave it a client).
 
     Attributes
     ----------
-    patch_pod : PodPatcher or None
-        Set by ``watch.py`` when it has an API client.
+    annotator : PodAnnotator or None
+        Set by :meth:`attach_api` (``watch.py``, when it has an API client).
 
     Raises
     ------
@@ -132,13 +131,20 @@ class Decisions:
             scheduler_names={scheduler_name},
             on_bound=self._bound if annotate else None,
         )
-        self.patch_pod: PodPatcher | None = None
+        self.annotator: PodAnnotator | None = None
         self.annotations = Counter(
             "eams_extender_annotation_patches",
-            "eams.io/* annotation patches of bound pods, by outcome (no_api: no API client).",
+            "eams.io/* annotation patches of bound pods, by outcome (no_api: no API client; "
+            "dropped: the annotator's queue was full).",
             ["outcome"],
             registry=registry,
         )
+
+    def attach_api(self, api_client: Any) -> None:
+        """Send the annotations through ``api_client`` (a ``kubernetes.client.ApiClient``,
+        the watch's) from a :class:`PodAnnotator`; nothing with ``annotate`` off."""
+        if self.annotate and self.annotator is None:
+            self.annotator = PodAnnotator(api_sender(api_client), self.annotations)
 
     def cleared(
         self,
@@ -211,18 +217,17 @@ class Decisions:
             log.warning("pod event not joined to the record: %s", exc)
 
     def _bound(self, decision: Placement, _bound: Bound) -> None:
-        patch = self.patch_pod
-        if patch is None:
+        annotator = self.annotator
+        if annotator is None:
             self.annotations.labels("no_api").inc()
             return
-        try:
-            patch(decision.pod.namespace, decision.pod.name, annotation_patch(decision))
-        except Exception as exc:
-            self.annotations.labels("error").inc()
-            log.warning("annotating pod %s failed: %s", decision.pod.key, exc)
+        annotator.submit(decision)
 
     def close(self) -> None:
-        """Write what is queued and release the record folder (at shutdown)."""
+        """Send the waiting annotations, write what is queued and release the record folder
+        (at shutdown)."""
+        if self.annotator is not None:
+            self.annotator.close()
         self.recorder.close()
 
 
