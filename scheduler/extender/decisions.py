@@ -12,7 +12,12 @@ The wiring of ``eams.scheduler.record`` (that folder's README, "Wiring") into th
 * the pod watch's bound-pod events (``watch.py``, or the ``POST /pending`` twin) go to the
   :class:`~eams.scheduler.record.OutcomeJoin`: the node kube-scheduler actually bound
   (``bound`` lines, ``eams_record_bindings_total{mode,honoured}``: the honoured fraction) and
-  the pod's end (``ended``);
+  the pod's end (``ended``). A binding is judged against the decision kube-scheduler was
+  answered from: :meth:`Decisions.scored` notes, at each ``/prioritize``, the clearing the
+  pod's scores came from; a pod bound without being scored after its latest clearing (one
+  node alone passed kube-scheduler's filters, so it skips scoring, or it bound the pod before
+  the pod's batch cleared) had no choice offered (``scored`` false, ``honoured`` null,
+  counted ``not_scored``), instead of counting as overridden;
 * once a decided pod is bound, in both modes, the ``eams.io/*`` annotations
   (:func:`~eams.scheduler.record.annotation_patch`: cleared node, price, bid, mode, clearing
   id, method, certificate, time) go to the pod as a JSON merge patch, queued to the
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,10 +48,14 @@ from eams.scheduler.record import (
     Recorder,
     RecordMetrics,
     WriterSettings,
+    new_clearing_id,
     placement_records,
 )
 from eams.scheduler.record.files import SUFFIX
 from eams.scheduler.record.schema import Bound
+
+KEEP_PODS = 100_000
+"""Pods whose latest clearing (and scoring) is remembered at most, the oldest forgotten first."""
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +140,10 @@ class Decisions:
             clock=clock,
             scheduler_names={scheduler_name},
             on_bound=self._bound if annotate else None,
+            was_scored=self._was_scored,
         )
+        self._cleared_in: OrderedDict[str, str] = OrderedDict()  # pod key → latest clearing id
+        self._scored_in: OrderedDict[str, str] = OrderedDict()  # pod key → clearing it scored
         self.annotator: PodAnnotator | None = None
         self.annotations = Counter(
             "eams_extender_annotation_patches",
@@ -158,9 +171,18 @@ class Decisions:
         cleared it is written), at once when no loop runs. ``below_floor(at_s)`` names the
         nodes under the headroom floor (``HeadroomFloor.below``), asked then too."""
 
+        clearing_id = new_clearing_id()
+        cleared_in = self._cleared_in
+        for pod in snapshot.pods:
+            cleared_in[pod.key] = clearing_id
+            cleared_in.move_to_end(pod.key)
+        _bound_size(cleared_in)
+
         def write() -> None:
             try:
-                records = self.placements(snapshot, clearing, scores, below_floor(at_s), at_s)
+                records = self.placements(
+                    snapshot, clearing, scores, below_floor(at_s), at_s, clearing_id
+                )
             except Exception:  # the record must never take the extender down
                 log.exception("placement records of %d pods not built", len(snapshot.pods))
                 return
@@ -179,8 +201,10 @@ class Decisions:
         scores: np.ndarray,
         below_floor: frozenset[str],
         at_s: float,
+        clearing_id: str | None = None,
     ) -> list[Placement]:
-        """The batch's ``placement`` records (pure but for the clearing id's counter)."""
+        """The batch's ``placement`` records (pure but for the clearing id's counter when
+        ``clearing_id`` is not given)."""
         names = snapshot.names
         excluded: dict[str, np.ndarray] = {}
         if below_floor:
@@ -206,7 +230,24 @@ class Decisions:
             gate=bids.gate(nodes, self.params) if len(nodes) else None,
             scores=scores,
             stale_after_s=self.params.stale_after_s,
+            clearing_id=clearing_id,
         )
+
+    def scored(self, key: str) -> None:
+        """kube-scheduler asked for the scores of pod ``key`` (``namespace/name``) now: they
+        come from its latest clearing (called by ``/prioritize`` after the pod's batch
+        cleared; a dict store)."""
+        clearing_id = self._cleared_in.get(key)
+        if clearing_id is not None:
+            scored_in = self._scored_in
+            scored_in[key] = clearing_id
+            scored_in.move_to_end(key)
+            _bound_size(scored_in)
+
+    def _was_scored(self, decision: Placement) -> bool:
+        key = decision.pod.key
+        self._cleared_in.pop(key, None)  # bound: no longer needed
+        return self._scored_in.pop(key, None) == decision.clearing_id
 
     def observe(self, event: Mapping[str, Any] | bytes) -> None:
         """One pod watch event (``{"type", "object"}``, a dict or the raw line) into the
@@ -229,6 +270,11 @@ class Decisions:
         if self.annotator is not None:
             self.annotator.close()
         self.recorder.close()
+
+
+def _bound_size(remembered: OrderedDict[str, str]) -> None:
+    while len(remembered) > KEEP_PODS:
+        remembered.popitem(last=False)
 
 
 def _candidate_masks(snapshot: BatchSnapshot) -> np.ndarray | None:
