@@ -1,18 +1,22 @@
 """The annotator: each bound pod's ``eams.io/*`` merge patch, sent off the request path.
 
-Through real HTTP: a small HTTP server on loopback (the stdlib's) stands in for the API
-server's ``PATCH /api/v1/namespaces/NS/pods/NAME`` (no kube-apiserver runs here) and keeps
-each request's method, path, headers and body, sent by :func:`api_sender` over a
-``kubernetes.client.ApiClient`` configured with a bearer token, as an in-cluster one is.
+Through real HTTP: a small HTTP server on loopback (the stdlib's; over TLS with a certificate
+made by ``openssl`` for one test) stands in for the API server's ``PATCH
+/api/v1/namespaces/NS/pods/NAME`` (no kube-apiserver runs here) and keeps each request's
+method, path, headers and body, sent by :func:`api_sender` over a ``kubernetes.client.ApiClient``
+configured with a bearer token (and the CA), as an in-cluster one is.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +28,13 @@ from eams.scheduler.record.schema import Certificate, Placement, PodRef
 
 
 class _Api:
-    def __init__(self, status: int = 200, delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        status: int = 200,
+        delay_s: float = 0.0,
+        protocol: str = "HTTP/1.1",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self.status, self.delay_s = status, delay_s
         self.gate = threading.Event()
@@ -32,7 +42,7 @@ class _Api:
         api = self
 
         class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as the API server answers
+            protocol_version = protocol  # 1.1: keep-alive, as the API server answers
 
             def do_PATCH(self) -> None:  # the stdlib handler's name
                 api.gate.wait(10)
@@ -50,8 +60,11 @@ class _Api:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
         self.gate.set()
@@ -66,8 +79,10 @@ def api() -> Iterator[_Api]:
     server.close()
 
 
-def _client(url: str) -> client.ApiClient:
+def _client(url: str, ca: Path | None = None) -> client.ApiClient:
     config = client.Configuration(host=url)
+    if ca is not None:
+        config.ssl_ca_cert = str(ca)
     config.api_key = {"authorization": "token-1"}
     config.api_key_prefix = {"authorization": "Bearer"}
     return client.ApiClient(config)
@@ -128,6 +143,53 @@ def test_a_merge_patch_with_the_bearer_token_over_one_connection(api: _Api) -> N
     assert annotations["eams.io/cleared-node"] == "mini-2"
     assert annotations["eams.io/certificate"] == "j_epsilon=1e-05"
     assert annotations["eams.io/decided-at"].endswith("Z")
+
+
+def _server_tls(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1 (``openssl``) and a server context with it."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    return cert, tls
+
+
+@pytest.mark.parametrize("protocol", ["HTTP/1.1", "HTTP/1.0"])
+def test_over_tls_and_a_server_that_closes_each_connection(tmp_path: Path, protocol: str) -> None:
+    """TLS checked against the CA the client is configured with; a server answering HTTP/1.0
+    closes the connection after each answer, and the next patch opens a new one."""
+    cert, tls = _server_tls(tmp_path)
+    api = _Api(protocol=protocol, tls=tls)
+    counter, registry = _counter()
+    annotator = PodAnnotator(api_sender(_client(api.url, ca=cert)), counter)
+    try:
+        for i in range(3):
+            annotator.submit(_decision(f"p{i}"))
+            _until(lambda i=i: _count(registry, "ok") == i + 1)
+    finally:
+        annotator.close()
+        api.close()
+    assert [path.rsplit("/", 1)[1] for _, path, _, _ in api.requests] == ["p0", "p1", "p2"]
+    assert all(h["authorization"] == "Bearer token-1" for _, _, h, _ in api.requests)
+
+
+def test_a_server_it_does_not_trust_is_an_error(tmp_path: Path) -> None:
+    _, tls = _server_tls(tmp_path)
+    api = _Api(tls=tls)
+    counter, registry = _counter()
+    annotator = PodAnnotator(api_sender(_client(api.url)), counter)  # the system CAs only
+    try:
+        annotator.submit(_decision("p0"))
+        _until(lambda: _count(registry, "error") == 1)
+    finally:
+        annotator.close()
+        api.close()
+    assert not api.requests
 
 
 def test_coalesced_bounded_and_an_error_answer_counted(api: _Api) -> None:
