@@ -144,6 +144,11 @@ class Decisions:
         )
         self._cleared_in: OrderedDict[str, str] = OrderedDict()  # pod key → latest clearing id
         self._scored_in: OrderedDict[str, str] = OrderedDict()  # pod key → clearing it scored
+        # per-node masks kept while the node list and the set they come from are the same
+        # objects (the node cache, the floor and the candidate sets each keep one object while
+        # unchanged): one O(N) pass per change, not per clearing
+        self._floor_mask: tuple[list[str], frozenset[str], np.ndarray] | None = None
+        self._listed_row: tuple[list[str], frozenset[str], np.ndarray | None] | None = None
         self.annotator: PodAnnotator | None = None
         self.annotations = Counter(
             "eams_extender_annotation_patches",
@@ -208,10 +213,8 @@ class Decisions:
         names = snapshot.names
         excluded: dict[str, np.ndarray] = {}
         if below_floor:
-            excluded["headroom_floor"] = np.fromiter(
-                (n in below_floor for n in names), bool, len(names)
-            )
-        listed = _candidate_masks(snapshot)
+            excluded["headroom_floor"] = self._below_floor_mask(names, below_floor)
+        listed = self._candidate_masks(snapshot)
         if listed is not None:
             excluded["filter"] = ~listed  # tested before no_fit (GATE_REASONS' order)
         nodes = snapshot.node_arrays
@@ -249,6 +252,37 @@ class Decisions:
         self._cleared_in.pop(key, None)  # bound: no longer needed
         return self._scored_in.pop(key, None) == decision.clearing_id
 
+    def _below_floor_mask(self, names: list[str], below: frozenset[str]) -> np.ndarray:
+        """(N,) bool: the node is under the headroom floor."""
+        kept = self._floor_mask
+        if kept is None or kept[0] is not names or kept[1] is not below:
+            mask = np.fromiter((n in below for n in names), bool, len(names))
+            kept = self._floor_mask = (names, below, mask)
+        return kept[2]
+
+    def _listed(self, names: list[str], candidates: frozenset[str]) -> np.ndarray | None:
+        """(N,) bool: the node is among ``candidates``; ``None`` when every node is."""
+        kept = self._listed_row
+        if kept is None or kept[0] is not names or kept[1] is not candidates:
+            row = None
+            if not candidates.issuperset(names):
+                row = np.fromiter((n in candidates for n in names), bool, len(names))
+            kept = self._listed_row = (names, candidates, row)
+        return kept[2]
+
+    def _candidate_masks(self, snapshot: BatchSnapshot) -> np.ndarray | None:
+        """(J, N) bool: node n was among pod j's candidates (kube-scheduler's filters passed
+        it); ``None`` when every pod had every node (or its candidates are not known)."""
+        names = snapshot.names
+        rows = [
+            None if p.candidates is None else self._listed(names, p.candidates)
+            for p in snapshot.pods
+        ]
+        if all(row is None for row in rows):
+            return None
+        every = np.ones(len(names), bool)
+        return np.stack([every if row is None else row for row in rows])
+
     def observe(self, event: Mapping[str, Any] | bytes) -> None:
         """One pod watch event (``{"type", "object"}``, a dict or the raw line) into the
         outcome join; a malformed one is logged and skipped."""
@@ -275,18 +309,3 @@ class Decisions:
 def _bound_size(remembered: OrderedDict[str, str]) -> None:
     while len(remembered) > KEEP_PODS:
         remembered.popitem(last=False)
-
-
-def _candidate_masks(snapshot: BatchSnapshot) -> np.ndarray | None:
-    """(J, N) bool: node n was among pod j's candidates (kube-scheduler's filters passed it);
-    ``None`` when every pod had every node (or its candidates are not known)."""
-    names = snapshot.names
-    if all(p.candidates is None or p.candidates.issuperset(names) for p in snapshot.pods):
-        return None
-    rows = [
-        np.ones(len(names), bool)
-        if p.candidates is None
-        else np.fromiter((n in p.candidates for n in names), bool, len(names))
-        for p in snapshot.pods
-    ]
-    return np.array(rows).reshape(len(snapshot.pods), len(names))
