@@ -241,8 +241,11 @@ class Ended(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind
 
 
 class Energy(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="energy"):
-    """Energy attributed to a pod after it ran, Wh, and how (``source``: ``modelled`` on the
-    calibrated curve, ``metered`` from wall power)."""
+    """Energy attributed to a pod after it ran, Wh, and how: ``source`` ``metered`` (from the
+    node's wall power) or ``modelled`` (a calibrated curve, or a sample the meter did not
+    give); ``method`` names the attribution (``utilisation_share``: the node's measured power
+    over the pod's run times the pod's share of the node's utilisation; ``calibrated_line``:
+    the pod's marginal energy on the calibrated line; ``None`` when not said)."""
 
     at_s: float
     pod: PodRef
@@ -251,6 +254,7 @@ class Energy(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kin
     source: str
     started_at_s: float | None = None
     ended_at_s: float | None = None
+    method: str | None = None
     version: int = SCHEMA_VERSION
 
 

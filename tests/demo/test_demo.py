@@ -129,7 +129,13 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
     energy = [json.loads(x) for x in (record / "energy.jsonl").read_text().splitlines()]
     assert 1 <= len(energy) <= summary["extender"]["decisions"]  # each pod it scored, once
     assert {e["pod"]["name"] for e in energy} <= set(bound)
-    assert all(e["energy_wh"] > 0 and e["source"] == "modelled" for e in energy)
+    # on the node's measured curve over the pod's run (its ended line), split by utilisation
+    ends = {x["pod"]["name"]: x for x in lines if x["kind"] == "ended"}
+    for e in energy:
+        assert e["energy_wh"] > 0 and e["method"] == "utilisation_share", e
+        assert e["source"] in ("metered", "modelled")  # modelled where the meter gave none
+        end = ends[e["pod"]["name"]]
+        assert (e["started_at_s"], e["ended_at_s"]) == (end["started_at_s"], end["ended_at_s"])
     saved = summary["decisions_saved_most"]
     assert 1 <= len(saved) <= 3
     assert [s["saved_wh"] for s in saved] == sorted((s["saved_wh"] for s in saved), reverse=True)
