@@ -12,11 +12,18 @@ The wiring of ``eams.scheduler.record`` (that folder's README, "Wiring") into th
 * the pod watch's bound-pod events (``watch.py``, or the ``POST /pending`` twin) go to the
   :class:`~eams.scheduler.record.OutcomeJoin`: the node kube-scheduler actually bound
   (``bound`` lines, ``eams_record_bindings_total{mode,honoured}``: the honoured fraction) and
-  the pod's end (``ended``);
+  the pod's end (``ended``). A binding is judged against the decision kube-scheduler was
+  answered from: :meth:`Decisions.scored` notes, at each ``/prioritize``, the clearing the
+  pod's scores came from; a pod bound without being scored after its latest clearing (one
+  node alone passed kube-scheduler's filters, so it skips scoring, or it bound the pod before
+  the pod's batch cleared) had no choice offered (``scored`` false, ``honoured`` null,
+  counted ``not_scored``), instead of counting as overridden;
 * once a decided pod is bound, in both modes, the ``eams.io/*`` annotations
   (:func:`~eams.scheduler.record.annotation_patch`: cleared node, price, bid, mode, clearing
-  id, method, certificate, time) go to the pod as a JSON merge patch through ``patch_pod``,
-  which ``watch.py`` sets to its API client; without one (no ``--watch``) they are counted as
+  id, method, certificate, time) go to the pod as a JSON merge patch, queued to the
+  :class:`~eams.scheduler.extender.annotator.PodAnnotator` that ``watch.py`` attaches with its
+  API client (:meth:`Decisions.attach_api`; one background thread, coalesced, rate-limited,
+  dropped with a counter when full); without one (no ``--watch``) they are counted as
   ``no_api`` and not sent.
 """
 
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter
 
 from eams.scheduler.auction import AuctionParams, Clearing, bids
+from eams.scheduler.extender.annotator import PodAnnotator, api_sender
 from eams.scheduler.extender.market import BatchSnapshot
 from eams.scheduler.record import (
     OutcomeJoin,
@@ -39,16 +48,16 @@ from eams.scheduler.record import (
     Recorder,
     RecordMetrics,
     WriterSettings,
-    annotation_patch,
+    new_clearing_id,
     placement_records,
 )
 from eams.scheduler.record.files import SUFFIX
 from eams.scheduler.record.schema import Bound
 
-log = logging.getLogger(__name__)
+KEEP_PODS = 100_000
+"""Pods whose latest clearing (and scoring) is remembered at most, the oldest forgotten first."""
 
-PodPatcher = Callable[[str, str, dict[str, Any]], None]
-"""``patch_pod(namespace, name, merge_patch)``: sends one pod patch (``watch.py``)."""
+log = logging.getLogger(__name__)
 
 
 def record_settings(
@@ -95,13 +104,13 @@ class Decisions:
     clock : callable
         Epoch seconds.
     annotate : bool
-        Send the ``eams.io/*`` annotations of each bound pod (one API write per pod: ≈ 1.3 ms
-        of the extender's CPU through the kubernetes client, measured here).
+        Send the ``eams.io/*`` annotations of each bound pod (one API write per pod, from the
+        annotator's thread once :meth:`attach_api` gave it a client).
 
     Attributes
     ----------
-    patch_pod : PodPatcher or None
-        Set by ``watch.py`` when it has an API client.
+    annotator : PodAnnotator or None
+        Set by :meth:`attach_api` (``watch.py``, when it has an API client).
 
     Raises
     ------
@@ -131,14 +140,29 @@ class Decisions:
             clock=clock,
             scheduler_names={scheduler_name},
             on_bound=self._bound if annotate else None,
+            was_scored=self._was_scored,
         )
-        self.patch_pod: PodPatcher | None = None
+        self._cleared_in: OrderedDict[str, str] = OrderedDict()  # pod key → latest clearing id
+        self._scored_in: OrderedDict[str, str] = OrderedDict()  # pod key → clearing it scored
+        # per-node masks kept while the node list and the set they come from are the same
+        # objects (the node cache, the floor and the candidate sets each keep one object while
+        # unchanged): one O(N) pass per change, not per clearing
+        self._floor_mask: tuple[list[str], frozenset[str], np.ndarray] | None = None
+        self._listed_row: tuple[list[str], frozenset[str], np.ndarray | None] | None = None
+        self.annotator: PodAnnotator | None = None
         self.annotations = Counter(
             "eams_extender_annotation_patches",
-            "eams.io/* annotation patches of bound pods, by outcome (no_api: no API client).",
+            "eams.io/* annotation patches of bound pods, by outcome (no_api: no API client; "
+            "dropped: the annotator's queue was full).",
             ["outcome"],
             registry=registry,
         )
+
+    def attach_api(self, api_client: Any) -> None:
+        """Send the annotations through ``api_client`` (a ``kubernetes.client.ApiClient``,
+        the watch's) from a :class:`PodAnnotator`; nothing with ``annotate`` off."""
+        if self.annotate and self.annotator is None:
+            self.annotator = PodAnnotator(api_sender(api_client), self.annotations)
 
     def cleared(
         self,
@@ -152,9 +176,18 @@ class Decisions:
         cleared it is written), at once when no loop runs. ``below_floor(at_s)`` names the
         nodes under the headroom floor (``HeadroomFloor.below``), asked then too."""
 
+        clearing_id = new_clearing_id()
+        cleared_in = self._cleared_in
+        for pod in snapshot.pods:
+            cleared_in[pod.key] = clearing_id
+            cleared_in.move_to_end(pod.key)
+        _bound_size(cleared_in)
+
         def write() -> None:
             try:
-                records = self.placements(snapshot, clearing, scores, below_floor(at_s), at_s)
+                records = self.placements(
+                    snapshot, clearing, scores, below_floor(at_s), at_s, clearing_id
+                )
             except Exception:  # the record must never take the extender down
                 log.exception("placement records of %d pods not built", len(snapshot.pods))
                 return
@@ -173,15 +206,15 @@ class Decisions:
         scores: np.ndarray,
         below_floor: frozenset[str],
         at_s: float,
+        clearing_id: str | None = None,
     ) -> list[Placement]:
-        """The batch's ``placement`` records (pure but for the clearing id's counter)."""
+        """The batch's ``placement`` records (pure but for the clearing id's counter when
+        ``clearing_id`` is not given)."""
         names = snapshot.names
         excluded: dict[str, np.ndarray] = {}
         if below_floor:
-            excluded["headroom_floor"] = np.fromiter(
-                (n in below_floor for n in names), bool, len(names)
-            )
-        listed = _candidate_masks(snapshot)
+            excluded["headroom_floor"] = self._below_floor_mask(names, below_floor)
+        listed = self._candidate_masks(snapshot)
         if listed is not None:
             excluded["filter"] = ~listed  # tested before no_fit (GATE_REASONS' order)
         nodes = snapshot.node_arrays
@@ -200,7 +233,55 @@ class Decisions:
             gate=bids.gate(nodes, self.params) if len(nodes) else None,
             scores=scores,
             stale_after_s=self.params.stale_after_s,
+            clearing_id=clearing_id,
         )
+
+    def scored(self, key: str) -> None:
+        """kube-scheduler asked for the scores of pod ``key`` (``namespace/name``) now: they
+        come from its latest clearing (called by ``/prioritize`` after the pod's batch
+        cleared; a dict store)."""
+        clearing_id = self._cleared_in.get(key)
+        if clearing_id is not None:
+            scored_in = self._scored_in
+            scored_in[key] = clearing_id
+            scored_in.move_to_end(key)
+            _bound_size(scored_in)
+
+    def _was_scored(self, decision: Placement) -> bool:
+        key = decision.pod.key
+        self._cleared_in.pop(key, None)  # bound: no longer needed
+        return self._scored_in.pop(key, None) == decision.clearing_id
+
+    def _below_floor_mask(self, names: list[str], below: frozenset[str]) -> np.ndarray:
+        """(N,) bool: the node is under the headroom floor."""
+        kept = self._floor_mask
+        if kept is None or kept[0] is not names or kept[1] is not below:
+            mask = np.fromiter((n in below for n in names), bool, len(names))
+            kept = self._floor_mask = (names, below, mask)
+        return kept[2]
+
+    def _listed(self, names: list[str], candidates: frozenset[str]) -> np.ndarray | None:
+        """(N,) bool: the node is among ``candidates``; ``None`` when every node is."""
+        kept = self._listed_row
+        if kept is None or kept[0] is not names or kept[1] is not candidates:
+            row = None
+            if not candidates.issuperset(names):
+                row = np.fromiter((n in candidates for n in names), bool, len(names))
+            kept = self._listed_row = (names, candidates, row)
+        return kept[2]
+
+    def _candidate_masks(self, snapshot: BatchSnapshot) -> np.ndarray | None:
+        """(J, N) bool: node n was among pod j's candidates (kube-scheduler's filters passed
+        it); ``None`` when every pod had every node (or its candidates are not known)."""
+        names = snapshot.names
+        rows = [
+            None if p.candidates is None else self._listed(names, p.candidates)
+            for p in snapshot.pods
+        ]
+        if all(row is None for row in rows):
+            return None
+        every = np.ones(len(names), bool)
+        return np.stack([every if row is None else row for row in rows])
 
     def observe(self, event: Mapping[str, Any] | bytes) -> None:
         """One pod watch event (``{"type", "object"}``, a dict or the raw line) into the
@@ -211,31 +292,20 @@ class Decisions:
             log.warning("pod event not joined to the record: %s", exc)
 
     def _bound(self, decision: Placement, _bound: Bound) -> None:
-        patch = self.patch_pod
-        if patch is None:
+        annotator = self.annotator
+        if annotator is None:
             self.annotations.labels("no_api").inc()
             return
-        try:
-            patch(decision.pod.namespace, decision.pod.name, annotation_patch(decision))
-        except Exception as exc:
-            self.annotations.labels("error").inc()
-            log.warning("annotating pod %s failed: %s", decision.pod.key, exc)
+        annotator.submit(decision)
 
     def close(self) -> None:
-        """Write what is queued and release the record folder (at shutdown)."""
+        """Send the waiting annotations, write what is queued and release the record folder
+        (at shutdown)."""
+        if self.annotator is not None:
+            self.annotator.close()
         self.recorder.close()
 
 
-def _candidate_masks(snapshot: BatchSnapshot) -> np.ndarray | None:
-    """(J, N) bool: node n was among pod j's candidates (kube-scheduler's filters passed it);
-    ``None`` when every pod had every node (or its candidates are not known)."""
-    names = snapshot.names
-    if all(p.candidates is None or p.candidates.issuperset(names) for p in snapshot.pods):
-        return None
-    rows = [
-        np.ones(len(names), bool)
-        if p.candidates is None
-        else np.fromiter((n in p.candidates for n in names), bool, len(names))
-        for p in snapshot.pods
-    ]
-    return np.array(rows).reshape(len(snapshot.pods), len(names))
+def _bound_size(remembered: OrderedDict[str, str]) -> None:
+    while len(remembered) > KEEP_PODS:
+        remembered.popitem(last=False)

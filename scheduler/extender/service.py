@@ -380,6 +380,8 @@ class Extender:
         if pending is not None and pending.candidates is None:
             self.batcher.submit(replace(pending, candidates=self.candidate_set(names)))
         row = self.batcher.clear_for(key, uid)  # shadow too: its record is the decision
+        if self.decisions is not None:
+            self.decisions.scored(key)  # the binding is judged against this clearing
         if not self.active:
             return np.zeros(len(names), dtype=np.int8)
         if row is None:
@@ -411,6 +413,8 @@ class Extender:
         if self.batcher is not None:
             self.batcher.submit(pod)
             row = self.batcher.clear_for(pod.key, pod.uid)  # shadow too (see above)
+            if self.decisions is not None:
+                self.decisions.scored(pod.key)
             if row is None and self.active:
                 self.metrics.fallbacks.labels("no_row").inc()
         if not self.active:

@@ -29,8 +29,9 @@ recovers, planned after every sample, after a clearing that left a node under th
 and once a second, patched from a worker
 thread. With ``--record`` the bound-pod events also go to the decision record's outcome join,
 and each decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a
-merge patch from a worker thread. RBAC: nodes get/list/watch/patch, pods get/list/watch
-(+ patch with ``--record``; ``deploy/k3s/rbac.yaml``).
+merge patch from the annotator's thread (``annotator.py``, through this client's pool).
+RBAC: nodes get/list/watch/patch, pods get/list/watch (+ patch with ``--record``;
+``deploy/k3s/rbac.yaml``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.taints import MERGE_PATCH, TaintKeeper, TaintPatch
-from eams.scheduler.record import PATCH_CONTENT_TYPE
 from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
@@ -455,7 +455,7 @@ class ClusterWatch:
             self.extender.on_floor_change = self.schedule_plan
             self._tick = self.loop.call_later(TAINT_PERIOD_S, self._on_tick)
         if self.extender.decisions is not None:
-            self.extender.decisions.patch_pod = self.annotate
+            self.extender.decisions.attach_api(self.core.api_client)
         return self.stop
 
     def stop(self) -> None:
@@ -539,31 +539,6 @@ class ClusterWatch:
         if patch.action == "remove":
             metrics.recoveries.inc()
         log.info("node %s: headroom taint %s", patch.node, patch.action)
-
-    # ---- eams.io/* annotations of bound pods (decisions.py) ----------------------------------
-
-    def annotate(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
-        """Send a pod's annotation merge patch from a worker thread; counted when answered."""
-        future = self.loop.run_in_executor(None, self._send_pod_patch, namespace, name, patch)
-        future.add_done_callback(functools.partial(self._annotated, f"{namespace}/{name}"))
-
-    def _send_pod_patch(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
-        response = self.core.patch_namespaced_pod(
-            name, namespace, patch, _content_type=PATCH_CONTENT_TYPE, _preload_content=False
-        )
-        try:
-            response.data  # noqa: B018 - read the answer whole (not decoded), so the pooled
-            # connection is clean for the next call (an unread body would be read as its status)
-        finally:
-            response.release_conn()
-
-    def _annotated(self, key: str, future: asyncio.Future[None]) -> None:
-        decisions = self.extender.decisions
-        assert decisions is not None
-        error = future.exception()
-        decisions.annotations.labels("ok" if error is None else "error").inc()
-        if error is not None:
-            log.warning("pod %s: eams.io annotations not written: %s", key, error)
 
 
 def start_watch(extender: Extender) -> Callable[[], None]:

@@ -141,15 +141,20 @@ def gate_codes(
     ValueError
         An unknown reason, or a mask whose shape does not broadcast to ``values``.
     """
-    codes = np.zeros(values.shape, dtype=np.int8)
     unknown = set(excluded) - set(GATE_REASONS)
     if unknown:
         raise ValueError(f"unknown gate reasons {sorted(unknown)}; known: {GATE_REASONS}")
-    masks = [(r, np.broadcast_to(excluded[r], values.shape)) for r in GATE_REASONS if r in excluded]
-    masks.append(("capped", np.broadcast_to(headroom <= 0, values.shape)))
-    masks.append(("no_bid", ~(np.isfinite(values) & (values > 0))))
+    with np.errstate(invalid="ignore"):
+        no_bid = ~(values > 0) | np.isinf(values)  # NaN > 0 is False
+        capped = headroom <= 0  # NaN (unknown) is not capped
+    codes = np.where(no_bid, np.int8(_CODE["no_bid"]), np.int8(0))
+    masks = [(r, excluded[r]) for r in GATE_REASONS if r in excluded]
+    masks.append(("capped", capped))
     for reason, mask in reversed(masks):  # the first reason in order wins: set it last
-        codes[mask] = _CODE[reason]
+        try:
+            np.copyto(codes, np.int8(_CODE[reason]), where=mask)
+        except ValueError as exc:  # a mask that does not broadcast to (J, N)
+            raise ValueError(f"gate mask {reason!r}: {exc}") from exc
     return codes
 
 
@@ -221,7 +226,10 @@ def placement_records(
         raise ValueError(f"assignment has shape {assignment.shape}, expected ({j_pods},)")
     _check_shapes(n_nodes, clearing.prices, headroom, age_s)
     codes = gate_codes(values, np.asarray(headroom, dtype=float), excluded or {})
-    counts = np.stack([(codes == c).sum(axis=1) for c in range(1, len(GATE_REASONS) + 1)], 1)
+    width = len(GATE_REASONS) + 1
+    offsets = (np.arange(j_pods, dtype=np.int64) * width)[:, None]
+    counts = np.bincount((codes + offsets).ravel(), minlength=j_pods * width)
+    counts = counts.reshape(j_pods, width)[:, 1:]
     picked = _picked(values, codes, assignment, min(keep_candidates, n_nodes))
     rows = np.repeat(np.arange(j_pods), [len(p) for p in picked])
     flat = np.fromiter(itertools.chain.from_iterable(picked), np.int64, len(rows))
@@ -279,7 +287,7 @@ def _picked(
 ) -> list[list[int]]:
     """Per pod, the columns it keeps: its cleared node first, then its ``k`` best open ones by
     bid other than it (so k + 1 columns when the cleared node is not among the best k)."""
-    best = _top(np.where(codes == 0, np.nan_to_num(values, nan=-np.inf), -np.inf), k)
+    best = _top(np.where(codes == 0, values, -np.inf), k, copy=False)  # open: finite, > 0
     if best is None:
         return [[n] if n >= 0 else [] for n in assignment.tolist()]
     open_best = (np.take_along_axis(codes, best, axis=1) == 0).tolist()
@@ -350,22 +358,28 @@ def _columns(
     gate: np.ndarray | None,
 ) -> _Columns:
     """The columns ``used`` (sorted, unique) of the per-node arrays."""
+    arrays = [prices, headroom, age_s] + ([gate] if gate is not None else [])
+    stacked = np.stack([np.asarray(a, dtype=float)[used] for a in arrays])
+    rows = _nums(stacked.ravel())
+    k = len(used)
+    price, head, age = rows[:k], rows[k : 2 * k], rows[2 * k : 3 * k]
     return _Columns(
         names=names,
-        at={int(c): i for i, c in enumerate(used.tolist())},
-        price=_nums(np.asarray(prices)[used]),
-        headroom=_nums(np.asarray(headroom)[used]),
-        age_s=_nums(np.asarray(age_s)[used]),
-        gate=_nums(np.asarray(gate)[used]) if gate is not None else None,
+        at={c: i for i, c in enumerate(used.tolist())},
+        price=price,
+        headroom=head,
+        age_s=age,
+        gate=rows[3 * k :] if gate is not None else None,
     )
 
 
-def _top(values: np.ndarray, k: int) -> np.ndarray | None:
+def _top(values: np.ndarray, k: int, copy: bool = True) -> np.ndarray | None:
     """(J, k) columns of each row's k largest values, largest first: k passes of ``argmax``
-    (cheaper than a partition of the whole matrix for the few kept)."""
+    (cheaper than a partition of the whole matrix for the few kept). ``copy=False`` lets it
+    overwrite ``values``."""
     if k == 0:
         return None
-    work = values.copy()
+    work = values.copy() if copy else values
     rows = np.arange(values.shape[0])
     top = np.empty((values.shape[0], k), dtype=np.int64)
     for i in range(k):

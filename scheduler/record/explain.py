@@ -270,7 +270,12 @@ def _after_lines(e: dict[str, Any]) -> list[str]:
         out = ["after     no binding on record"]
     else:
         when = f" at {rfc3339(bound['bound_at_s'])}" if bound["bound_at_s"] is not None else ""
-        if bound["honoured"] is None:
+        if bound.get("scored") is False:
+            verdict = (
+                "(not scored: kube-scheduler bound it without asking the extender; "
+                f"it had cleared {bound['cleared_node']})"
+            )
+        elif bound["honoured"] is None:
             verdict = "(the clearing had no node for it)"
         elif bound["honoured"]:
             verdict = "(honoured: the cleared node)"

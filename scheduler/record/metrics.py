@@ -9,7 +9,8 @@ writer and the outcome join increment them; callers increment nothing.
     or ``active`` (counted when written or dropped, so it is the decision rate).
 ``eams_record_bindings_total{mode,honoured}`` (counter)
     Decided pods seen bound by kube-scheduler: ``honoured`` ``yes`` (bound where the extender
-    cleared it), ``no`` (bound elsewhere), ``no_choice`` (the clearing left it unassigned).
+    cleared it), ``no`` (bound elsewhere), ``no_choice`` (the clearing left it unassigned),
+    ``not_scored`` (kube-scheduler bound it without asking the extender to score it).
     The honoured fraction is ``yes / (yes + no)``.
 ``eams_record_ends_total{phase}`` (counter)
     Decided pods seen ending: ``Succeeded``, ``Failed``, or ``deleted``.
@@ -33,7 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 DROP_REASONS = ("queue_full", "disk_full", "write_error", "closed")
 """Values of ``eams_record_dropped_total``'s ``reason`` label."""
-HONOURED = ("yes", "no", "no_choice")
+HONOURED = ("yes", "no", "no_choice", "not_scored")
 """Values of ``eams_record_bindings_total``'s ``honoured`` label."""
 
 
@@ -52,7 +53,7 @@ class RecordMetrics:
         self.bindings = Counter(
             "eams_record_bindings",
             "Decided pods seen bound, by mode and whether the cleared node was honoured "
-            "(yes, no, no_choice).",
+            "(yes, no, no_choice, not_scored).",
             ["mode", "honoured"],
             registry=r,
         )

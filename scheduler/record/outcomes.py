@@ -114,6 +114,11 @@ class OutcomeJoin:
     on_bound : callable, optional
         Called with (decision, bound record) once per decided pod when its binding is joined:
         where the extender sends the pod's annotations (``annotation_patch(decision)``).
+    was_scored : callable, optional
+        ``was_scored(decision)``: whether kube-scheduler asked the extender to score the pod
+        after this decision (its ``/prioritize``). A binding it did not ask about offered no
+        choice: ``honoured`` ``None``, ``scored`` false, counted ``not_scored``. Not given:
+        ``scored`` ``None`` and every decision counts as offered.
     """
 
     def __init__(
@@ -124,9 +129,11 @@ class OutcomeJoin:
         scheduler_names: Iterable[str] | None = None,
         keep: int = 100_000,
         on_bound: Callable[[Placement, Bound], object] | None = None,
+        was_scored: Callable[[Placement], bool] | None = None,
     ) -> None:
         self._emit = emit
         self._on_bound = on_bound
+        self._was_scored = was_scored
         self.metrics = metrics or RecordMetrics()
         self._clock = clock
         self._schedulers = frozenset(scheduler_names) if scheduler_names is not None else None
@@ -201,7 +208,9 @@ class OutcomeJoin:
         decision = track.decision
         assert decision is not None and track.bound_node is not None
         cleared = decision.cleared_node
-        honoured = None if cleared is None else track.bound_node == cleared
+        scored = None if self._was_scored is None else self._was_scored(decision)
+        offered = cleared is not None and scored is not False
+        honoured = track.bound_node == cleared if offered else None
         record = Bound(
             at_s=self._clock(),
             pod=track.pod,
@@ -211,9 +220,13 @@ class OutcomeJoin:
             mode=decision.mode,
             clearing_id=decision.clearing_id,
             bound_at_s=track.bound_at_s,
+            scored=scored,
         )
         track.bound_emitted = True
-        label = "no_choice" if honoured is None else ("yes" if honoured else "no")
+        if scored is False:
+            label = "not_scored"
+        else:
+            label = "no_choice" if honoured is None else ("yes" if honoured else "no")
         self.metrics.bindings.labels(decision.mode, label).inc()
         self._emit(record)
         if self._on_bound is not None:

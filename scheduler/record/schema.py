@@ -203,9 +203,13 @@ class Power(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind
 class Bound(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="bound"):
     """Where kube-scheduler bound a decided pod, joined to its latest decision.
 
-    ``honoured`` is ``bound_node == cleared_node``; ``None`` when the decision cleared the pod
-    nowhere (no choice to honour). ``bound_at_s`` is the ``PodScheduled`` condition's
-    ``lastTransitionTime`` (``None`` when the pod does not carry it).
+    ``honoured`` is ``bound_node == cleared_node``; ``None`` when there was no choice to
+    honour: the decision cleared the pod nowhere, or kube-scheduler bound it without asking the
+    extender to score it after that decision (``scored`` false: one node alone passed its
+    filters, so it skips scoring, or it bound the pod before the pod's batch cleared).
+    ``scored`` is ``None`` when the writer does not know (a caller without the extender's
+    answers). ``bound_at_s`` is the ``PodScheduled`` condition's ``lastTransitionTime``
+    (``None`` when the pod does not carry it).
     """
 
     at_s: float
@@ -216,6 +220,7 @@ class Bound(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind
     mode: Mode
     clearing_id: str
     bound_at_s: float | None = None
+    scored: bool | None = None
     version: int = SCHEMA_VERSION
 
 
@@ -236,8 +241,11 @@ class Ended(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind
 
 
 class Energy(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="energy"):
-    """Energy attributed to a pod after it ran, Wh, and how (``source``: ``modelled`` on the
-    calibrated curve, ``metered`` from wall power)."""
+    """Energy attributed to a pod after it ran, Wh, and how: ``source`` ``metered`` (from the
+    node's wall power) or ``modelled`` (a calibrated curve, or a sample the meter did not
+    give); ``method`` names the attribution (``utilisation_share``: the node's measured power
+    over the pod's run times the pod's share of the node's utilisation; ``calibrated_line``:
+    the pod's marginal energy on the calibrated line; ``None`` when not said)."""
 
     at_s: float
     pod: PodRef
@@ -246,6 +254,7 @@ class Energy(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kin
     source: str
     started_at_s: float | None = None
     ended_at_s: float | None = None
+    method: str | None = None
     version: int = SCHEMA_VERSION
 
 

@@ -157,3 +157,26 @@ def test_a_live_runs_spec_text_shows_utc_times_the_check_reads_back(tmp_path: Pa
     again = parse_run_spec(run.spec.text)
     assert abs(again.start_ns - start_ns) < 1_000 and abs(again.end_ns - end_ns) < 1_000
     assert (again.work_core_s, again.label, again.paths) == (3589.0, "default", run.spec.paths)
+
+
+def test_a_pods_energy_on_the_measured_curve_is_its_utilisation_share() -> None:
+    """Sample and hold over the run: 5 s at 100 W with the node 50 % busy and the pod a
+    quarter of its cores (half the power), then 5 s at 200 W with the node fully busy (a
+    quarter): 250 J + 250 J."""
+    from eams.demo.record import measured_energy_wh
+    from eams.telemetry import PowerSource, TelemetrySample
+
+    def at(t_s: float, power_w: float | None, util: float, source: PowerSource) -> TelemetrySample:
+        return TelemetrySample(
+            node="mini-1", measured_at_ns=int(t_s * 1e9), power_cap_w=300.0,
+            utilisation=util, power_w=power_w, source=source if power_w is not None else None,
+        )  # fmt: skip
+
+    metered = PowerSource.METERED
+    samples = [at(0, 100.0, 0.5, metered), at(7, None, 0.9, metered), at(10, 200.0, 1.0, metered)]
+    energy_wh, source = measured_energy_wh(samples, 0.25, 5.0, 15.0) or (None, None)
+    assert energy_wh == pytest.approx(500 / 3600) and source == "metered"
+    samples[2] = at(10, 200.0, 1.0, PowerSource.MODELLED)
+    assert measured_energy_wh(samples, 0.25, 5.0, 15.0) == (pytest.approx(500 / 3600), "modelled")
+    assert measured_energy_wh(samples, 0.25, 20.0, 25.0) is not None  # held from t = 10 s
+    assert measured_energy_wh(samples, 0.25, -5.0, -1.0) is None  # before any sample

@@ -96,6 +96,18 @@ async def test_every_decision_is_on_record_with_its_outcome_and_annotations(
 
             records = await _until(on_record)
             patched = await _until(lambda: _patched(api))
+            # a pod kube-scheduler binds without asking for scores (one node alone passed its
+            # filters): cleared by its window, never offered, so neither honoured nor not
+            api.put("pods", pod_object("job-2"))
+
+            async def unscored() -> Any:
+                got = (await http.get("/decisions", params={"pod": "default/job-2"})).json()
+                kinds = [r["kind"] for r in got["records"]]
+                if kinds == ["placement"]:
+                    api.bind("default", "job-2", "node-c")
+                return got["records"] if "bound" in kinds else None
+
+            job2 = {r["kind"]: r for r in await _until(unscored)}
             metrics = (await http.get("/metrics")).text
     finally:
         server.stop()
@@ -132,10 +144,15 @@ async def test_every_decision_is_on_record_with_its_outcome_and_annotations(
     honoured = chosen == cleared
     assert bound["bound_node"] == chosen and bound["cleared_node"] == cleared
     assert bound["honoured"] is honoured and bound["clearing_id"] == placement["clearing_id"]
+    assert bound["scored"] is True  # kube-scheduler asked (/prioritize) after the clearing
+    assert (job2["bound"]["scored"], job2["bound"]["honoured"]) == (False, None)
+    assert job2["bound"]["cleared_node"] == job2["placement"]["cleared_node"] is not None
+    not_scored = f'eams_record_bindings_total{{honoured="not_scored",mode="{mode}"}}'
+    assert _metric(metrics, not_scored) == 1.0
     label = "yes" if honoured else "no"
     series = f'eams_record_bindings_total{{honoured="{label}",mode="{mode}"}}'
     assert _metric(metrics, series) == 1.0
-    assert _metric(metrics, 'eams_extender_annotation_patches_total{outcome="ok"}') == 1.0
+    assert _metric(metrics, 'eams_extender_annotation_patches_total{outcome="ok"}') == 2.0
     key, patch = patched
     annotations = patch["metadata"]["annotations"]
     assert key == "default/job-1" and annotations["eams.io/cleared-node"] == cleared

@@ -50,7 +50,9 @@ def record_run(folder: Path) -> list[Placement]:
     ]
     settings = WriterSettings(folder=folder, max_file_bytes=2048, max_total_bytes=2**30)
     with Recorder(settings, RecordMetrics()) as recorder:
-        join = OutcomeJoin(recorder.submit, clock=lambda: T0_S + 400)
+        join = OutcomeJoin(  # batch-1: bound without kube-scheduler asking for its scores
+            recorder.submit, clock=lambda: T0_S + 400, was_scored=lambda d: d.pod.name != "batch-1"
+        )
         recorder.submit_all(active + shadow)
         join.decided(active + shadow)
         # job-0 bound where cleared and runs to the end; job-1 bound elsewhere (mini-6)
@@ -59,6 +61,7 @@ def record_run(folder: Path) -> list[Placement]:
         join.observe(_event("MODIFIED", first, first.cleared_node, "Succeeded"))
         join.observe(_event("MODIFIED", active[1], "mini-6", "Running"))
         join.observe(_event("MODIFIED", shadow[0], shadow[0].cleared_node, "Running"))
+        join.observe(_event("MODIFIED", shadow[1], "mini-6", "Running"))
         assert first.cleared_node is not None
         recorder.submit(
             Energy(

@@ -62,6 +62,12 @@ def test_an_overridden_choice_says_so(run: tuple[Path, list[Placement]]) -> None
     ) in out
     code, out = explain("pod/job-2", "--record", str(folder))
     assert "after     no binding on record" in out
+    code, out = explain("batch-1", "--record", str(folder))  # bound without being scored
+    assert (
+        "bound to mini-6 by kube-scheduler at 2025-01-02T03:04:06.000000Z (not scored: "
+        f"kube-scheduler bound it without asking the extender; it had cleared "
+        f"{placements[4].cleared_node})"
+    ) in out
 
 
 def test_top_bounds_the_candidate_table(run: tuple[Path, list[Placement]]) -> None:

@@ -127,6 +127,38 @@ def test_the_honoured_fraction_is_measured(real_pods: list[dict[str, Any]]) -> N
     assert metrics.registry.get_sample_value("eams_record_ends_total", {"phase": "Succeeded"}) == 11
 
 
+def test_a_pod_bound_without_being_scored_had_no_choice(real_pods: list[dict[str, Any]]) -> None:
+    """kube-scheduler skips scoring when one node alone passes its filters, and may bind a pod
+    before its batch cleared: the extender's decision was never offered, so the binding is
+    neither honoured nor overridden (``scored`` false, counted ``not_scored``), whether the
+    binding comes after the decision or before it."""
+    metrics = RecordMetrics()
+    emitted: list[Record] = []
+    scored = {real_pods[0]["metadata"]["uid"]}
+    join = OutcomeJoin(
+        emitted.append, metrics, was_scored=lambda decision: decision.pod.uid in scored
+    )
+    first, second, third = real_pods[:3]
+    join.decided([decision_for(first, "mini-1"), decision_for(second, "mini-1")])
+    for pod in (first, second, third):
+        for event in life(pod, "mini-2")[:2]:  # pending, bound to mini-2
+            join.observe(event)
+    join.decided([decision_for(third, "mini-1")])  # cleared after it was bound
+    bound = [r for r in emitted if isinstance(r, Bound)]
+    assert [(b.pod.name, b.scored, b.honoured) for b in bound] == [
+        (first["metadata"]["name"], True, False),
+        (second["metadata"]["name"], False, None),
+        (third["metadata"]["name"], False, None),
+    ]
+
+    def count(label: str) -> float | None:
+        return metrics.registry.get_sample_value(
+            "eams_record_bindings_total", {"mode": "active", "honoured": label}
+        )
+
+    assert (count("no"), count("not_scored"), count("yes")) == (1, 2, None)
+
+
 def test_a_binding_seen_before_its_decision_waits_for_it(real_pods: list[dict[str, Any]]) -> None:
     """Shadow mode records at clearing; kube-scheduler may bind first. The annotation hook
     gets the decision and its binding once."""

@@ -1,0 +1,335 @@
+"""The ``eams.io/*`` annotations of bound pods, sent off the request path (issue 19).
+
+Once a decided pod is bound, :class:`PodAnnotator` writes its decision onto it
+(``PATCH /api/v1/namespaces/{ns}/pods/{name}``, ``Content-Type: application/merge-patch+json``,
+the body of :func:`~eams.scheduler.record.annotation_patch` encoded by msgspec). The event loop
+only queues the decision (:meth:`PodAnnotator.submit`: a dict insert, no encoding, no I/O); one
+daemon thread encodes the bodies and sends them, one after another, over one keep-alive
+connection pool:
+
+* **lean**: one keep-alive HTTP/1.1 connection (:class:`KeepAlive`: a socket, TLS from the
+  kubernetes client's configuration — its CA, client certificate, ``verify_ssl``,
+  ``tls_server_name`` — and the answer read by httptools' C parser, which uvicorn[standard]
+  brings), the request bytes built once but for the path and body, the bearer token of
+  ``Configuration.auth_settings()`` (refreshed by its hook, e.g. in-cluster token rotation).
+  Measured here against a loopback server: ≈ 0.07 ms of CPU per patch, against 0.8–1.0 ms
+  through the client's generated ``patch_namespaced_pod`` and 0.6–0.8 ms through its bare
+  ``urllib3`` pool (whose pure-Python ``http.client`` answer parsing dominates). A client
+  configured with a proxy sends through that pool instead (the proxy is its job);
+* **coalesced**: the queue is keyed by pod, so a pod decided again before its patch went holds
+  one entry, the latest decision;
+* **rate-limited**: at most ``max_per_s`` patches a second (a token bucket holding one
+  second's worth), so a burst of bindings cannot flood the API server;
+* **bounded**: with ``max_queue`` pods waiting a new one is dropped and counted
+  (``eams_extender_annotation_patches_total{outcome="dropped"}``); nothing blocks or raises
+  into the caller. Answers are counted ``ok`` or ``error`` (any status ≥ 300 or a transport
+  failure; logged at most once a minute).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httptools
+import msgspec
+from prometheus_client import Counter
+
+from eams.scheduler.record import PATCH_CONTENT_TYPE, Placement, annotation_patch
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUE = 10_000
+"""Pods waiting for their patch before new ones are dropped."""
+MAX_PER_S = 200.0
+"""Patches sent per second at most (kube-scheduler's own client is allowed 50 QPS by default;
+the API server's default ``--max-mutating-requests-inflight`` is 200)."""
+TIMEOUT_S = 5.0
+_LOG_EVERY_S = 60.0
+_encode = msgspec.json.Encoder().encode
+
+PodPatchSender = Callable[[str, str, bytes], int]
+"""``send(namespace, name, body)`` → the HTTP status of one merge patch of a pod."""
+
+
+def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
+    """A :data:`PodPatchSender` to the API server of a ``kubernetes.client.ApiClient``.
+
+    Parameters
+    ----------
+    api_client : kubernetes.client.ApiClient
+        Its ``configuration`` gives the server URL and the credentials: the bearer token
+        through ``auth_settings()``, the CA and a client certificate for TLS.
+    timeout_s : float
+        Connect and read timeout of each patch, s.
+
+    Returns
+    -------
+    callable
+        Over one :class:`KeepAlive` connection; through the client's own pool when it is
+        configured with a proxy. Raises ``OSError`` (``ssl.SSLError``, a timeout) or
+        :class:`ConnectionClosed` when no answer came; an HTTP error answer is returned as
+        its status.
+    """
+    config = api_client.configuration
+    target = urlsplit(config.host)
+    base = target.path.rstrip("/")
+    fixed = f"Host: {target.netloc}\r\nContent-Type: {PATCH_CONTENT_TYPE}\r\n"
+    fixed += "Accept: application/json\r\n"
+    if api_client.user_agent:
+        fixed += f"User-Agent: {api_client.user_agent}\r\n"
+
+    def auth() -> str:
+        lines = ""
+        for entry in config.auth_settings().values():  # the bearer token, refreshed by its hook
+            if entry.get("in") == "header" and entry.get("value"):
+                lines += f"{entry['key']}: {entry['value']}\r\n"
+        return lines
+
+    def path(namespace: str, name: str) -> str:
+        return f"{base}/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+
+    if config.proxy:
+        pool = api_client.rest_client.pool_manager
+
+        def through_pool(namespace: str, name: str, body: bytes) -> int:
+            headers = dict(line.split(": ", 1) for line in (fixed + auth()).split("\r\n") if line)
+            headers.pop("Host")
+            url = f"{target.scheme}://{target.netloc}{path(namespace, name)}"
+            answer = pool.request(
+                "PATCH", url, body=body, headers=headers, timeout=timeout_s, retries=False
+            )
+            return int(answer.status)
+
+        return through_pool
+    tls = target.scheme == "https"
+    connection = KeepAlive(
+        target.hostname or "localhost",
+        target.port or (443 if tls else 80),
+        _tls_context(config) if tls else None,
+        config.tls_server_name or target.hostname,
+        timeout_s,
+    )
+
+    def send(namespace: str, name: str, body: bytes) -> int:
+        head = f"PATCH {path(namespace, name)} HTTP/1.1\r\n{fixed}{auth()}"
+        return connection.request(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    return send
+
+
+def _tls_context(config: Any) -> ssl.SSLContext:
+    """The TLS of a kubernetes client ``Configuration``: its CA (file or data), its client
+    certificate and key, ``verify_ssl`` and ``assert_hostname``."""
+    context = ssl.create_default_context(cafile=config.ssl_ca_cert, cadata=config.ca_cert_data)
+    if config.cert_file:
+        context.load_cert_chain(config.cert_file, config.key_file)
+    if not config.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif config.assert_hostname is False:
+        context.check_hostname = False
+    return context
+
+
+class ConnectionClosed(OSError):
+    """The server closed the connection before a whole answer."""
+
+
+class KeepAlive:
+    """One keep-alive HTTP/1.1 connection that sends a whole request and reads its status.
+
+    Parameters
+    ----------
+    host : str
+    port : int
+    tls : ssl.SSLContext or None
+        Wrap the socket (``https``).
+    server_hostname : str or None
+        The TLS server name (SNI and the name checked).
+    timeout_s : float
+        Connect, send and read timeout, s.
+
+    Notes
+    -----
+    Used from one thread. A request on a connection the server closed while idle is sent once
+    more on a new one (a merge patch applied twice is applied once).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        tls: ssl.SSLContext | None,
+        server_hostname: str | None,
+        timeout_s: float,
+    ) -> None:
+        self.host, self.port, self.tls = host, port, tls
+        self.server_hostname, self.timeout_s = server_hostname, timeout_s
+        self._sock: socket.socket | None = None
+        self._answer = _Answer()
+
+    def request(self, data: bytes) -> int:
+        """Send ``data`` (a whole request) and read the answer; returns its status.
+
+        Raises
+        ------
+        OSError
+            No connection, a TLS failure, a timeout, or :class:`ConnectionClosed`.
+        """
+        for attempt in (0, 1):
+            fresh = self._sock is None
+            try:
+                sock = self._sock or self._connect()
+                sock.sendall(data)
+                return self._read(sock)
+            except OSError:
+                self.close()
+                if fresh or attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Close the connection (the next request opens a new one)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection((self.host, self.port), self.timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls is not None:
+            sock = self.tls.wrap_socket(sock, server_hostname=self.server_hostname)
+        self._sock = sock
+        return sock
+
+    def _read(self, sock: socket.socket) -> int:
+        answer = self._answer
+        answer.done = False
+        parser = httptools.HttpResponseParser(answer)
+        while not answer.done:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionClosed(f"{self.host}:{self.port} closed the connection")
+            parser.feed_data(chunk)
+        if not parser.should_keep_alive():
+            self.close()
+        return int(parser.get_status_code())
+
+
+class _Answer:
+    """httptools' callbacks: only the end of the message matters (the body is not kept)."""
+
+    done = False
+
+    def on_message_complete(self) -> None:
+        self.done = True
+
+
+class PodAnnotator:
+    """Sends each bound pod's ``eams.io/*`` merge patch from one background thread.
+
+    Parameters
+    ----------
+    send : PodPatchSender
+        One patch (:func:`api_sender`).
+    outcomes : prometheus_client.Counter
+        ``eams_extender_annotation_patches_total``, labelled by ``outcome``: ``ok``,
+        ``error``, ``dropped`` (counted here).
+    max_queue : int
+        Pods waiting at most (:data:`MAX_QUEUE`).
+    max_per_s : float
+        Patches a second at most (:data:`MAX_PER_S`).
+
+    Raises
+    ------
+    ValueError
+        ``max_queue`` < 1 or ``max_per_s`` ≤ 0.
+    """
+
+    def __init__(
+        self,
+        send: PodPatchSender,
+        outcomes: Counter,
+        max_queue: int = MAX_QUEUE,
+        max_per_s: float = MAX_PER_S,
+    ) -> None:
+        if max_queue < 1 or not max_per_s > 0:
+            raise ValueError(f"max_queue = {max_queue} (≥ 1), max_per_s = {max_per_s} (> 0)")
+        self._send = send
+        self._ok, self._error = outcomes.labels("ok"), outcomes.labels("error")
+        self._dropped = outcomes.labels("dropped")
+        self._max_queue, self._per_s = max_queue, float(max_per_s)
+        self._waiting: dict[str, Placement] = {}  # pod key → its latest decision, in order
+        self._lock = threading.Lock()  # the loop inserts, the thread pops
+        self._wake = threading.Event()
+        self._closed = False
+        self._logged_s = -_LOG_EVERY_S
+        self._thread = threading.Thread(target=self._run, name="eams-annotator", daemon=True)
+        self._thread.start()
+
+    def submit(self, decision: Placement) -> bool:
+        """Queue ``decision``'s patch (replacing a waiting one of the same pod); ``False`` when
+        dropped (the queue full, or closed). Never blocks, never raises."""
+        key = decision.pod.key
+        waiting = self._waiting
+        with self._lock:
+            if self._closed or (key not in waiting and len(waiting) >= self._max_queue):
+                dropped = True
+            else:
+                dropped = False
+                waiting[key] = decision
+        if dropped:
+            self._dropped.inc()
+            return False
+        self._wake.set()
+        return True
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop taking patches; the thread sends what waits (rate-limited) until ``timeout_s``."""
+        self._closed = True
+        self._wake.set()
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        tokens, last = self._per_s, time.monotonic()
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while self._waiting:
+                now = time.monotonic()
+                tokens = min(self._per_s, tokens + (now - last) * self._per_s)
+                last = now
+                if tokens < 1.0:
+                    time.sleep((1.0 - tokens) / self._per_s)
+                    continue
+                tokens -= 1.0
+                self._send_one(self._pop())
+            if self._closed:
+                return
+
+    def _pop(self) -> Placement:
+        with self._lock:
+            return self._waiting.pop(next(iter(self._waiting)))
+
+    def _send_one(self, decision: Placement) -> None:
+        pod = decision.pod
+        try:
+            status = self._send(pod.namespace, pod.name, _encode(annotation_patch(decision)))
+            failure = None if status < 300 else f"HTTP {status}"
+        except Exception as exc:  # a transport failure must not end the thread
+            failure = str(exc) or type(exc).__name__
+        if failure is None:
+            self._ok.inc()
+            return
+        self._error.inc()
+        now = time.monotonic()
+        if now - self._logged_s >= _LOG_EVERY_S:
+            self._logged_s = now
+            log.warning("pod %s: eams.io annotations not written: %s", pod.key, failure)
