@@ -156,12 +156,12 @@ def write_energy(
                 line = Energy(at_s=d.at_s, pod=pod, node=d.node, energy_wh=energy[d.node],
                               source="modelled", method="calibrated_line")  # fmt: skip
             recorder.submit(line)
-            if d.default_node is not None:
+            if d.default_node not in (None, d.node):  # LeastAllocated would have chosen otherwise
                 saving = energy[d.default_node] - energy[d.node]
                 saved.append(Saved(d.pod, d.node, d.default_node, saving, energy[d.node]))
     finally:
         recorder.close()
-    return sorted(saved, key=lambda s: -s.saved_wh)[:3]
+    return sorted((s for s in saved if s.saved_wh > 0), key=lambda s: -s.saved_wh)[:3]
 
 
 def speed(cal: Calibration) -> float:

@@ -138,6 +138,7 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
         assert (e["started_at_s"], e["ended_at_s"]) == (end["started_at_s"], end["ended_at_s"])
     saved = summary["decisions_saved_most"]
     assert 1 <= len(saved) <= 3
+    assert all(s["saved_wh"] > 0 and s["node"] != s["default_node"] for s in saved), saved
     assert [s["saved_wh"] for s in saved] == sorted((s["saved_wh"] for s in saved), reverse=True)
     html = (out / "report" / "wallpower_report.html").read_text()
     assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == len(saved)
