@@ -14,12 +14,12 @@ from eams.calibrate.wallpower.counter import (
     counter_ceiling_w,
     counter_energy,
 )
-from eams.calibrate.wallpower.energy import Gap, GapEstimate, integrate
+from eams.calibrate.wallpower.energy import Gap, integrate
 from eams.calibrate.wallpower.errors import RunDataError
 from eams.calibrate.wallpower.load import NodeSeries, Run
+from eams.calibrate.wallpower.utilisation_gaps import utilisation_gaps
 
 _SQRT3 = math.sqrt(3.0)
-_SQRT12 = math.sqrt(12.0)
 EDGE_MAX_FRACTION = 0.1
 """Longest stretch at a window edge without a quantity's samples, as a fraction of the window.
 
@@ -174,7 +174,7 @@ def node_energy(
         modelled_w,
         span_s,
         averaged=True,
-        gap_estimate=powered_gaps(series.t_s, series.power_w, model.model),
+        gap_estimate=utilisation_gaps(series, model.model),
     )
     assert modelled is not None  # same validity as util
     reading_sd_frac = accuracy_pct / 100 / _SQRT3
@@ -217,73 +217,6 @@ def node_energy(
         power_w=series.power_w,
         modelled_w=modelled_w,
     )
-
-
-def powered_gaps(t_s: np.ndarray, power_w: np.ndarray, model: LinearPowerModel) -> GapEstimate:
-    """The modelled power across a utilisation gap, attributed by the meter's readings in it.
-
-    A gap in utilisation (the node's agent did not report: a transition, where its OS is down,
-    or a stalled agent) is cut at the metered readings inside it. Where the meter read the node
-    powered at both ends of a piece, the model's power lies on its line,
-    ``[P(0), P(1)] = [P_idle, P_max]``, whatever the unseen utilisation: the piece is bridged by
-    the nearer powered sample's value (the one after the gap, else the one before, else P(0.5))
-    and charged ``(P_max − P_idle) · length / √12``. A piece at whose one end the node had no
-    power (0 W read, or a sample at 0 W modelled) switched at an unknown instant inside that
-    metered interval: half the bridge, charged ``max(P_max, bridge) · length / √12``. The
-    charges of one gap add linearly (one unknown may bias every piece alike); gaps add in
-    quadrature like every other interval. Without a powered reading inside, the gap keeps the
-    plain bridge and ``max(P_max, bridge) · length / √12``.
-
-    Parameters
-    ----------
-    t_s : ndarray, shape (K,)
-        The node's sample times (s from the window's start).
-    power_w : ndarray, shape (K,)
-        Metered power (W; NaN = no reading at that instant, 0 = no power).
-    model : LinearPowerModel
-
-    Returns
-    -------
-    GapEstimate
-        For :func:`~eams.calibrate.wallpower.energy.integrate` (modelled power in W, so the
-        integral in J and its σ in J).
-    """
-    p_idle_w, p_max_w = model.p_idle_w, model.p_max_w
-    powered_at = np.isfinite(power_w) & (power_w > 0)
-    unpowered_at = power_w == 0.0
-
-    def has_power(at_s: float, value_w: float) -> bool:
-        here = t_s == at_s
-        return bool(value_w > 0 or not unpowered_at[here].any())
-
-    def estimate(
-        start_s: float, end_s: float, before_w: float, after_w: float
-    ) -> tuple[float, float]:
-        inside = t_s[(t_s > start_s) & (t_s < end_s) & powered_at]
-        on_start, on_end = has_power(start_s, before_w), has_power(end_s, after_w)
-        if on_end:
-            bridge_w = after_w
-        elif on_start:
-            bridge_w = before_w
-        else:
-            bridge_w = float(model.power_w(0.5))
-        full_w = max(p_max_w, bridge_w)
-        if inside.size == 0 and not (on_start and on_end):
-            return after_w * (end_s - start_s), full_w * (end_s - start_s) / _SQRT12
-        points = np.concatenate(([start_s], inside, [end_s]))
-        states = np.concatenate(([on_start], np.ones(inside.size, dtype=bool), [on_end]))
-        value_j = sd_j = 0.0
-        for k in range(points.size - 1):
-            length_s = float(points[k + 1] - points[k])
-            if states[k] and states[k + 1]:
-                value_j += bridge_w * length_s
-                sd_j += (p_max_w - p_idle_w) * length_s / _SQRT12
-            else:
-                value_j += bridge_w * length_s / 2
-                sd_j += full_w * length_s / _SQRT12
-        return value_j, sd_j
-
-    return estimate
 
 
 def _check_edges(
