@@ -111,6 +111,19 @@ class EnergyModel:
         """ΔP = dynamic + wake: how much more the node draws while the pod runs, W."""
         return self.dynamic_power_w(pod_cores) + self.wake_power_w(empty)
 
+    def work_per_joule(self, pod_cores: ArrayLike, empty: ArrayLike) -> NDArray[np.float64]:
+        """c · s / ΔP: reference core-seconds of work per joule a pod of ``pod_cores`` cores gets
+        on each node (w / ΔE with the runtime t = w / (c·s) cancelled) — the market's bid before
+        the priority weight and the headroom gate (study §5.2), so a ranking by it is the
+        market's. One-off wake energy (E_wake) is left out: it does not scale with the work.
+
+        Parameters
+        ----------
+        pod_cores : float or array, cores c (> 0)
+        empty : bool or bool array, the node runs no pod before this one (the wake term)
+        """
+        return np.asarray(pod_cores) * self.speed / self.added_power_w(pod_cores, empty)
+
     def marginal_energy_j(
         self, pod_cores: ArrayLike, reference_s: ArrayLike, empty: ArrayLike
     ) -> NDArray[np.float64]:

@@ -220,7 +220,7 @@ def _node_findings(n: NodeEnergy) -> list[str]:
     out += _gap_finding(
         n.utilisation_gaps,
         "utilisation (so in modelled power)",
-        "covered by the next sample's mean",
+        "read by the agent's window and the meter's readings in it",
     )
     out += [_counter_finding(e, used=n.method == "counter") for e in n.counter_events]
     if n.counter_note:

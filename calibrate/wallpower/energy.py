@@ -22,6 +22,7 @@ instant). Intervals are taken as independent.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,8 +94,20 @@ def find_gaps(t_s: np.ndarray, span_s: float, threshold_s: float) -> tuple[Gap, 
     )
 
 
+GapEstimate = Callable[[float, float, float, float], tuple[float, float]]
+"""``(start_s, end_s, value_before, value_after) → (integral over the gap, its standard
+uncertainty)``: what
+is known about an inner gap of an averaged quantity besides its end samples (in ``nodes``: the
+meter's readings inside a utilisation gap)."""
+
+
 def integrate(
-    t_s: np.ndarray, y: np.ndarray, span_s: float, *, averaged: bool = False
+    t_s: np.ndarray,
+    y: np.ndarray,
+    span_s: float,
+    *,
+    averaged: bool = False,
+    gap_estimate: GapEstimate | None = None,
 ) -> Integral | None:
     """Integral of ``y`` over ``[0, span_s]``, ignoring NaN samples (see module doc).
 
@@ -111,6 +124,11 @@ def integrate(
         value is the mean over the interval that ends at its timestamp (utilisation from
         /proc/stat deltas, and anything linear in it): each value weighs its own interval,
         which is exact, so ordinary intervals carry no sampling uncertainty.
+    gap_estimate : callable, optional
+        Averaged only: replaces the bridge (the next sample's mean) and the charge
+        (``range · length / √12``) of a gap between two samples by its answer
+        (:data:`GapEstimate`) where that answer's uncertainty is the smaller; edge gaps keep
+        the held value and the charge.
 
     Returns
     -------
@@ -138,8 +156,17 @@ def integrate(
         weights[-1] += lengths[-1] / 2
     spread = float(values.max() - values.min())
     unresolved = np.where(gap, spread, steps) * lengths / _SQRT12
+    value = float(weights @ values)
+    if averaged and gap_estimate is not None:
+        for k in np.flatnonzero(gap[1:-1]) + 1:  # interval k: from sample k − 1 to sample k
+            estimate, sd = gap_estimate(
+                float(tau[k - 1]), float(tau[k]), float(values[k - 1]), float(values[k])
+            )
+            if sd < unresolved[k]:  # the tighter of two bounds, each with its own bridge
+                value += estimate - float(lengths[k] * values[k])
+                unresolved[k] = sd
     return Integral(
-        value=float(weights @ values),
+        value=value,
         sampling_sd=float(np.sqrt(np.sum(unresolved**2))),
         weights_s=weights,
         values=values,

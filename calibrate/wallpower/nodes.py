@@ -17,6 +17,7 @@ from eams.calibrate.wallpower.counter import (
 from eams.calibrate.wallpower.energy import Gap, integrate
 from eams.calibrate.wallpower.errors import RunDataError
 from eams.calibrate.wallpower.load import NodeSeries, Run
+from eams.calibrate.wallpower.utilisation_gaps import utilisation_gaps
 
 _SQRT3 = math.sqrt(3.0)
 EDGE_MAX_FRACTION = 0.1
@@ -168,7 +169,13 @@ def node_energy(
     modelled_w = np.where(
         unpowered, 0.0, np.asarray(model.model.power_w(series.utilisation), dtype=float)
     )
-    modelled = integrate(series.t_s, modelled_w, span_s, averaged=True)
+    modelled = integrate(
+        series.t_s,
+        modelled_w,
+        span_s,
+        averaged=True,
+        gap_estimate=utilisation_gaps(series, model.model),
+    )
     assert modelled is not None  # same validity as util
     reading_sd_frac = accuracy_pct / 100 / _SQRT3
     if isinstance(counter, CounterIntegral):

@@ -326,6 +326,7 @@ class DemoObserver:
                     p_idle_w=cal.p_idle_w,
                     p_max_w=max(cal.p_max_w, cal.p_idle_w),
                     speed=cal.speed or 1.0,
+                    p_wake_w=cal.wake_power_w,  # as the extender's bids take it
                     **asdict(fig),  # the sleep state, under the same names
                     state_since_s=now_s,
                     pod_cores=pods,

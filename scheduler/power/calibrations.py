@@ -39,13 +39,15 @@ def read_folder(folder: str | Path) -> dict[str, Calibration]:
 
 def node_figures(cal: Calibration) -> dict[str, Any]:
     """The :class:`~.policy_fleet.NodePowerView` fields a calibration gives: ``p_idle_w``,
-    ``p_max_w``, ``speed`` (1 when unknown: the node is its own reference) and the sleep state
+    ``p_max_w``, ``speed`` (1 when unknown: the node is its own reference), ``p_wake_w`` (its
+    ``wake_power_w``, as the extender's bids take it) and the sleep state
     (module docstring; ``None`` where not measured)."""
     states = cal.power_states
     figures: dict[str, Any] = {
         "p_idle_w": max(cal.p_idle_w, 0.0),
         "p_max_w": max(cal.p_max_w, cal.p_idle_w, 0.0),
         "speed": cal.speed if cal.speed is not None else 1.0,
+        "p_wake_w": max(cal.wake_power_w, 0.0),
         "sleep_power_w": None,
         "wake_time_s": None,
         "wake_energy_j": None,

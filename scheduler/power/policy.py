@@ -286,7 +286,7 @@ def _sleeps(work, cfg, fits, memory, reserve, timers) -> None:
     sleepable = work.sleepable
     empty = fleet.pods == 0
     base = awake & ~(empty & sleepable)
-    efficiency = costs.work_per_joule(fleet)
+    efficiency = costs.work_per_joule(fleet, reserve)
     waking = work.state == WAKING
     free = float(work.spare_cores[base | waking].sum())
     count = int(np.count_nonzero(base))
@@ -327,7 +327,7 @@ def _sleeps(work, cfg, fits, memory, reserve, timers) -> None:
 def _floor_wakes(work, cfg, reserve, retry, timers) -> None:
     fleet = work.fleet
     now = fleet.now_s
-    efficiency = costs.work_per_joule(fleet)
+    efficiency = costs.work_per_joule(fleet, reserve)
     since_sleep = now - np.nan_to_num(fleet.last_sleep_s, nan=-np.inf)
     timers.append(fleet.last_sleep_s + cfg.cooldown_s)
     while True:

@@ -1,9 +1,12 @@
 """The numbers the power policy decides by: efficiency, break-even, expected idle time, and
 what waking a node for a pod costs (study §5.1's wake term with measured sleep states).
 
-* **Efficiency** — calibrated work per joule at full load, ``C·s / P_max`` (reference
-  core-seconds per joule): the node that does the most work per joule when busy is the one to
-  keep awake (the SPECpower ssj_ops/W idea on the calibrated line).
+* **Efficiency** — the market's own ranking: :meth:`EnergyModel.work_per_joule` (reference
+  core-seconds per joule, ``c·s / ΔP``) of the reserve pod on an empty node, the wake term at
+  the calibration's ``wake_power_w`` — exactly the extender's bid for that pod before priority
+  and headroom (``eams.scheduler.auction.bids``), so the nodes kept awake are the ones the
+  market would fill. Without a reserve, a pod that fills the node: ``C·s / (P_max − P_idle +
+  P_wake)``, which is ``C·s / P_max`` on an exact line (work per joule at full load).
 * **Break-even** — sleeping for an idle stretch of T seconds costs ``E_suspend + E_wake +
   P_sleep·(T − t_suspend − t_wake)`` against ``P_idle·T`` for staying awake, so it pays when
   ``T ≥ T_be = (E_suspend + E_wake − P_sleep·(t_suspend + t_wake)) / (P_idle − P_sleep)``, and
@@ -29,9 +32,15 @@ from eams.calibrate.energy import EnergyModel
 from eams.scheduler.power.policy_fleet import FleetState
 
 
-def work_per_joule(fleet: FleetState) -> NDArray[np.float64]:
-    """C·s / P_max per node (reference core-seconds per joule at full load), shape (N,)."""
-    return fleet.cores * fleet.speed / np.maximum(fleet.p_max_w, 1e-9)
+def work_per_joule(fleet: FleetState, pod_cores: float) -> NDArray[np.float64]:
+    """Each node's work per joule for a pod of ``pod_cores`` cores placed on it empty (module
+    docstring; ≤ 0 cores: a pod filling each node), reference core-seconds per joule, (N,)."""
+    model = EnergyModel(
+        fleet.p_idle_w, fleet.p_max_w, fleet.cores, fleet.speed, p_wake_w=fleet.p_wake_w
+    )
+    cores = np.minimum(pod_cores, fleet.cores) if pod_cores > 0 else fleet.cores
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.nan_to_num(model.work_per_joule(cores, True), nan=0.0, posinf=np.inf)
 
 
 def sleep_measured(fleet: FleetState) -> NDArray[np.bool_]:

@@ -78,6 +78,8 @@ class NodePowerView:
     suspect : bool, its last wake or suspend did not confirm in time
     failed_wakes : int
     roles : frozenset of str, e.g. ``{"k3s-server"}``; see :data:`NO_SLEEP_ROLES`
+    p_wake_w : float or None, W, what the node draws awake and idle (the calibration's
+        ``wake_power_w``, the wake term of the bids); ``None``: the line's ``p_idle_w``
     """
 
     name: str
@@ -101,6 +103,7 @@ class NodePowerView:
     suspect: bool = False
     failed_wakes: int = 0
     roles: frozenset[str] = frozenset()
+    p_wake_w: float | None = None
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,8 @@ class FleetState:
     failed_wakes: NDArray[np.int64]
     no_sleep: NDArray[np.bool_]
     pending: PendingPods = field(default_factory=lambda: PendingPods.none(0))
+    p_wake_w: NDArray[np.float64] | None = None
+    """P_wake per node (W; NaN or ``None``: ``p_idle_w``), the wake term of the bids."""
 
     def __post_init__(self) -> None:
         n = self.size
@@ -266,6 +271,11 @@ class FleetState:
         for column in ("suspect", "failed_wakes", "no_sleep"):
             _check(f"nodes.{column}", getattr(self, column), n, "", np.ones(n, bool))
         self.pending.check(n)
+        if self.p_wake_w is not None:
+            v = self.p_wake_w
+            _check("nodes.p_wake_w", v, n, "must be >= 0 or NaN", np.isnan(v) | (v >= 0))
+            # a node whose idle draw is not measured wakes at its line's intercept
+            object.__setattr__(self, "p_wake_w", np.where(np.isnan(v), self.p_idle_w, v))
 
     @property
     def size(self) -> int:
@@ -334,4 +344,5 @@ class FleetState:
             failed_wakes=col(lambda v: v.failed_wakes, np.int64),
             no_sleep=col(lambda v: bool(v.roles & NO_SLEEP_ROLES), bool),
             pending=pods,
+            p_wake_w=col(lambda v: _nan(v.p_wake_w)),
         )
