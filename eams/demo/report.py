@@ -175,6 +175,13 @@ def check_and_report(
             _relative(record_dir / "decisions.jsonl", report_dir),
         )
         for s in saved
+    ] or [
+        (
+            "No placement used less energy on its node's calibrated line than LeastAllocated's "
+            "choice would have: the saving is the nodes the consolidation let sleep (the sleeps "
+            f"and wakes below) — eams explain demo/POD --record {record_dir}",
+            _relative(record_dir / "decisions.jsonl", report_dir),
+        )
     ]
     for i, (band, full, pm) in enumerate(results):
         folder = report_dir if i == 0 else report_dir / band.name

@@ -137,15 +137,20 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
         end = ends[e["pod"]["name"]]
         assert (e["started_at_s"], e["ended_at_s"]) == (end["started_at_s"], end["ended_at_s"])
     saved = summary["decisions_saved_most"]
-    assert 1 <= len(saved) <= 3
+    assert len(saved) <= 3  # none where no placement beat LeastAllocated's on the margin
     assert all(s["saved_wh"] > 0 and s["node"] != s["default_node"] for s in saved), saved
     assert [s["saved_wh"] for s in saved] == sorted((s["saved_wh"] for s in saved), reverse=True)
     html = (out / "report" / "wallpower_report.html").read_text()
-    assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == len(saved)
-    pod = saved[0]["pod"]
+    assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == max(1, len(saved))
+    assert saved or "No placement used less energy on its node&#x27;s calibrated line" in html
+    pod, node = (
+        (saved[0]["pod"], saved[0]["node"])
+        if saved
+        else (cleared[0]["pod"]["name"], cleared[0]["cleared_node"])
+    )
     text = _explain(f"demo/{pod}", record, tmp_path)
     assert f"pod demo/{pod}" in text and "active mode" in text
-    assert f"{saved[0]['node']}" in text and "← cleared" in text
+    assert node in text and "← cleared" in text
     assert "score" in text and "honoured" in text and "Wh attributed" in text
     assert "bid" in text and "price" in text
     slept = [
