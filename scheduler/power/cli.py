@@ -221,7 +221,7 @@ def check_inventory(file: Path) -> None:
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False, path_type=Path),
     help="YAML with the policy's and the manager's settings (policy:, manager:).",
 )
 @click.option(
@@ -259,6 +259,10 @@ def manage(
 
     if in_cluster and kubeconfig is not None:
         raise click.UsageError("give --kubeconfig or --in-cluster, not both")
+    if config_path is not None and not config_path.is_file():
+        # checked here, not by click.Path(exists=True): the Deployment's arguments name the
+        # mounted ConfigMap's path, and tests parse them where it is not mounted
+        raise click.BadParameter(f"{config_path} is not a file", param_hint="'--config'")
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(message)s")
     power_log = logging.getLogger("eams.power")  # a service: every line timed, on stderr
     for handler in list(power_log.handlers):

@@ -11,6 +11,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -29,6 +30,15 @@ def _threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if t.is_alive()}
 
 
+def _settled(before: set[threading.Thread], within_s: float = 5.0) -> set[threading.Thread]:
+    """The live threads once those told to stop have ended (rich's ``Live.stop()`` tells its
+    refresh thread to stop and returns without joining it), or after ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while not _threads() <= before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _threads()
+
+
 def test_the_extender_serves_on_its_own_socket_and_releases_it(tmp_path: Path) -> None:
     before = _threads()
     extender = ExtenderServer(tmp_path).start()
@@ -36,7 +46,7 @@ def test_the_extender_serves_on_its_own_socket_and_releases_it(tmp_path: Path) -
         assert httpx.get(f"{extender.url}/healthz", timeout=5).status_code == 200
     finally:
         extender.stop()
-    assert _threads() == before
+    assert _settled(before) == before
     with socket.socket() as again:  # the port is free once it stopped
         again.bind(("127.0.0.1", extender.port))
 
@@ -53,7 +63,7 @@ def test_an_occupied_extender_port_is_a_demo_error_naming_it(tmp_path: Path) -> 
         f"the extender cannot listen on 127.0.0.1:{port}: Address already in use"
     )
     assert isinstance(raised.value, EamsError)  # what the CLI prints as one line
-    assert _threads() == before
+    assert _settled(before) == before
 
 
 def test_an_agent_that_cannot_start_stops_the_demo_in_one_line(
@@ -81,7 +91,7 @@ def test_an_agent_that_cannot_start_stops_the_demo_in_one_line(
     assert "3/4" in captured.out and "rho-0.3 default:" not in captured.out
     # nothing left running: no thread (simulator, meters, extender, agents) outlives the
     # demo, and the agents set up before mini-3's let go of their spools
-    assert _threads() == before
+    assert _settled(before) == before
     for node in ("mini-1", "mini-2"):
         lock = lock_spool_dir(telemetry / "spool" / node)
         assert lock is not None

@@ -104,7 +104,7 @@ def test_manage_with_a_missing_config_is_a_usage_error(tmp_path) -> None:
     result = _eams("power", "manage", "--calibrations", str(tmp_path),
                    "--config", str(tmp_path / "nosuch.yaml"))  # fmt: skip
     assert result.returncode == 2, result.stderr
-    assert "invalid value for '--config'" in result.stderr and "does not exist" in result.stderr
+    assert "invalid value for '--config'" in result.stderr and "is not a file" in result.stderr
 
 
 def test_suspend_prints_the_transition_and_a_dry_run_does_nothing(

@@ -35,7 +35,11 @@ def _actions(sim: PduSimulator, node: Node, api: KubeApi | None, **kwargs) -> Po
     kubeconfig = api.kubeconfig if api else Path("/nonexistent/kubeconfig")
     data = inventory_data(sim, node, kubeconfig=kubeconfig, **kwargs)
     inventory = parse_inventory(data, Path("."), "power.yaml")
-    return PowerActions(inventory, who="tester", why="test", switch_wait_s=5.0, **options)
+    # the simulated PDU answers in the test's own process: patient SNMP on a loaded machine
+    patient = {"meter_timeout_s": 5.0, "meter_retries": 2}
+    return PowerActions(
+        inventory, who="tester", why="test", switch_wait_s=5.0, **patient, **options
+    )
 
 
 def _until(predicate, timeout_s: float = 10.0) -> bool:
