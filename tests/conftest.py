@@ -38,3 +38,28 @@ def tcp_port() -> int:
 def udp_port() -> int:
     """A free UDP port on loopback."""
     return free_port(socket.SOCK_DGRAM)
+
+
+LONGEST_FIRST = (
+    "tests/ansible/test_playbooks.py",
+    "tests/demo/test_demo.py",
+    "tests/bench/test_sweep.py",
+    "tests/calibrate/powerstates/test_measure.py",
+    "tests/test_cli_conformance.py",
+)
+"""The files that take longest (real playbook runs, the demo, the power-state measurement):
+collected first, so that ``.ci/run``'s two processes (pytest-xdist, ``--dist loadfile``, which
+hands out files in collection order) start them at once instead of ending on them."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the tests of :data:`LONGEST_FIRST` to the front, in that order (a stable sort: the
+    order inside each file, and of every other file, is kept)."""
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    root = Path(__file__).resolve().parent.parent
+
+    def key(item: pytest.Item) -> int:
+        relative = Path(item.fspath).resolve().relative_to(root).as_posix()
+        return rank.get(relative, len(rank))
+
+    items[:] = sorted(items, key=key)

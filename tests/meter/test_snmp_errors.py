@@ -78,7 +78,7 @@ def test_v3_wrong_key_is_an_auth_error(snmp_agent, monkeypatch, auth_key, priv_k
     monkeypatch.setenv(AUTH_KEY_ENV, auth_key)
     monkeypatch.setenv(PRIV_KEY_ENV, priv_key)
     with pytest.raises(MeterAuthError) as info:
-        _read(_v3_url(snmp_agent), timeout_s=3.0, retries=0)
+        _read(_v3_url(snmp_agent), **PATIENT)  # the agent's report answers: no retry is sent
     assert f"{snmp_agent.host}:{snmp_agent.port}" in str(info.value)
 
 
