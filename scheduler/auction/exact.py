@@ -22,7 +22,7 @@ floats break the certificate, or when the budget is spent (``None``). :func:`den
 small cold-batch variant: scipy's ``linear_sum_assignment`` on the slot-expanded values,
 priced the same way. :func:`few` is the batch of a few pods (the extender's usual one): each
 pod's J best nodes, which provably hold an optimum, solved densely and certified on every
-node.
+node; when no node is over-asked, simply each pod's best node (:func:`best_nodes`).
 """
 
 from __future__ import annotations
@@ -238,11 +238,46 @@ def _free_slot_priced(
     return bool((prices[used < capacity] > tol).any())
 
 
+def best_nodes(values: np.ndarray, capacity: np.ndarray) -> np.ndarray | None:
+    """Each pod on its best allowed node, when no node is asked for more slots than it has
+    free: then that assignment is optimal and every price 0 certifies it (each pod earns its
+    largest value, the dual objective Σ_j max_n v_jn equals the value, no free slot is
+    priced: 0-CS, Bertsekas 1998 §7.1); ``None`` when some node is over-asked.
+
+    The extender's usual batch (a few pods, 1,000 nodes of several free slots each) is this
+    case: one row maximum and one count, where the short lists pay a dense assignment and
+    the longest-path prices. Ties go to the lowest node index (``argmax``: deterministic,
+    AR-8).
+
+    Parameters
+    ----------
+    values : (J, N) float, > 0 where allowed, −inf where not (nor where the pod's slots do
+        not fit: :func:`.inputs.allowed`); with J = 1 the pod may take several slots
+    capacity : (N,) int ≥ 0
+        Free slots (J > 1: single-slot pods).
+
+    Returns
+    -------
+    (J,) int or None
+        The node of each pod (−1: it has no allowed node), or ``None``.
+    """
+    best = values.argmax(axis=1)
+    placed = np.isfinite(values[np.arange(values.shape[0]), best])
+    assign = np.where(placed, best, -1)
+    if values.shape[0] > 1:
+        asked = np.bincount(best[placed], minlength=capacity.size)
+        if (asked > capacity).any():
+            return None
+    return assign
+
+
 def few(
     values: np.ndarray, capacity: np.ndarray, v_max: float
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """A few single-slot pods: the optimum on each pod's J best nodes, certified on all N.
 
+    First :func:`best_nodes`: when no node is asked for more slots than it has free, each pod
+    on its best node is the optimum, priced 0 (the minimal competitive prices). Otherwise:
     With J pods that can be placed, each lists its J best allowed nodes by value. These lists
     provably hold an optimum (the argument of :func:`_sufficient`: every allowed node has a free
     slot, so a pod on an unlisted node would mean J other pods fill its J listed nodes, in a
@@ -270,8 +305,9 @@ def few(
         As :func:`dense`.
     """
     n_pods, n_nodes = values.shape
-    if n_pods == 1:  # one bidder: its best node, every price 0 (dual value = its value)
-        return np.array([int(values[0].argmax())]), np.zeros(n_nodes)
+    uncontested = best_nodes(values, capacity)
+    if uncontested is not None:
+        return uncontested, np.zeros(n_nodes)
     tol = TOL_REL * v_max
     placeable = int(np.isfinite(values).any(axis=1).sum())
     pod, node = _edges(values, ranked(values.copy(), max(1, placeable)))
