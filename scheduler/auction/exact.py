@@ -271,13 +271,54 @@ def best_nodes(values: np.ndarray, capacity: np.ndarray) -> np.ndarray | None:
     return assign
 
 
+def identical_pods(
+    values: np.ndarray, capacity: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Single-slot pods that all value every node alike (a Deployment's replicas): they fill
+    the allowed nodes in descending value (ties by index: deterministic, AR-8), which is
+    optimal, priced so that every pod earns π, the best value still on offer (0 when a pod
+    stays out): a full node costs v_n − π, every other 0. No pod then gains more elsewhere
+    (a node with a free slot is worth at most π) and no free slot is priced: 0-CS, the dual
+    objective equals the value (Bertsekas 1998 §7.1). ``None`` when the rows differ.
+
+    Parameters
+    ----------
+    values : (J, N) float, > 0 where allowed, −inf where not
+    capacity : (N,) int ≥ 0
+
+    Returns
+    -------
+    (assignment, prices) or None
+        As :func:`dense`.
+    """
+    row = values[0]
+    if not (values == row).all():
+        return None
+    n_pods, n_nodes = values.shape
+    allowed = np.flatnonzero(np.isfinite(row) & (capacity > 0))
+    order = allowed[np.argsort(-row[allowed], kind="stable")]
+    if not order.size:  # nowhere to go: everyone out, nothing priced
+        return np.full(n_pods, -1, dtype=np.int64), np.zeros(n_nodes)
+    slot = np.searchsorted(np.cumsum(capacity[order]), np.arange(n_pods), side="right")
+    assign = np.where(slot < order.size, order[np.minimum(slot, order.size - 1)], -1)
+    used = np.bincount(assign[assign >= 0], minlength=n_nodes)
+    open_ = np.isfinite(row) & (used < capacity)
+    profit = 0.0 if (assign < 0).any() or not open_.any() else float(row[open_].max())
+    full = (used >= capacity) & (used > 0)
+    prices = np.zeros(n_nodes)
+    prices[full] = row[full] - profit
+    return assign, prices
+
+
 def few(
     values: np.ndarray, capacity: np.ndarray, v_max: float
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """A few single-slot pods: the optimum on each pod's J best nodes, certified on all N.
 
     First :func:`best_nodes`: when no node is asked for more slots than it has free, each pod
-    on its best node is the optimum, priced 0 (the minimal competitive prices). Otherwise:
+    on its best node is the optimum, priced 0 (the minimal competitive prices); then
+    :func:`identical_pods`: pods that value every node alike fill them in value order.
+    Otherwise:
     With J pods that can be placed, each lists its J best allowed nodes by value. These lists
     provably hold an optimum (the argument of :func:`_sufficient`: every allowed node has a free
     slot, so a pod on an unlisted node would mean J other pods fill its J listed nodes, in a
@@ -308,6 +349,9 @@ def few(
     uncontested = best_nodes(values, capacity)
     if uncontested is not None:
         return uncontested, np.zeros(n_nodes)
+    replicas = identical_pods(values, capacity)
+    if replicas is not None:
+        return replicas
     tol = TOL_REL * v_max
     placeable = int(np.isfinite(values).any(axis=1).sum())
     pod, node = _edges(values, ranked(values.copy(), max(1, placeable)))
