@@ -32,7 +32,8 @@ class Method(StrEnum):
     """
 
     SHORT_LISTS = "short_lists"
-    """A few single-slot pods (or one pod of any size): each pod's J best nodes (provably
+    """A few single-slot pods (or one pod of any size): each pod's best node when none is
+    over-asked (prices 0), replicas in value order, else each pod's J best nodes (provably
     enough), one dense assignment on their union, priced and certified on every node."""
     RANK_ONE = "rank_one"
     """Exactly rank-one single-slot bids: the ε-auction from the warm start, ≤ 20 rounds."""
