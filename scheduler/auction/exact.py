@@ -22,7 +22,7 @@ floats break the certificate, or when the budget is spent (``None``). :func:`den
 small cold-batch variant: scipy's ``linear_sum_assignment`` on the slot-expanded values,
 priced the same way. :func:`few` is the batch of a few pods (the extender's usual one): each
 pod's J best nodes, which provably hold an optimum, solved densely and certified on every
-node.
+node; when no node is over-asked, simply each pod's best node (:func:`best_nodes`).
 """
 
 from __future__ import annotations
@@ -238,11 +238,87 @@ def _free_slot_priced(
     return bool((prices[used < capacity] > tol).any())
 
 
+def best_nodes(values: np.ndarray, capacity: np.ndarray) -> np.ndarray | None:
+    """Each pod on its best allowed node, when no node is asked for more slots than it has
+    free: then that assignment is optimal and every price 0 certifies it (each pod earns its
+    largest value, the dual objective Σ_j max_n v_jn equals the value, no free slot is
+    priced: 0-CS, Bertsekas 1998 §7.1); ``None`` when some node is over-asked.
+
+    The extender's usual batch (a few pods, 1,000 nodes of several free slots each) is this
+    case: one row maximum and one count, where the short lists pay a dense assignment and
+    the longest-path prices. Ties go to the lowest node index (``argmax``: deterministic,
+    AR-8).
+
+    Parameters
+    ----------
+    values : (J, N) float, > 0 where allowed, −inf where not (nor where the pod's slots do
+        not fit: :func:`.inputs.allowed`); with J = 1 the pod may take several slots
+    capacity : (N,) int ≥ 0
+        Free slots (J > 1: single-slot pods).
+
+    Returns
+    -------
+    (J,) int or None
+        The node of each pod (−1: it has no allowed node), or ``None``.
+    """
+    best = values.argmax(axis=1)
+    placed = np.isfinite(values[np.arange(values.shape[0]), best])
+    assign = np.where(placed, best, -1)
+    if values.shape[0] > 1:
+        asked = np.bincount(best[placed], minlength=capacity.size)
+        if (asked > capacity).any():
+            return None
+    return assign
+
+
+def identical_pods(
+    values: np.ndarray, capacity: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Single-slot pods that all value every node alike (a Deployment's replicas): they fill
+    the allowed nodes in descending value (ties by index: deterministic, AR-8), which is
+    optimal, priced so that every pod earns π, the best value still on offer (0 when a pod
+    stays out): a full node costs v_n − π, every other 0. No pod then gains more elsewhere
+    (a node with a free slot is worth at most π) and no free slot is priced: 0-CS, the dual
+    objective equals the value (Bertsekas 1998 §7.1). ``None`` when the rows differ.
+
+    Parameters
+    ----------
+    values : (J, N) float, > 0 where allowed, −inf where not
+    capacity : (N,) int ≥ 0
+
+    Returns
+    -------
+    (assignment, prices) or None
+        As :func:`dense`.
+    """
+    row = values[0]
+    if not (values == row).all():
+        return None
+    n_pods, n_nodes = values.shape
+    allowed = np.flatnonzero(np.isfinite(row) & (capacity > 0))
+    order = allowed[np.argsort(-row[allowed], kind="stable")]
+    if not order.size:  # nowhere to go: everyone out, nothing priced
+        return np.full(n_pods, -1, dtype=np.int64), np.zeros(n_nodes)
+    slot = np.searchsorted(np.cumsum(capacity[order]), np.arange(n_pods), side="right")
+    assign = np.where(slot < order.size, order[np.minimum(slot, order.size - 1)], -1)
+    used = np.bincount(assign[assign >= 0], minlength=n_nodes)
+    open_ = np.isfinite(row) & (used < capacity)
+    profit = 0.0 if (assign < 0).any() or not open_.any() else float(row[open_].max())
+    full = (used >= capacity) & (used > 0)
+    prices = np.zeros(n_nodes)
+    prices[full] = row[full] - profit
+    return assign, prices
+
+
 def few(
     values: np.ndarray, capacity: np.ndarray, v_max: float
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """A few single-slot pods: the optimum on each pod's J best nodes, certified on all N.
 
+    First :func:`best_nodes`: when no node is asked for more slots than it has free, each pod
+    on its best node is the optimum, priced 0 (the minimal competitive prices); then
+    :func:`identical_pods`: pods that value every node alike fill them in value order.
+    Otherwise:
     With J pods that can be placed, each lists its J best allowed nodes by value. These lists
     provably hold an optimum (the argument of :func:`_sufficient`: every allowed node has a free
     slot, so a pod on an unlisted node would mean J other pods fill its J listed nodes, in a
@@ -270,8 +346,12 @@ def few(
         As :func:`dense`.
     """
     n_pods, n_nodes = values.shape
-    if n_pods == 1:  # one bidder: its best node, every price 0 (dual value = its value)
-        return np.array([int(values[0].argmax())]), np.zeros(n_nodes)
+    uncontested = best_nodes(values, capacity)
+    if uncontested is not None:
+        return uncontested, np.zeros(n_nodes)
+    replicas = identical_pods(values, capacity)
+    if replicas is not None:
+        return replicas
     tol = TOL_REL * v_max
     placeable = int(np.isfinite(values).any(axis=1).sum())
     pod, node = _edges(values, ranked(values.copy(), max(1, placeable)))

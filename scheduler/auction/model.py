@@ -32,7 +32,8 @@ class Method(StrEnum):
     """
 
     SHORT_LISTS = "short_lists"
-    """A few single-slot pods (or one pod of any size): each pod's J best nodes (provably
+    """A few single-slot pods (or one pod of any size): each pod's best node when none is
+    over-asked (prices 0), replicas in value order, else each pod's J best nodes (provably
     enough), one dense assignment on their union, priced and certified on every node."""
     RANK_ONE = "rank_one"
     """Exactly rank-one single-slot bids: the ε-auction from the warm start, ≤ 20 rounds."""
@@ -141,43 +142,103 @@ class Nodes:
     p_wake_w: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        slots = int_array("nodes.slots", self.slots, None)
-        n = slots.shape[0]
-        arrays = {
-            key: array(f"nodes.{key}", getattr(self, key), float, n)
-            for key in ("cores", "p_idle_w", "p_max_w", "speed", "headroom", "age_s")
-        }
-        empty = array("nodes.empty", self.empty, bool, n)
-        check("nodes.slots", slots, slots < 0, "must be ≥ 0")
-        for key in ("cores", "speed"):
-            a = arrays[key]
-            check(f"nodes.{key}", a, ~(np.isfinite(a) & (a > 0)), "must be finite and > 0")
-        idle, peak = arrays["p_idle_w"], arrays["p_max_w"]
-        check("nodes.p_idle_w", idle, ~(np.isfinite(idle) & (idle >= 0)), "must be finite and ≥ 0")
-        check(
-            "nodes.p_max_w",
-            peak,
-            ~(np.isfinite(peak) & (peak > idle)),
-            "must be finite and > p_idle_w",
+        state = _state_columns(self.slots, self.headroom, self.age_s, self.empty)
+        n = state["slots"].shape[0]
+        wake = self.p_wake_w
+        calibration = _calibration_columns(
+            n, self.cores, self.p_idle_w, self.p_max_w, self.speed, wake
         )
-        h, age = arrays["headroom"], arrays["age_s"]
-        check("nodes.headroom", h, np.isinf(h) | (h > 1), "must be ≤ 1 or NaN (unknown)")
-        check("nodes.age_s", age, np.isinf(age) | (age < 0), "must be ≥ 0 or NaN (unknown)")
-        if self.p_wake_w is None:
-            wake = idle
-        else:
-            wake = array("nodes.p_wake_w", self.p_wake_w, float, n)
-            check(
-                "nodes.p_wake_w", wake, ~(np.isfinite(wake) & (wake >= 0)), "must be finite and ≥ 0"
-            )
-        object.__setattr__(self, "p_wake_w", wake)
-        object.__setattr__(self, "slots", slots)
-        object.__setattr__(self, "empty", empty)
-        for key, value in arrays.items():
+        for key, value in (state | calibration).items():
             object.__setattr__(self, key, value)
+
+    @classmethod
+    def calibrated(
+        cls,
+        slots: np.ndarray,
+        headroom: np.ndarray,
+        age_s: np.ndarray,
+        empty: np.ndarray,
+        checked: Nodes,
+    ) -> Nodes:
+        """Nodes whose calibration columns (``cores``, ``p_idle_w``, ``p_max_w``, ``speed``,
+        ``p_wake_w``) are those of ``checked``, already checked when it was built, so only
+        the columns that change between clearings (``slots``, ``headroom``, ``age_s``,
+        ``empty``) are checked here: the extender's path (``Market.nodes`` passes the last
+        Nodes whose calibration columns equal today's). The constructor checks every column.
+
+        Raises
+        ------
+        AuctionInputError
+            As the constructor, for the four columns; their length differs from ``checked``'s.
+        """
+        state = _state_columns(slots, headroom, age_s, empty)
+        if state["slots"].shape[0] != len(checked):
+            raise AuctionInputError(
+                f"nodes.slots: length {state['slots'].shape[0]}, expected {len(checked)}"
+            )
+        nodes = object.__new__(cls)
+        for key in CALIBRATION_COLUMNS:
+            object.__setattr__(nodes, key, getattr(checked, key))
+        for key, value in state.items():
+            object.__setattr__(nodes, key, value)
+        return nodes
 
     def __len__(self) -> int:
         return int(self.slots.shape[0])
+
+
+CALIBRATION_COLUMNS = ("cores", "p_idle_w", "p_max_w", "speed", "p_wake_w")
+"""The :class:`Nodes` columns that only the calibrations (and allocatable CPU) change."""
+
+
+def _state_columns(
+    slots: object, headroom: object, age_s: object, empty: object
+) -> dict[str, np.ndarray]:
+    """The per-clearing columns of :class:`Nodes`, checked (its rules)."""
+    checked_slots = int_array("nodes.slots", slots, None)
+    n = checked_slots.shape[0]
+    h = array("nodes.headroom", headroom, float, n)
+    age = array("nodes.age_s", age_s, float, n)
+    check("nodes.slots", checked_slots, checked_slots < 0, "must be ≥ 0")
+    check("nodes.headroom", h, np.isinf(h) | (h > 1), "must be ≤ 1 or NaN (unknown)")
+    check("nodes.age_s", age, np.isinf(age) | (age < 0), "must be ≥ 0 or NaN (unknown)")
+    empty_ = array("nodes.empty", empty, bool, n)
+    return {"slots": checked_slots, "headroom": h, "age_s": age, "empty": empty_}
+
+
+def _calibration_columns(
+    n: int,
+    cores: object,
+    p_idle_w: object,
+    p_max_w: object,
+    speed: object,
+    p_wake_w: object | None,
+) -> dict[str, np.ndarray]:
+    """The :data:`CALIBRATION_COLUMNS` of :class:`Nodes`, checked (its rules); ``p_wake_w``
+    None → ``p_idle_w``."""
+    arrays = {
+        key: array(f"nodes.{key}", value, float, n)
+        for key, value in (("cores", cores), ("p_idle_w", p_idle_w), ("p_max_w", p_max_w))
+    }
+    arrays["speed"] = array("nodes.speed", speed, float, n)
+    for key in ("cores", "speed"):
+        a = arrays[key]
+        check(f"nodes.{key}", a, ~(np.isfinite(a) & (a > 0)), "must be finite and > 0")
+    idle, peak = arrays["p_idle_w"], arrays["p_max_w"]
+    check("nodes.p_idle_w", idle, ~(np.isfinite(idle) & (idle >= 0)), "must be finite and ≥ 0")
+    check(
+        "nodes.p_max_w",
+        peak,
+        ~(np.isfinite(peak) & (peak > idle)),
+        "must be finite and > p_idle_w",
+    )
+    if p_wake_w is None:
+        arrays["p_wake_w"] = idle
+    else:
+        wake = array("nodes.p_wake_w", p_wake_w, float, n)
+        check("nodes.p_wake_w", wake, ~(np.isfinite(wake) & (wake >= 0)), "must be finite and ≥ 0")
+        arrays["p_wake_w"] = wake
+    return arrays
 
 
 @dataclass(frozen=True)

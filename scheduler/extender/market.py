@@ -28,6 +28,7 @@ import numpy as np
 
 from eams.calibrate.energy import EnergyModel
 from eams.scheduler.auction import AuctionParams, Clearing, Nodes, Pods, bids, solve
+from eams.scheduler.auction.model import CALIBRATION_COLUMNS
 from eams.scheduler.extender.herding import HerdGuard
 from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.rows import Cleared, Columns, scale_scores
@@ -189,6 +190,7 @@ class Market:
         self._columns_names: list[str] = []
         self._kept: tuple[list[str], np.ndarray, np.ndarray | slice, list[str]] | None = None
         self._among_last: tuple[frozenset[str], list[str], np.ndarray | None] | None = None
+        self._checked_nodes: Nodes | None = None  # the last fully checked calibration columns
 
     def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
         """Columns for ``names`` plus the derived ones, each (N,):
@@ -210,23 +212,39 @@ class Market:
         view["slots"] = np.fmax(free_cpu // (self.params.cores_per_slot * 1000.0), 0.0)
         return view
 
-    @staticmethod
-    def nodes(view: dict[str, np.ndarray], keep: np.ndarray | slice) -> Nodes:
+    def nodes(self, view: dict[str, np.ndarray], keep: np.ndarray | slice) -> Nodes:
         """Engine ``Nodes`` of the rows ``keep`` (a bool mask, indices or a slice) of a
-        :meth:`view`."""
+        :meth:`view`.
+
+        The calibration columns (``CALIBRATION_COLUMNS``: allocatable cores, P_idle, P_max,
+        speed, wake power) change only when a calibration or a node's allocatable does, yet
+        the engine checks every column of a ``Nodes`` it is given; so they are checked once:
+        while they equal the last checked copy, ``Nodes.calibrated`` reuses it and checks
+        only slots, headroom, age and emptiness.
+        """
         empty = (view["used_pods"] == 0) & (view["reserved"] == 0)
         empty &= view["utilisation"] < EMPTY_UTILISATION  # unknown (NaN) is never empty
-        return Nodes(
-            slots=view["slots"][keep].astype(np.int64),
-            cores=view["alloc_cpu_milli"][keep] / 1000.0,
-            p_idle_w=view["p_idle_w"][keep],
-            p_max_w=view["p_max_w"][keep],
-            speed=view["speed"][keep],
-            headroom=np.fmin(view["headroom"][keep], 1.0),
-            age_s=view["age_s"][keep],
-            empty=empty[keep],
-            p_wake_w=view["p_wake_w"][keep],
+        slots = view["slots"][keep].astype(np.int64)
+        headroom = np.fmin(view["headroom"][keep], 1.0)
+        calibration = {
+            "cores": view["alloc_cpu_milli"][keep] / 1000.0,
+            "p_idle_w": view["p_idle_w"][keep],
+            "p_max_w": view["p_max_w"][keep],
+            "speed": view["speed"][keep],
+            "p_wake_w": view["p_wake_w"][keep],
+        }
+        checked = self._checked_nodes
+        if checked is not None and all(
+            np.array_equal(calibration[key], getattr(checked, key)) for key in CALIBRATION_COLUMNS
+        ):
+            return Nodes.calibrated(slots, headroom, view["age_s"][keep], empty[keep], checked)
+        # copies: the table's columns change in place, the checked ones must not
+        copies = {key: np.array(value) for key, value in calibration.items()}
+        nodes = Nodes(
+            slots=slots, headroom=headroom, age_s=view["age_s"][keep], empty=empty[keep], **copies
         )
+        self._checked_nodes = nodes
+        return nodes
 
     def _slots(self, pod: PendingPod) -> int:
         return max(1, math.ceil(pod.request.cpu_milli / (self.params.cores_per_slot * 1000.0)))

@@ -172,6 +172,22 @@ def test_bad_node_input_names_array_and_index(field: str, value: list, pattern: 
         nodes(**{field: value})
 
 
+def test_calibrated_nodes_take_the_checked_calibration_and_check_the_rest() -> None:
+    """``Nodes.calibrated`` keeps the checked Nodes' calibration columns, checks slots,
+    headroom, age and emptiness as the constructor does, and refuses another length."""
+    checked = nodes()
+    again = Nodes.calibrated([4, 0], [0.2, np.nan], [3.0, np.nan], [True, False], checked)
+    assert again.p_max_w is checked.p_max_w and again.p_wake_w is checked.p_wake_w
+    assert again.slots.tolist() == [4, 0] and again.empty.tolist() == [True, False]
+    assert bids.bid_values(one_pod(), again, PARAMS).shape == (1, 2)
+    with pytest.raises(AuctionInputError, match=r"nodes\.headroom\[1\]"):
+        Nodes.calibrated([4, 0], [0.2, np.inf], [3.0, 1.0], [True, False], checked)
+    with pytest.raises(AuctionInputError, match=r"nodes\.slots\[0\]"):
+        Nodes.calibrated([-1, 0], [0.2, 0.2], [3.0, 1.0], [True, False], checked)
+    with pytest.raises(AuctionInputError, match="length 3, expected 2"):
+        Nodes.calibrated([1, 1, 1], [0.2] * 3, [1.0] * 3, [False] * 3, checked)
+
+
 def test_bid_values_match_the_study_formula() -> None:
     """The factored computation equals π·w/ΔE·σ(...) from the marginal energy."""
     from eams.scheduler.bench.auction_batches import random_batch

@@ -115,3 +115,44 @@ def test_a_few_pods_clear_on_their_short_lists_at_the_optimum(seed: int, n_pods:
     assert c.value == pytest.approx(lsa_optimum(masked, capacity), rel=1e-12)
     v = np.where(capacity[None, :] > 0, masked, -np.inf)
     assert dual_bound(v, pods.slots, capacity, c.prices) == pytest.approx(c.value, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_extenders_batch_clears_on_each_pods_best_node_priced_zero(seed: int) -> None:
+    """The extender's usual batch (2–5 pods, 1,000 nodes of several free slots, distinct
+    nodes): no node is asked for more than it has, so each pod takes its best node, every
+    price is 0, and that is the optimum; with the best node full for all but one pod the
+    short lists clear it instead, still at the optimum."""
+    pods, nodes = random_batch(2 + seed, 1_000, 7, seed=seed)
+    values = bids.bid_values(pods, nodes, AuctionParams())
+    c = solve(values, pods.slots, nodes.slots)
+    assert c.method == "short_lists" and c.gap_bound is None
+    assert np.array_equal(c.assignment, values.argmax(axis=1))
+    assert not c.prices.any()
+    assert c.value == pytest.approx(lsa_optimum(values, nodes.slots), rel=1e-12)
+    contested = values.copy()
+    contested[:, 0] = values.max() * 1.01  # every pod's best node, one free slot
+    capacity = nodes.slots.copy()
+    capacity[0] = 1
+    c = solve(contested, pods.slots, capacity)
+    assert c.method == "short_lists" and c.prices[0] > 0
+    assert c.value == pytest.approx(lsa_optimum(contested, capacity), rel=1e-12)
+    assert dual_bound(contested, pods.slots, capacity, c.prices) == pytest.approx(c.value)
+
+
+@pytest.mark.parametrize("n_pods", [8, 15, 32])
+def test_replicas_fill_the_best_nodes_in_order_at_the_optimum(n_pods: int) -> None:
+    """Identical pods (a Deployment's replicas) that over-ask their best node fill the nodes
+    in descending value, priced so each earns the best value still on offer: the optimum,
+    0-CS (dual bound = value), no node over its free slots."""
+    pods, nodes = random_batch(1, 1_000, 7, seed=3)
+    row = bids.bid_values(pods, nodes, AuctionParams())
+    values = np.repeat(row, n_pods, axis=0)
+    demand = np.ones(n_pods, dtype=np.int64)
+    c = solve(values, demand, nodes.slots)
+    assert c.method == "short_lists" and c.converged
+    assert_feasible(values, demand, nodes.slots, c)
+    assert c.value == pytest.approx(lsa_optimum(values, nodes.slots), rel=1e-12)
+    assert dual_bound(values, demand, nodes.slots, c.prices) == pytest.approx(c.value, rel=1e-12)
+    best = np.argsort(-row[0], kind="stable")
+    assert set(c.assignment) == set(best[: -(-n_pods // 7)].tolist())

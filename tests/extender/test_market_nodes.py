@@ -1,0 +1,46 @@
+"""``Market.nodes`` checks the calibration columns once, and again whenever they change.
+
+The market is built on a real ``NodeTable`` and ``HerdGuard`` (no server needed: the engine
+inputs are pure numpy)."""
+
+import numpy as np
+import pytest
+
+from eams.scheduler.auction import AuctionParams
+from eams.scheduler.errors import AuctionInputError
+from eams.scheduler.extender.herding import HerdGuard
+from eams.scheduler.extender.market import Market
+from eams.scheduler.extender.table import NodeTable
+
+NOW_S = 1_800_000_000.0
+
+
+def market(count: int = 4) -> tuple[Market, list[str]]:
+    table = NodeTable()
+    names = [f"node-{i}" for i in range(count)]
+    for i, name in enumerate(names):
+        table.set_capacity(name, 8000, 32 * 2**30, 110)
+        row, cols = table.row(name), table.cols
+        cols["p_idle_w"][row], cols["p_max_w"][row] = 40.0 + i, 150.0 + i
+        cols["p_wake_w"][row], cols["speed"][row] = 40.0 + i, 1.0
+        cols["headroom"][row], cols["power_cap_w"][row] = 0.5, 200.0
+        cols["measured_at_s"][row], cols["utilisation"][row] = NOW_S, 0.3
+    return Market(table, HerdGuard(5.0, 30.0, table), AuctionParams(), 60.0), names
+
+
+def test_calibration_columns_are_checked_once_and_again_when_they_change() -> None:
+    m, names = market()
+    view = m.view(names, NOW_S)
+    first = m.nodes(view, slice(None))
+    m.table.add_used(names[0], 3000, 0, 1)  # slots change, the calibration does not
+    second = m.nodes(m.view(names, NOW_S), slice(None))
+    assert second.p_max_w is first.p_max_w  # reused, not checked again
+    assert second.slots.tolist() == [5, 8, 8, 8] and first.slots.tolist() == [8, 8, 8, 8]
+    # a calibration changes in place in the table: checked again, and a bad one is refused
+    m.table.cols["p_max_w"][m.table.row(names[2])] = 10.0  # below its P_idle
+    with pytest.raises(AuctionInputError, match=r"nodes\.p_max_w\[2\]"):
+        m.nodes(m.view(names, NOW_S), slice(None))
+    m.table.cols["p_max_w"][m.table.row(names[2])] = 300.0
+    third = m.nodes(m.view(names, NOW_S), slice(None))
+    assert third.p_max_w[2] == 300.0 and first.p_max_w[2] == 152.0  # the checked copy held
+    assert np.shares_memory(third.p_max_w, m.table.cols["p_max_w"]) is False
