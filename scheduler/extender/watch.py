@@ -15,13 +15,9 @@ streams one ``{"type", "object"}`` per line from there) through the kubernetes P
 * ``pending pods``: ``spec.schedulerName=<profile>,spec.nodeName=`` — a pod joins the pending
   batch when it is created, before kube-scheduler asks about it (``batching.py``).
 
-A ``BOOKMARK`` only moves the resourceVersion on. A watch that expired (410 Gone, as an
-``ERROR`` event or a status) is listed again at once; any other failure (a status such as
-``504 Timeout: Too large resource version``, a refused connection) marks the watch down and is
-retried after an exponential backoff of 0.8 s doubling to 30 s (client-go's reflector backoff,
-``k8s.io/client-go/tools/cache/reflector.go``), reset once a watch delivers again. While a watch
-is down or not listed yet, the extender steps aside (``service.Extender.blind``) and
-``/readyz`` says why.
+The list-then-watch loop (a relist on 410 Gone, client-go's backoff on any other failure)
+is ``listwatch.py``. While a watch is down or not listed yet, the extender steps aside
+(``service.Extender.blind``) and ``/readyz`` says why.
 
 Floor taints (``floor.py``, ``taints.py``): in active mode, a node under the power-headroom
 floor gets the ``NoSchedule`` taint ``eams.io/power-headroom-low`` and loses it when it
@@ -48,6 +44,7 @@ import msgspec
 from pydantic import ValidationError
 
 from eams.scheduler.extender.errors import BadRequest
+from eams.scheduler.extender.listwatch import ListWatch, Meta
 from eams.scheduler.extender.pending import PendingDecoder
 from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
@@ -57,9 +54,6 @@ from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
-WATCH_TIMEOUT_S = 300  # server-side watch timeout; the watch resumes from its resourceVersion
-BACKOFF_INITIAL_S = 0.8  # client-go reflector: 800 ms doubling to 30 s
-BACKOFF_MAX_S = 30.0
 TAINT_PERIOD_S = 1.0  # readings turn stale and reservations expire without an event
 NOT_FINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 NODES, BOUND, PENDING = "nodes", "bound pods", "pending pods"
@@ -88,54 +82,17 @@ def apply_pod_event(extender: Extender, kind: str, pod: dict[str, Any]) -> None:
         log.warning("pod %s skipped: %s", (pod.get("metadata") or {}).get("name"), why)
 
 
-class _Meta(msgspec.Struct):
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    resourceVersion: str = ""
-
-
-class _Head(msgspec.Struct):
-    """What every object, bookmark and list carries: its metadata."""
-
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-
-
 class _Spec(msgspec.Struct):
     nodeName: str = ""
 
 
 class _PodHead(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    metadata: Meta = msgspec.field(default_factory=Meta)
     spec: _Spec = msgspec.field(default_factory=_Spec)
 
 
-class _Event(msgspec.Struct):
-    type: str
-    object: msgspec.Raw
-
-
-class _List(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-    items: list[msgspec.Raw] = []
-
-
-class _Status(msgspec.Struct):
-    code: int = 0
-    reason: str = ""
-    message: str = ""
-
-
-_decode_event = msgspec.json.Decoder(_Event).decode
-_decode_list = msgspec.json.Decoder(_List).decode
-_decode_head = msgspec.json.Decoder(_Head).decode
 _decode_pod_head = msgspec.json.Decoder(_PodHead).decode
-_decode_status = msgspec.json.Decoder(_Status).decode
 _decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
-
-
-class _Expired(Exception):
-    """The watch's resourceVersion is gone (410): list again."""
 
 
 class _ToLoop:
@@ -267,136 +224,6 @@ class _Pods(_Feed):
             self.to_loop.put(lambda: self.extender.observe_unpending(key))
         else:
             self.to_loop.put(lambda: self.extender.observe_gone(key))
-
-
-class ListWatch:
-    """List, then watch, one resource until stopped; relist on expiry, back off on failure.
-
-    Parameters
-    ----------
-    name : str
-        Shown in ``/readyz`` and the metrics (``nodes``, ``bound pods``, ``pending pods``).
-    call : callable
-        The client's list function (``CoreV1Api.list_node``, ``list_pod_for_all_namespaces``).
-    selector : str or None
-        ``fieldSelector``.
-    feed : _Feed
-    health : callable
-        ``health(down, failure)`` from the thread: ``down`` is ``None`` once listed, else why
-        the watch is down; ``failure`` names a failure to count (``expired``, a status code).
-    stop : threading.Event
-    """
-
-    def __init__(
-        self,
-        name: str,
-        call: Callable[..., Any],
-        selector: str | None,
-        feed: _Feed,
-        health: Callable[[str | None, str | None], None],
-        stop: threading.Event,
-    ) -> None:
-        self.name, self.call, self.selector, self.feed = name, call, selector, feed
-        self.health, self.stop = health, stop
-
-    def run(self) -> None:
-        """The thread's body."""
-        from kubernetes.client.exceptions import ApiException
-
-        failures = 0
-        while not self.stop.is_set():
-            try:
-                version = self._list()
-                self.health(None, None)
-                failures = self._watch(version, failures)
-            except _Expired:
-                failures += 1
-                self.health(None, "expired")  # listed again at once, still up
-                if failures > 1:
-                    self.stop.wait(self._backoff_s(failures - 1))
-            except Exception as exc:
-                failures += 1
-                status = exc.status if isinstance(exc, ApiException) else None
-                reason = f"{status}" if status else type(exc).__name__
-                detail = _status_text(exc) if isinstance(exc, ApiException) else str(exc)
-                self.health(f"{reason} {detail}".strip()[:200], reason)
-                log.warning("%s watch failed (%s); retrying", self.name, detail)
-                self.stop.wait(self._backoff_s(failures))
-
-    @staticmethod
-    def _backoff_s(failures: int) -> float:
-        return min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** max(0, failures - 1))
-
-    def _kwargs(self) -> dict[str, Any]:
-        return {"field_selector": self.selector} if self.selector else {}
-
-    def _list(self) -> str:
-        response = self.call(_preload_content=False, **self._kwargs())
-        try:
-            listed = _decode_list(response.data)
-        finally:
-            response.release_conn()
-        self.feed.listed([bytes(raw) for raw in listed.items])
-        return listed.metadata.resourceVersion
-
-    def _watch(self, version: str, failures: int) -> int:
-        """Stream events from ``version`` until the server ends the watch; returns the failure
-        count (reset once the watch delivered).
-
-        Raises
-        ------
-        _Expired
-            410 Gone: the version was compacted away.
-        """
-        while not self.stop.is_set():
-            response = self.call(
-                _preload_content=False,
-                watch=True,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=WATCH_TIMEOUT_S,
-                **self._kwargs(),
-            )
-            try:
-                for line in _lines(response):
-                    if self.stop.is_set():
-                        return failures
-                    event = _decode_event(line)
-                    raw = bytes(event.object)
-                    if event.type == "ERROR":
-                        status = _decode_status(raw)
-                        if status.code == 410:
-                            raise _Expired(status.message)
-                        raise RuntimeError(f"watch ERROR {status.code} {status.message}")
-                    failures = 0
-                    version = _decode_head(raw).metadata.resourceVersion or version
-                    if event.type != "BOOKMARK":
-                        self.feed.event(event.type, raw)
-            finally:
-                response.release_conn()
-        return failures
-
-
-def _lines(response: Any) -> Any:
-    """The JSON lines of a watch stream, as bytes."""
-    buffer = b""
-    for chunk in response.stream(amt=None, decode_content=False):
-        buffer += chunk
-        while (end := buffer.find(b"\n")) >= 0:
-            line, buffer = buffer[:end], buffer[end + 1 :]
-            if line.strip():
-                yield line
-
-
-def _status_text(exc: Any) -> str:
-    """The ``message`` of a ``Status`` body of an ApiException, else its reason."""
-    body = getattr(exc, "body", None)
-    if body:
-        try:
-            return _decode_status(body).message or str(exc.reason)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            pass
-    return str(exc.reason)
 
 
 class ClusterWatch:
