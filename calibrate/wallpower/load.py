@@ -12,14 +12,13 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from eams.calibrate.wallpower.errors import RunDataError
 from eams.calibrate.wallpower.influx import read_influx
-from eams.calibrate.wallpower.spec import RunSpec
+from eams.calibrate.wallpower.spec import RunSpec, format_time_ns
 from eams.errors import TelemetryError
 from eams.telemetry import PowerSource, TelemetrySample
 
@@ -78,12 +77,6 @@ class Run:
     def duration_s(self) -> float:
         """Length of the window (s)."""
         return (self.end_ns - self.start_ns) / 1e9
-
-
-def _iso(ns: int) -> str:
-    return (
-        datetime.fromtimestamp(ns / 1e9, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    )
 
 
 def read_jsonl(spec: RunSpec) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -200,12 +193,14 @@ def load_run(spec: RunSpec, default_label: str) -> Run:
     inside = [s for s in samples if lo <= s.measured_at_ns <= hi]
     if not inside:
         held = (
-            f"the source holds {_iso(min(s.measured_at_ns for s in samples))} .. "
-            f"{_iso(max(s.measured_at_ns for s in samples))}"
+            f"the source holds {format_time_ns(min(s.measured_at_ns for s in samples))} .. "
+            f"{format_time_ns(max(s.measured_at_ns for s in samples))}"
             if samples
             else "the source holds no sample at all"
         )
-        window = f"{_iso(lo) if spec.start_ns else '…'} .. {_iso(hi) if spec.end_ns else '…'}"
+        first = format_time_ns(lo) if spec.start_ns else "…"
+        last = format_time_ns(hi) if spec.end_ns else "…"
+        window = f"{first} .. {last}"
         raise RunDataError(f"run {label} ({spec.text}): no telemetry in {window}; {held}")
     start = spec.start_ns if spec.start_ns is not None else min(s.measured_at_ns for s in inside)
     end = spec.end_ns if spec.end_ns is not None else max(s.measured_at_ns for s in inside)

@@ -26,6 +26,7 @@ from eams.calibrate.wallpower.counter import COUNTER_MIN_STEPS
 from eams.calibrate.wallpower.energy import GAP_FACTOR
 from eams.calibrate.wallpower.errors import WallPowerError
 from eams.calibrate.wallpower.plots import K_SIGMA, metered_sd_wh, utc
+from eams.calibrate.wallpower.spec import format_time_ns
 
 HTML_NAME = "wallpower_report.html"
 JSON_NAME = "wallpower_summary.json"
@@ -280,8 +281,8 @@ def summary_json(result: SavingCheck, extra: Mapping[str, Any] | None = None) ->
         return {
             "label": run.label,
             "spec": run.spec,
-            "start_utc": _iso(run.start_ns),
-            "end_utc": _iso(run.end_ns),
+            "start_utc": format_time_ns(run.start_ns, "milliseconds"),
+            "end_utc": format_time_ns(run.end_ns, "milliseconds"),
             "duration_s": run.duration_s,
             "work_core_s": run.work_core_s,
             "metered_wh": run.metered_wh,
@@ -339,14 +340,6 @@ def summary_json(result: SavingCheck, extra: Mapping[str, Any] | None = None) ->
         "runs": {"a": run_json(result.a), "b": run_json(result.b)},
         **(extra or {}),
     }
-
-
-def _iso(ns: int) -> str:
-    return (
-        datetime.fromtimestamp(ns / 1e9, UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
 
 
 def write_report(

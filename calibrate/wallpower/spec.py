@@ -104,6 +104,13 @@ def parse_time_ns(text: str, where: str) -> int:
     return round(seconds * 1e9)
 
 
+def format_time_ns(epoch_ns: int, timespec: str = "seconds") -> str:
+    """Epoch nanoseconds as UTC ISO-8601 with ``Z`` (``2026-12-02T03:00:04Z``), the form
+    :func:`parse_time_ns` reads back; ``timespec`` as :meth:`datetime.isoformat`'s."""
+    moment = datetime.fromtimestamp(epoch_ns / 1e9, UTC)
+    return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
 def _options(query: str, allowed: set[str], spec: str) -> dict[str, str]:
     options: dict[str, str] = {}
     for key, values in parse_qs(query, keep_blank_values=True).items():

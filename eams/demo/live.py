@@ -25,13 +25,12 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from eams.calibrate.wallpower.spec import RunSpec
+from eams.calibrate.wallpower.spec import RunSpec, format_time_ns
 from eams.demo.cluster import EmulatedCluster, bound_pod, ended_pod, pod_object
 from eams.demo.errors import DemoError
 from eams.scheduler import policies
@@ -175,7 +174,8 @@ class LiveRun:
         """The run for the wall-power check, built directly: the output folder may hold a
         ``,`` or ``?`` that a SPEC string would split on. Its text is the equivalent
         ``jsonl:DIR?start=..&end=..&work_core_s=..&label=..`` (shown in the report)."""
-        window = f"start={_utc_iso(self.start_ns)}&end={_utc_iso(self.end_ns)}"
+        start, end = (format_time_ns(t, "microseconds") for t in (self.start_ns, self.end_ns))
+        window = f"start={start}&end={end}"
         return RunSpec(
             text=f"jsonl:{self.telemetry_dir}?{window}&work_core_s={self.work_core_s:.6f}"
             f"&label={self.label}",
@@ -186,12 +186,6 @@ class LiveRun:
             work_core_s=self.work_core_s,
             label=self.label,
         )
-
-
-def _utc_iso(epoch_ns: int) -> str:
-    """``2026-12-02T03:04:05.123456Z``: what a reader of the report can place in time."""
-    moment = datetime.fromtimestamp(epoch_ns / 1e9, tz=UTC)
-    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 PowerStep = Callable[[float], Awaitable[None]]
