@@ -110,19 +110,20 @@ def bid_values(
     if delta_e_j is not None:
         return (pods.priority * pods.work_core_s)[:, None] / delta_e_j * gate_n[None, :]
     # w_j / ΔE_jn = w_j / (ΔP_jn · t_jn) with t_jn = w_j / (c_j · s_n): the work cancels, and
-    # for one pod size c the row is c · s_n / ΔP_n, an (N,) vector: one outer product per size.
+    # for one pod size c the row is c · s_n / ΔP_n (EnergyModel.work_per_joule), an (N,) vector:
+    # one outer product per size.
     # (This holds while ΔE is proportional to the runtime: a one-off wake energy, power states,
     # needs the delta_e_j path.)
     model = energy_model(nodes)
     if len(pods) and (pods.slots == pods.slots[0]).all():  # one size (a batch of one)
         c = float(pods.slots[0]) * params.cores_per_slot
-        per_node = c * nodes.speed * gate_n / model.added_power_w(c, nodes.empty)
+        per_node = model.work_per_joule(c, nodes.empty) * gate_n
         return np.multiply.outer(pods.priority, per_node)
     values = np.empty((len(pods), len(nodes)))
     for size in np.unique(pods.slots):
         rows = pods.slots == size
         c = float(size) * params.cores_per_slot
-        per_node = c * nodes.speed * gate_n / model.added_power_w(c, nodes.empty)
+        per_node = model.work_per_joule(c, nodes.empty) * gate_n
         values[rows] = np.multiply.outer(pods.priority[rows], per_node)
     return values
 
