@@ -307,6 +307,7 @@ def _seconds(flag: str, default: float, text: str, *, zero_ok: bool = False):  #
     "How old a meter reading may be (a PDU refreshes outlet power about once a second).",
     zero_ok=True,
 )
+@_seconds("--meter-timeout-s", 2.0, "SNMP timeout of each request to the PDU (one retry).")
 @click.option(
     "--force",
     is_flag=True,
@@ -327,6 +328,7 @@ def power_states(
     timeout_s: float,
     boot_off_s: float,
     meter_lag_s: float,
+    meter_timeout_s: float,
     force: bool,
     reason: str,
     dry_run: bool,
@@ -343,7 +345,9 @@ def power_states(
     from eams.calibrate.powerstates.transitions import echo_transitions
 
     inventory = load_inventory(inventory_path)
-    actions = PowerActions(inventory, why=reason, force=force, dry_run=dry_run)
+    actions = PowerActions(
+        inventory, why=reason, force=force, dry_run=dry_run, meter_timeout_s=meter_timeout_s
+    )
     if dry_run:
         load_calibration(calibration, expect_node=node)
         for line in plan_power_states(node, inventory, actions):

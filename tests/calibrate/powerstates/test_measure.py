@@ -75,7 +75,7 @@ def test_power_states_recover_the_hidden_parameters(
         args = ["calibrate", "power-states", "duckboat-01", "--inventory", str(inventory)]
         args += ["--calibration", str(calibration), "--settle-s", "1", "--measure-s", "1"]
         args += ["--sample-s", "0.05", "--meter-lag-s", "0.05", "--boot-off-s", "0.5"]
-        args += ["--timeout-s", "60"]
+        args += ["--timeout-s", "60", "--meter-timeout-s", "5"]  # the PDU simulator is in-process
         result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
     assert node1.calls() == ["--no-block suspend", "--no-block poweroff"] * 3
