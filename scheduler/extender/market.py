@@ -264,7 +264,10 @@ class Market:
             key = (slots1, work1, pod.priority)
             last = self._one_pod
             if last is None or last[0] != key:
-                last = self._one_pod = (key, self._pod_arrays(pods))
+                arrays = self._pod_arrays(pods)
+                for column in (arrays.slots, arrays.work_core_s, arrays.priority, arrays.tenant):
+                    column.setflags(write=False)  # shared by clearings: a write would raise
+                last = self._one_pod = (key, arrays)
             return last[1]
         return self._pod_arrays(pods)
 

@@ -57,6 +57,8 @@ def test_a_one_pod_batch_reuses_its_pods_arrays_only_for_the_same_shape() -> Non
 
     first = m.pod_arrays([pod("a/1", 500)])
     assert m.pod_arrays([pod("a/2", 500)]) is first  # a replica: same slots, work and π
+    with pytest.raises(ValueError, match="read-only"):  # shared: no clearing may write into it
+        first.slots[0] = 3
     wider = m.pod_arrays([pod("a/3", 1500)])
     assert wider is not first and wider.slots.tolist() == [2]
     assert m.pod_arrays([pod("a/4", 500, 2.0)]).priority.tolist() == [2.0]
