@@ -191,6 +191,8 @@ class Market:
         self._kept: tuple[list[str], np.ndarray, np.ndarray | slice, list[str]] | None = None
         self._among_last: tuple[frozenset[str], list[str], np.ndarray | None] | None = None
         self._checked_nodes: Nodes | None = None  # the last fully checked calibration columns
+        self._checked_raw = b""  # their bytes, in CALIBRATION_COLUMNS order
+        self._one_pod: tuple[tuple[int, float, float], Pods] | None = None
 
     def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
         """Columns for ``names`` plus the derived ones, each (N,):
@@ -233,24 +235,43 @@ class Market:
             "speed": view["speed"][keep],
             "p_wake_w": view["p_wake_w"][keep],
         }
+        # compared bit for bit (one memcmp a column, NaN equal to itself), not element-wise
+        raw = b"".join(calibration[key].tobytes() for key in CALIBRATION_COLUMNS)
         checked = self._checked_nodes
-        if checked is not None and all(
-            np.array_equal(calibration[key], getattr(checked, key)) for key in CALIBRATION_COLUMNS
-        ):
+        if checked is not None and raw == self._checked_raw:
             return Nodes.calibrated(slots, headroom, view["age_s"][keep], empty[keep], checked)
         # copies: the table's columns change in place, the checked ones must not
         copies = {key: np.array(value) for key, value in calibration.items()}
         nodes = Nodes(
             slots=slots, headroom=headroom, age_s=view["age_s"][keep], empty=empty[keep], **copies
         )
-        self._checked_nodes = nodes
+        self._checked_nodes, self._checked_raw = nodes, raw
         return nodes
 
     def _slots(self, pod: PendingPod) -> int:
         return max(1, math.ceil(pod.request.cpu_milli / (self.params.cores_per_slot * 1000.0)))
 
     def pod_arrays(self, pods: list[PendingPod]) -> Pods:
-        """Engine ``Pods`` for a batch (tenants numbered in sorted namespace order)."""
+        """Engine ``Pods`` for a batch (tenants numbered in sorted namespace order).
+
+        A batch of one pod (the usual one while kube-scheduler keeps up) reuses the last
+        one-pod ``Pods`` of the same slots, work and π (a workload's replicas), so its arrays
+        are not built and checked again per clearing; the engine never writes into them."""
+        if len(pods) == 1:
+            pod = pods[0]
+            slots1 = self._slots(pod)
+            work1 = pod.work_core_s or slots1 * self.params.cores_per_slot * self.default_runtime_s
+            key = (slots1, work1, pod.priority)
+            last = self._one_pod
+            if last is None or last[0] != key:
+                arrays = self._pod_arrays(pods)
+                for column in (arrays.slots, arrays.work_core_s, arrays.priority, arrays.tenant):
+                    column.setflags(write=False)  # shared by clearings: a write would raise
+                last = self._one_pod = (key, arrays)
+            return last[1]
+        return self._pod_arrays(pods)
+
+    def _pod_arrays(self, pods: list[PendingPod]) -> Pods:
         tenants = {t: i for i, t in enumerate(sorted({p.tenant for p in pods}))}
         slots = [self._slots(p) for p in pods]
         per_slot_s = self.params.cores_per_slot * self.default_runtime_s

@@ -44,3 +44,24 @@ def test_calibration_columns_are_checked_once_and_again_when_they_change() -> No
     third = m.nodes(m.view(names, NOW_S), slice(None))
     assert third.p_max_w[2] == 300.0 and first.p_max_w[2] == 152.0  # the checked copy held
     assert np.shares_memory(third.p_max_w, m.table.cols["p_max_w"]) is False
+
+
+def test_a_one_pod_batch_reuses_its_pods_arrays_only_for_the_same_shape() -> None:
+    from eams.scheduler.extender.market import PendingPod
+    from eams.scheduler.extender.requests import PodRequest
+
+    m, _ = market()
+
+    def pod(key: str, cpu_milli: int, priority: float = 1.0) -> PendingPod:
+        return PendingPod(key, PodRequest(cpu_milli, 2**28), priority, "default", None)
+
+    first = m.pod_arrays([pod("a/1", 500)])
+    assert m.pod_arrays([pod("a/2", 500)]) is first  # a replica: same slots, work and π
+    with pytest.raises(ValueError, match="read-only"):  # shared: no clearing may write into it
+        first.slots[0] = 3
+    wider = m.pod_arrays([pod("a/3", 1500)])
+    assert wider is not first and wider.slots.tolist() == [2]
+    assert m.pod_arrays([pod("a/4", 500, 2.0)]).priority.tolist() == [2.0]
+    assert first.slots.tolist() == [1] and first.priority.tolist() == [1.0]  # held
+    pair = m.pod_arrays([pod("a/5", 500), pod("b/1", 500)])
+    assert pair.slots.tolist() == [1, 1]
