@@ -47,6 +47,7 @@ from eams.scheduler.record import (
     Placement,
     Recorder,
     RecordMetrics,
+    WatchedPod,
     WriterSettings,
     new_clearing_id,
     placement_records,
@@ -288,6 +289,14 @@ class Decisions:
         outcome join; a malformed one is logged and skipped."""
         try:
             self.outcomes.observe(event)
+        except Exception as exc:
+            log.warning("pod event not joined to the record: %s", exc)
+
+    def observe_pod(self, kind: str, pod: WatchedPod) -> None:
+        """One pod watch event already decoded (``watch.py``: :func:`decode_pod` in its
+        thread) into the outcome join; a failure is logged and skipped."""
+        try:
+            self.outcomes.observe_pod(kind, pod)
         except Exception as exc:
             log.warning("pod event not joined to the record: %s", exc)
 

@@ -50,6 +50,7 @@ from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.taints import MERGE_PATCH, TaintKeeper, TaintPatch
+from eams.scheduler.record import decode_pod
 from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
@@ -209,13 +210,19 @@ class _Pods(_Feed):
         return key
 
     def _to_record(self, kind: str, raw: bytes) -> None:
-        """A bound pod's binding or end, as the watch event it came in, to the decision
-        record's outcome join (``decisions.py``); nothing without ``--record``."""
+        """A bound pod's binding or end to the decision record's outcome join
+        (``decisions.py``), decoded here once into the few fields the join reads (not
+        re-wrapped as a watch line and decoded again on the loop); nothing without
+        ``--record``."""
         decisions = self.extender.decisions
         if self.pending or decisions is None:
             return
-        line = b'{"type":"' + kind.encode() + b'","object":' + raw + b"}"
-        self.to_loop.put(lambda: decisions.observe(line))
+        try:
+            pod = decode_pod(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            log.warning("pod event not joined to the record: %s", exc)
+            return
+        self.to_loop.put(lambda: decisions.observe_pod(kind, pod))
 
     def event_gone(self, key: str) -> None:
         if self.known.pop(key, None) is None:

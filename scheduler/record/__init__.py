@@ -13,7 +13,7 @@ folder's README.md.
 from eams.scheduler.record.annotations import PATCH_CONTENT_TYPE, annotation_patch
 from eams.scheduler.record.build import BestBid, new_clearing_id, placement_records
 from eams.scheduler.record.metrics import RecordMetrics
-from eams.scheduler.record.outcomes import OutcomeJoin
+from eams.scheduler.record.outcomes import OutcomeJoin, WatchedPod, decode_pod
 from eams.scheduler.record.reader import Query, read_records
 from eams.scheduler.record.schema import (
     SCHEMA_VERSION,
@@ -42,8 +42,10 @@ __all__ = [
     "Record",
     "RecordMetrics",
     "Recorder",
+    "WatchedPod",
     "WriterSettings",
     "annotation_patch",
+    "decode_pod",
     "new_clearing_id",
     "placement_records",
     "read_records",

@@ -71,7 +71,13 @@ class _Status(msgspec.Struct):
     containerStatuses: list[_ContainerStatus] | None = None
 
 
-class _Pod(msgspec.Struct):
+class WatchedPod(msgspec.Struct):
+    """The fields of a pod (``core/v1`` Pod JSON) the join reads: ``metadata`` name, namespace,
+    uid; ``spec`` nodeName, schedulerName; ``status`` phase, startTime, the ``PodScheduled``
+    condition's time and the containers' ``state.terminated.finishedAt``. Decode a pod once
+    with :func:`decode_pod` and hand it to :meth:`OutcomeJoin.observe_pod` (the extender's
+    watch does)."""
+
     metadata: _Meta = msgspec.field(default_factory=_Meta)
     spec: _Spec = msgspec.field(default_factory=_Spec)
     status: _Status = msgspec.field(default_factory=_Status)
@@ -79,10 +85,13 @@ class _Pod(msgspec.Struct):
 
 class _Event(msgspec.Struct):
     type: str
-    object: _Pod | None = None
+    object: WatchedPod | None = None
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
+decode_pod = msgspec.json.Decoder(WatchedPod).decode
+"""``decode_pod(raw)``: a pod's JSON (bytes or str) → :class:`WatchedPod`; raises
+``msgspec.ValidationError`` (naming the field's path) or ``msgspec.DecodeError``."""
 
 
 @dataclass
@@ -139,6 +148,7 @@ class OutcomeJoin:
         self._schedulers = frozenset(scheduler_names) if scheduler_names is not None else None
         self._keep = keep
         self._tracks: OrderedDict[str, _Track] = OrderedDict()
+        self._bindings: dict[tuple[str, str], Any] = {}  # (mode, label) → its counter child
 
     def decided(self, records: Iterable[Placement]) -> list[Record]:
         """Remember each pod's latest decision (a window's records); returns the outcome
@@ -165,8 +175,15 @@ class OutcomeJoin:
             parsed = _decode_event(event)
         else:
             parsed = msgspec.convert(event, _Event)
-        pod = parsed.object
-        if parsed.type not in ("ADDED", "MODIFIED", "DELETED") or pod is None:
+        if parsed.object is None:
+            return []
+        return self.observe_pod(parsed.type, parsed.object)
+
+    def observe_pod(self, kind: str, pod: WatchedPod) -> list[Record]:
+        """One watch event already decoded: ``kind`` (``ADDED``/``MODIFIED``/``DELETED``; any
+        other is ignored) and its pod (:func:`decode_pod`); returns (and emits) the outcome
+        records it completes."""
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
             return []
         if self._schedulers is not None and pod.spec.schedulerName not in self._schedulers:
             return []
@@ -179,7 +196,7 @@ class OutcomeJoin:
             track.bound_at_s = _scheduled_at_s(pod.status)
             if track.decision is not None:
                 out.append(self._bound(track))
-        deleted = parsed.type == "DELETED"
+        deleted = kind == "DELETED"
         if not track.ended and (deleted or pod.status.phase in ENDED_PHASES):
             track.ended = True
             if track.decision is not None:
@@ -227,13 +244,18 @@ class OutcomeJoin:
             label = "not_scored"
         else:
             label = "no_choice" if honoured is None else ("yes" if honoured else "no")
-        self.metrics.bindings.labels(decision.mode, label).inc()
+        child = self._bindings.get((decision.mode, label))
+        if child is None:  # labels() once per pair: it costs more than the increment
+            child = self._bindings[decision.mode, label] = self.metrics.bindings.labels(
+                decision.mode, label
+            )
+        child.inc()
         self._emit(record)
         if self._on_bound is not None:
             self._on_bound(decision, record)
         return record
 
-    def _ended(self, track: _Track, pod: _Pod, deleted: bool) -> Ended:
+    def _ended(self, track: _Track, pod: WatchedPod, deleted: bool) -> Ended:
         now_s = self._clock()
         status = pod.status
         started = _epoch_s(status.startTime)

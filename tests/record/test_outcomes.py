@@ -18,7 +18,15 @@ import msgspec
 import pytest
 from kubernetes import client as k8s
 
-from eams.scheduler.record import Bound, Ended, OutcomeJoin, Placement, PodRef, RecordMetrics
+from eams.scheduler.record import (
+    Bound,
+    Ended,
+    OutcomeJoin,
+    Placement,
+    PodRef,
+    RecordMetrics,
+    decode_pod,
+)
 from eams.scheduler.record.schema import Record
 from tests.record.conftest import window
 
@@ -99,6 +107,26 @@ def test_a_pods_life_gives_one_bound_and_one_ended(real_pods: list[dict[str, Any
         T_END_S,
         T_END_S - T_START_S,
     )
+
+
+def test_a_pod_decoded_once_joins_as_its_watch_line_does(
+    real_pods: list[dict[str, Any]],
+) -> None:
+    """The extender's watch decodes each pod once (``decode_pod``) and hands it to
+    ``observe_pod``: the same records as the whole watch line through ``observe``."""
+    pod = real_pods[0]
+    decision = decision_for(pod, "mini-2")
+    runs: list[list[Record]] = [[], []]
+    for emitted, decoded in zip(runs, (False, True), strict=True):
+        join = OutcomeJoin(emitted.append, clock=lambda: 42.0)
+        join.decided([decision])
+        for event in life(pod, "mini-2"):
+            if decoded:
+                join.observe_pod(event["type"], decode_pod(json.dumps(event["object"])))
+            else:
+                join.observe(json.dumps(event).encode())
+    assert [type(r) for r in runs[1]] == [Bound, Ended]
+    assert runs[0] == runs[1]
 
 
 def test_the_honoured_fraction_is_measured(real_pods: list[dict[str, Any]]) -> None:
