@@ -207,20 +207,26 @@ def fit_sweep(record: SweepRecord) -> FitResult:
     FitError
         If a level's power is at or below the meter floor (naming the outlet), or fewer than
         3 levels have both a utilisation and a power, or the measured utilisation spans less
-        than :data:`BUSY_NODE_SPAN` (the node was busy with other work: the line would be an
-        extrapolation from a cluster of points).
+        than :data:`BUSY_NODE_SPAN` or several loads measured the same utilisation (the node
+        was busy with other work: the line would be an extrapolation from a cluster of points,
+        or levels saturated at 100 % merged).
     """
     usable = [
         lv for lv in record.levels if lv.utilisation is not None and lv.mean_power_w is not None
     ]
+    from eams.calibrate.fit import MIN_LEVELS, fit_linear  # scipy: only when fitting
+
     utilisation = [lv.utilisation for lv in usable if lv.utilisation is not None]
-    if len(utilisation) >= 2 and max(utilisation) - min(utilisation) < BUSY_NODE_SPAN:
+    commanded = {lv.commanded_pct for lv in usable}
+    merged = len(set(utilisation)) < MIN_LEVELS <= len(commanded)
+    if len(utilisation) >= 2 and (max(utilisation) - min(utilisation) < BUSY_NODE_SPAN or merged):
         raise FitError(
             f"node {record.node}: the measured utilisation only spanned "
-            f"{min(utilisation):.2f}–{max(utilisation):.2f} over the levels: other work kept "
-            "the node busy, so the load levels could not be told apart; stop it and sweep again"
+            f"{min(utilisation):.2f}–{max(utilisation):.2f} over the levels"
+            + (f", {len(commanded)} loads measuring as {len(set(utilisation))}" if merged else "")
+            + ": other work kept the node busy, so the load levels could not be told apart; "
+            "stop it and sweep again"
         )
-    from eams.calibrate.fit import fit_linear  # scipy: only when fitting, not when loading
 
     return fit_linear(
         utilisation,

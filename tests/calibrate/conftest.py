@@ -14,6 +14,7 @@ import pytest
 from eams.calibrate.calfile import BUSY_NODE_SPAN, Calibration, load_calibration
 from eams.calibrate.contention import IDLE_BUSY_MAX
 from eams.calibrate.errors import FitError
+from eams.calibrate.fit import MIN_LEVELS
 from eams.calibrate.run import partial_path
 from eams.calibrate.runners import LocalJob, LocalRunner
 from eams.calibrate.sweeprecord import SweepRecord
@@ -171,7 +172,9 @@ def recovered_or_refused(
         record = SweepRecord.model_validate_json(partial_path(out).read_text())
         assert record.complete and record.contention is not None
         used = [lv.utilisation for lv in record.levels if lv.utilisation is not None]
-        assert max(used) - min(used) < BUSY_NODE_SPAN
+        commanded = {lv.commanded_pct for lv in record.levels if lv.utilisation is not None}
+        merged = len(set(used)) < MIN_LEVELS <= len(commanded)  # saturated loads read alike
+        assert max(used) - min(used) < BUSY_NODE_SPAN or merged
         assert f"spanned {min(used):.2f}–{max(used):.2f}" in str(exception)
         cal = None
     idle = record.levels[0].utilisation

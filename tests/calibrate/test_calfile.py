@@ -169,6 +169,17 @@ def test_a_node_busy_with_other_work_is_named_as_the_reason() -> None:
         calibration_from_sweep(record.model_copy(update={"levels": saturated}), created_at=T0)
 
 
+def test_loads_merged_at_saturation_are_named_as_other_work() -> None:
+    # CI saw it with both cores busy: 0 % read 0.70, 50 % and 100 % both read 1.00 (span 0.30)
+    record = _record({pct: _powers()[pct] for pct in (0, 60, 100)})
+    merged = [
+        lv.model_copy(update={"utilisation": 0.695652 if lv.commanded_pct == 0 else 1.0})
+        for lv in record.levels
+    ]
+    with pytest.raises(FitError, match=r"spanned 0.70–1.00 .*3 loads measuring as 2: other work"):
+        calibration_from_sweep(record.model_copy(update={"levels": merged}), created_at=T0)
+
+
 def test_the_meter_resolution_is_read_from_the_samples() -> None:
     from eams.calibrate.calfile import reading_resolution_w
 
