@@ -116,6 +116,23 @@ class HeadroomFloor:
         self._refresh(now_s)
         return self._below
 
+    def below_for(self, pod: str, now_s: float) -> frozenset[str]:
+        """Nodes under the floor now as ``pod`` sees them: its own reservation does not count
+        against the node it was cleared onto (the floor keeps *other* pods off a node the
+        clearing filled; without this the pod's own /filter would refuse its cleared node, and
+        kube-scheduler would bind it elsewhere whenever its batch cleared before the call)."""
+        below = self.below(now_s)
+        held = self.herd.held_by(pod) if below else None
+        if held is None or held[0] not in below:
+            return below
+        node, own_w = held
+        i = self.table.index[node]
+        cols = self.table.cols
+        others = (cols["reserved_w"][i] - own_w) / cols["power_cap_w"][i]
+        if cols["headroom"][i] - others < self.floor:
+            return below
+        return below - {node}
+
     def recovered(self, now_s: float) -> NodeMask:
         """Nodes at floor + margin or above, or without a fresh reading (``name in ...``)."""
         self._refresh(now_s)

@@ -112,6 +112,11 @@ class HerdGuard:
         """When the oldest reservation expires, epoch s (inf with none)."""
         return self._expiry[0][0] + self.ttl_s if self._expiry else float("inf")
 
+    def held_by(self, pod: str) -> tuple[str, float] | None:
+        """``(node, power_w)`` of ``pod``'s reservation (W), ``None`` when it holds none."""
+        node = self._node_of.get(pod)
+        return None if node is None else (node, self._by_node[node][pod].power_w)
+
     def count(self, node: str) -> int:
         """Number of reservations held for ``node`` (expired ones included until :meth:`expire`)."""
         return len(self._by_node.get(node, ()))

@@ -299,7 +299,7 @@ class Extender:
     def kept_off(self, names: list[str], pod: str) -> frozenset[str]:
         """Which of ``names`` ``/filter`` removes for this pod: those under the floor in active
         mode (counted); in shadow mode none, the would-be set recorded."""
-        below = self.floor.below(self.clock())
+        below = self.floor.below_for(pod, self.clock())
         low = below.intersection(names) if below else frozenset()
         self.metrics.filtered.labels(self.settings.mode).inc(len(low))
         if low and not self.active:

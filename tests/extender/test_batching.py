@@ -194,6 +194,23 @@ async def test_herding_guard_then_telemetry_catches_up(make_client, clock) -> No
     assert third["NodeNames"] == NAMES
 
 
+async def test_a_pods_own_reservation_does_not_filter_its_cleared_node(make_client, clock) -> None:
+    # The demo under load (CI, 2 Dec): the batch cleared a pod onto mini-6 before its /filter
+    # call, its reservation pushed mini-6 under the floor, /filter refused mini-6 and the pod
+    # was bound elsewhere ("not honoured"). Its own reservation must not count against it.
+    client = await make_client(mode="active", window_ms=20, headroom_floor=0.3, herd_settle_s=5.0)
+    extender = client.app.state.extender
+    await _cluster(client, clock, headroom=0.5, cpu="4")
+    big = pod_object("big", cpu="4")
+    first = (await post_json(client, "/prioritize", args_names(big, NAMES))).json()
+    assert {e["Host"]: e["Score"] for e in first}["node-a"] == 10  # cleared and reserved there
+    assert extender.floor.below(clock()) == {"node-a"}  # 0.5 − 0.4 < 0.3
+    again = (await post_json(client, "/filter", args_names(big, NAMES))).json()
+    assert again["NodeNames"] == NAMES and not again["FailedNodes"]
+    other = (await post_json(client, "/filter", args_names(pod_object("next"), NAMES))).json()
+    assert other["FailedNodes"] == {"node-a": FILTER_REASON}  # the floor still holds for others
+
+
 async def test_a_pod_created_again_under_its_name_does_not_inherit_the_old_row(
     make_client, clock
 ) -> None:
