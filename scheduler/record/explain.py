@@ -287,9 +287,15 @@ def _after_lines(e: dict[str, Any]) -> list[str]:
         what = f"deleted (phase {ended['phase']})" if ended["deleted"] else str(ended["phase"])
         out.append(f"ended     {what} at {rfc3339(ended['ended_at_s'])}{run}")
     if e["energy_wh"] is not None:
-        sources = sorted({x["source"] for x in e["energy"]})
-        out.append(f"energy    {_f(e['energy_wh'])} Wh attributed ({', '.join(sources)})")
+        how = sorted({_attribution(x) for x in e["energy"]})
+        out.append(f"energy    {_f(e['energy_wh'])} Wh attributed ({', '.join(how)})")
     return out
+
+
+def _attribution(energy: dict[str, Any]) -> str:
+    """``metered by utilisation_share``: an energy line's source and, when it says, its method."""
+    method = energy.get("method")
+    return energy["source"] if method is None else f"{energy['source']} by {method}"
 
 
 def _placement_line(p: Placement) -> str:

@@ -72,6 +72,7 @@ def record_run(folder: Path) -> list[Placement]:
                 source="modelled",
                 started_at_s=T0_S + 3,
                 ended_at_s=T0_S + 303,
+                method="calibrated_line",
             )
         )
         for at, to, reason in (

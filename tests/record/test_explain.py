@@ -49,7 +49,7 @@ def test_a_pod_names_its_reasons_and_what_happened(run: tuple[Path, list[Placeme
     assert f"bound to {first.cleared_node} by kube-scheduler at 2025-01-02T03:04:06" in out
     assert "(honoured: the cleared node)" in out
     assert "ended     Succeeded at 2025-01-02T03:09:08.000000Z after 300 s" in out
-    assert "energy    1.75 Wh attributed (modelled)" in out
+    assert "energy    1.75 Wh attributed (modelled by calibrated_line)" in out
 
 
 def test_an_overridden_choice_says_so(run: tuple[Path, list[Placement]]) -> None:
