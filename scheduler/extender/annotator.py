@@ -7,15 +7,13 @@ only queues the decision (:meth:`PodAnnotator.submit`: a dict insert, no encodin
 daemon thread encodes the bodies and sends each gathered run of them as one pipelined write
 over one keep-alive connection:
 
-* **lean**: one keep-alive HTTP/1.1 connection (:class:`KeepAlive`: a socket, TLS from the
-  kubernetes client's configuration — its CA, client certificate, ``verify_ssl``,
-  ``tls_server_name`` — and the answer read by httptools' C parser, which uvicorn[standard]
-  brings), the request bytes built once but for the path and body, the bearer token of
-  ``Configuration.auth_settings()`` (refreshed by its hook, e.g. in-cluster token rotation).
-  Measured here against a loopback server: ≈ 0.07 ms of CPU per patch, against 0.8–1.0 ms
-  through the client's generated ``patch_namespaced_pod`` and 0.6–0.8 ms through its bare
-  ``urllib3`` pool (whose pure-Python ``http.client`` answer parsing dominates). A client
-  configured with a proxy sends through that pool instead (the proxy is its job);
+* **lean**: one keep-alive HTTP/1.1 connection (``keepalive.KeepAlive``: a socket, TLS from the
+  kubernetes client's configuration — CA, client certificate, ``verify_ssl``,
+  ``tls_server_name`` — answers read by httptools' C parser, from uvicorn[standard]), the
+  bearer token of ``Configuration.auth_settings()`` (refreshed by its hook). ≈ 0.07 ms of CPU
+  a patch against a loopback server, against 0.8–1.0 ms through the generated
+  ``patch_namespaced_pod`` and 0.6–0.8 ms through the client's ``urllib3`` pool (whose
+  pure-Python answer parsing dominates); a client with a proxy sends through that pool;
 * **coalesced**: the queue is keyed by pod, so a pod decided again before its patch went holds
   one entry, the latest decision;
 * **gathered**: woken by a pod's decision, the thread waits :data:`GATHER_S` for more and
@@ -23,11 +21,11 @@ over one keep-alive connection:
   100 bindings a second that wake-up was most of the annotator's CPU);
 * **pipelined**: the run's patches (up to :data:`MAX_BATCH`) go in one ``sendall``, their
   answers read back in order (HTTP/1.1 pipelining, RFC 9112 §9.3.2; kube-apiserver's Go
-  ``net/http`` server answers a connection's requests in turn): one write and a few reads a
-  run, where one round trip a patch cost a write, a blocking read and a GIL hand-over each
-  (≈ 0.25 ms of CPU a patch measured in ``benchmarks/extender_cycle.py`` at load 2–4). The
-  requests left unanswered when the server closes the connection are sent again on a new
-  one (a merge patch applied twice is applied once);
+  ``net/http`` answers a connection's requests in turn). One round trip a patch cost a write,
+  a blocking read and a GIL hand-over each: this thread's CPU, from ``/proc`` in
+  ``benchmarks/extender_cycle.py`` (load 2–5), went 0.21–0.26 → 0.06–0.07 ms a patch.
+  Requests a closing server left unanswered are sent again on a new connection (a merge
+  patch applied twice is applied once);
 * **rate-limited**: at most ``max_per_s`` patches a second (a token bucket holding one
   second's worth), so a burst of bindings cannot flood the API server;
 * **bounded**: with ``max_queue`` pods waiting a new one is dropped and counted
@@ -40,18 +38,16 @@ from __future__ import annotations
 
 import itertools
 import logging
-import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import httptools
 import msgspec
 from prometheus_client import Counter
 
+from eams.scheduler.extender.keepalive import KeepAlive, tls_context
 from eams.scheduler.record import PATCH_CONTENT_TYPE, Placement, annotation_patch
 
 log = logging.getLogger(__name__)
@@ -95,7 +91,7 @@ def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
         Pipelined over one :class:`KeepAlive` connection; one after another through the
         client's own pool when it is configured with a proxy. Never raises: a patch left
         unanswered has its failure (``OSError``: ``ssl.SSLError``, a timeout,
-        :class:`ConnectionClosed`) in its place; an HTTP error answer is its status.
+        ``keepalive.ConnectionClosed``) in its place; an HTTP error answer is its status.
     """
     config = api_client.configuration
     target = urlsplit(config.host)
@@ -138,7 +134,7 @@ def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
     connection = KeepAlive(
         target.hostname or "localhost",
         target.port or (443 if tls else 80),
-        _tls_context(config) if tls else None,
+        tls_context(config) if tls else None,
         config.tls_server_name or target.hostname,
         timeout_s,
     )
@@ -153,135 +149,6 @@ def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
         )
 
     return send
-
-
-def _tls_context(config: Any) -> ssl.SSLContext:
-    """The TLS of a kubernetes client ``Configuration``: its CA (file or data), its client
-    certificate and key, ``verify_ssl`` and ``assert_hostname``."""
-    context = ssl.create_default_context(cafile=config.ssl_ca_cert, cadata=config.ca_cert_data)
-    if config.cert_file:
-        context.load_cert_chain(config.cert_file, config.key_file)
-    if not config.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif config.assert_hostname is False:
-        context.check_hostname = False
-    return context
-
-
-class ConnectionClosed(OSError):
-    """The server closed the connection before a whole answer."""
-
-
-class KeepAlive:
-    """One keep-alive HTTP/1.1 connection that pipelines whole requests and reads their status.
-
-    Parameters
-    ----------
-    host : str
-    port : int
-    tls : ssl.SSLContext or None
-        Wrap the socket (``https``).
-    server_hostname : str or None
-        The TLS server name (SNI and the name checked).
-    timeout_s : float
-        Connect, send and each read's timeout, s.
-
-    Notes
-    -----
-    Used from one thread. Requests the server left unanswered — it closed the connection,
-    idle or after an answer (``Connection: close``, an HTTP/1.0 server) — are sent again on
-    a new one (RFC 9112 §9.3.2; a merge patch applied twice is applied once); they fail only
-    when a new connection answers none of them.
-    """
-
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        tls: ssl.SSLContext | None,
-        server_hostname: str | None,
-        timeout_s: float,
-    ) -> None:
-        self.host, self.port, self.tls = host, port, tls
-        self.server_hostname, self.timeout_s = server_hostname, timeout_s
-        self._sock: socket.socket | None = None
-        self._answers = _Answers()
-
-    def pipeline(self, requests: list[bytes]) -> list[int | Exception]:
-        """Send ``requests`` (each a whole request) in one write and read their answers.
-
-        Returns
-        -------
-        list
-            Per request, in order, its answer's status, or the failure (``OSError``: no
-            connection, TLS, a timeout, :class:`ConnectionClosed`; ``HttpParserError``: not
-            HTTP) of a new connection that answered none of those left.
-        """
-        statuses: list[int | Exception] = []
-        while (done := len(statuses)) < len(requests):
-            fresh = self._sock is None
-            left = requests[done:]
-            try:
-                sock = self._sock or self._connect()
-                sock.sendall(left[0] if len(left) == 1 else b"".join(left))
-                self._read(sock, len(left), statuses)
-            except (OSError, httptools.HttpParserError) as exc:
-                self.close()
-                if fresh and len(statuses) == done:  # a new connection answered none
-                    statuses += [exc] * len(left)
-        return statuses
-
-    def close(self) -> None:
-        """Close the connection (the next request opens a new one)."""
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-
-    def _connect(self) -> socket.socket:
-        sock = socket.create_connection((self.host, self.port), self.timeout_s)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.tls is not None:
-            sock = self.tls.wrap_socket(sock, server_hostname=self.server_hostname)
-        self._sock = sock
-        return sock
-
-    def _read(self, sock: socket.socket, count: int, statuses: list[int | Exception]) -> None:
-        """Append the statuses of the next ``count`` answers (fewer when the server ends the
-        connection after one: the socket is closed then)."""
-        answers = self._answers
-        parser = httptools.HttpResponseParser(answers)
-        answers.start(parser, statuses)
-        target = len(statuses) + count
-        while len(statuses) < target and answers.keep_alive:
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise ConnectionClosed(f"{self.host}:{self.port} closed the connection")
-            try:
-                parser.feed_data(chunk)
-            except httptools.HttpParserError:
-                if answers.keep_alive:
-                    raise
-                # data after an answer that closes the connection: not ours to read
-        if not answers.keep_alive:
-            self.close()
-
-
-class _Answers:
-    """httptools' callbacks: each whole answer's status (the body is not kept)."""
-
-    def __init__(self) -> None:
-        self.statuses: list[int | Exception] = []
-        self.keep_alive = True
-        self._parser: httptools.HttpResponseParser | None = None
-
-    def start(self, parser: httptools.HttpResponseParser, statuses: list[int | Exception]) -> None:
-        self._parser, self.statuses, self.keep_alive = parser, statuses, True
-
-    def on_message_complete(self) -> None:
-        assert self._parser is not None
-        self.statuses.append(int(self._parser.get_status_code()))
-        self.keep_alive = bool(self._parser.should_keep_alive())
 
 
 class PodAnnotator:

@@ -25,7 +25,7 @@ recovers, planned after every sample, after a clearing that left a node under th
 and once a second, patched from a worker
 thread. With ``--record`` the bound-pod events also go to the decision record's outcome join,
 and each decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a
-merge patch from the annotator's thread (``annotator.py``, through this client's pool).
+merge patch from the annotator's thread (``annotator.py``, with this client's configuration).
 RBAC: nodes get/list/watch/patch, pods get/list/watch (+ patch with ``--record``;
 ``deploy/k3s/rbac.yaml``).
 """
