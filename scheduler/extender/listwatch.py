@@ -3,7 +3,10 @@
 A list gives ``metadata.resourceVersion``; ``?watch=true&resourceVersion=RV&
 allowWatchBookmarks=true`` streams one ``{"type", "object"}`` per line from there
 (kubernetes/website ``docs/reference/using-api/api-concepts.md``), read raw
-(``_preload_content=False``) and decoded with msgspec. A ``BOOKMARK`` only moves the
+(``_preload_content=False``) and decoded with msgspec: each line first into its type and the
+object's :class:`Head` only (one pass), so an event the feed has no use for (a bound pod's
+status or annotations changing: :meth:`Feed.unchanged`) is dropped before its object is cut
+out; the others are handed on with the object's raw JSON. A ``BOOKMARK`` only moves the
 resourceVersion on; 410 Gone (an ``ERROR`` event or a status) lists again at once; any other
 failure is retried after client-go's reflector backoff (0.8 s doubling to 30 s,
 ``k8s.io/client-go/tools/cache/reflector.go``), reset once a watch delivers again.
@@ -34,10 +37,22 @@ class Meta(msgspec.Struct):
     resourceVersion: str = ""
 
 
-class _Head(msgspec.Struct):
-    """What every object, bookmark and list carries: its metadata."""
+class _Spec(msgspec.Struct):
+    nodeName: str = ""
+
+
+class Head(msgspec.Struct):
+    """What the feeds key on and the watch resumes from: an object's metadata (every object,
+    bookmark and list carries it) and, for a pod, ``spec.nodeName`` (``""`` unbound, and for
+    nodes)."""
 
     metadata: Meta = msgspec.field(default_factory=Meta)
+    spec: _Spec = msgspec.field(default_factory=_Spec)
+
+
+class _EventHead(msgspec.Struct):
+    type: str
+    object: Head = msgspec.field(default_factory=Head)
 
 
 class _Event(msgspec.Struct):
@@ -57,8 +72,9 @@ class _Status(msgspec.Struct):
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
+_decode_event_head = msgspec.json.Decoder(_EventHead).decode
 _decode_list = msgspec.json.Decoder(_List).decode
-_decode_head = msgspec.json.Decoder(_Head).decode
+_decode_head = msgspec.json.Decoder(Head).decode
 _decode_status = msgspec.json.Decoder(_Status).decode
 
 
@@ -69,11 +85,16 @@ class _Expired(Exception):
 class Feed(Protocol):
     """What a list and its events are handed to (``watch.py``'s node and pod feeds)."""
 
-    def listed(self, items: list[bytes]) -> None:
-        """A fresh list of raw objects."""
+    def listed(self, items: list[tuple[Head, bytes]]) -> None:
+        """A fresh list: each object's head and raw JSON."""
 
-    def event(self, kind: str, raw: bytes) -> str:
-        """One ``ADDED``/``MODIFIED``/``DELETED`` object; returns its key."""
+    def unchanged(self, kind: str, head: Head) -> bool:
+        """Whether an ``ADDED``/``MODIFIED`` event changes nothing the feed keeps, known from
+        its head alone (then :meth:`event` is not called)."""
+
+    def event(self, kind: str, head: Head, raw: bytes) -> str:
+        """One ``ADDED``/``MODIFIED``/``DELETED`` object, its head and raw JSON; returns its
+        key."""
 
 
 class ListWatch:
@@ -143,7 +164,7 @@ class ListWatch:
             listed = _decode_list(response.data)
         finally:
             response.release_conn()
-        self.feed.listed([bytes(raw) for raw in listed.items])
+        self.feed.listed([(_decode_head(raw), bytes(raw)) for raw in listed.items])
         return listed.metadata.resourceVersion
 
     def _watch(self, version: str, failures: int) -> int:
@@ -155,6 +176,7 @@ class ListWatch:
         _Expired
             410 Gone: the version was compacted away.
         """
+        feed = self.feed
         while not self.stop.is_set():
             response = self.call(
                 _preload_content=False,
@@ -168,17 +190,18 @@ class ListWatch:
                 for line in _lines(response):
                     if self.stop.is_set():
                         return failures
-                    event = _decode_event(line)
-                    raw = bytes(event.object)
-                    if event.type == "ERROR":
-                        status = _decode_status(raw)
+                    event = _decode_event_head(line)
+                    kind, head = event.type, event.object
+                    if kind == "ERROR":
+                        status = _decode_status(_decode_event(line).object)
                         if status.code == 410:
                             raise _Expired(status.message)
                         raise RuntimeError(f"watch ERROR {status.code} {status.message}")
                     failures = 0
-                    version = _decode_head(raw).metadata.resourceVersion or version
-                    if event.type != "BOOKMARK":
-                        self.feed.event(event.type, raw)
+                    version = head.metadata.resourceVersion or version
+                    if kind == "BOOKMARK" or (kind != "DELETED" and feed.unchanged(kind, head)):
+                        continue
+                    feed.event(kind, head, bytes(_decode_event(line).object))
             finally:
                 response.release_conn()
         return failures

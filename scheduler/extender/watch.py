@@ -25,7 +25,7 @@ recovers, planned after every sample, after a clearing that left a node under th
 and once a second, patched from a worker
 thread. With ``--record`` the bound-pod events also go to the decision record's outcome join,
 and each decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a
-merge patch from the annotator's thread (``annotator.py``, through this client's pool).
+merge patch from the annotator's thread (``annotator.py``, with this client's configuration).
 RBAC: nodes get/list/watch/patch, pods get/list/watch (+ patch with ``--record``;
 ``deploy/k3s/rbac.yaml``).
 """
@@ -44,7 +44,7 @@ import msgspec
 from pydantic import ValidationError
 
 from eams.scheduler.extender.errors import BadRequest
-from eams.scheduler.extender.listwatch import ListWatch, Meta
+from eams.scheduler.extender.listwatch import Head, ListWatch
 from eams.scheduler.extender.pending import PendingDecoder
 from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
@@ -83,16 +83,6 @@ def apply_pod_event(extender: Extender, kind: str, pod: dict[str, Any]) -> None:
         log.warning("pod %s skipped: %s", (pod.get("metadata") or {}).get("name"), why)
 
 
-class _Spec(msgspec.Struct):
-    nodeName: str = ""
-
-
-class _PodHead(msgspec.Struct):
-    metadata: Meta = msgspec.field(default_factory=Meta)
-    spec: _Spec = msgspec.field(default_factory=_Spec)
-
-
-_decode_pod_head = msgspec.json.Decoder(_PodHead).decode
 _decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
 
 
@@ -132,15 +122,18 @@ class _Feed:
         self.extender, self.to_loop = extender, to_loop
         self.known: dict[str, tuple[str, str]] = {}  # key → (uid, node) as last applied
 
-    def listed(self, items: list[bytes]) -> None:
+    def listed(self, items: list[tuple[Head, bytes]]) -> None:
         """A fresh list: apply every item, forget what the list no longer holds."""
         seen = set()
-        for raw in items:
-            seen.add(self.event("ADDED", raw))
+        for head, raw in items:
+            seen.add(self.event("ADDED", head, raw))
         for key in [k for k in self.known if k not in seen]:
             self.event_gone(key)
 
-    def event(self, kind: str, raw: bytes) -> str:
+    def unchanged(self, kind: str, head: Head) -> bool:
+        return False
+
+    def event(self, kind: str, head: Head, raw: bytes) -> str:
         raise NotImplementedError
 
     def event_gone(self, key: str) -> None:
@@ -148,7 +141,7 @@ class _Feed:
 
 
 class _Nodes(_Feed):
-    def event(self, kind: str, raw: bytes) -> str:
+    def event(self, kind: str, head: Head, raw: bytes) -> str:
         node = _decode_dict(raw)
         name = str((node.get("metadata") or {}).get("name"))
         if kind == "DELETED":
@@ -178,18 +171,22 @@ class _Pods(_Feed):
         self.pending, self.sized = pending, sized
         self.decode_pending = PendingDecoder()
 
-    def event(self, kind: str, raw: bytes) -> str:
-        head = _decode_pod_head(raw)
+    def unchanged(self, kind: str, head: Head) -> bool:
+        """A pod already applied with the same uid and node: a status update, or the
+        ``eams.io/*`` annotations the extender itself wrote (dropped unread)."""
+        return self.known.get(_key(head)) == (head.metadata.uid, head.spec.nodeName)
+
+    def event(self, kind: str, head: Head, raw: bytes) -> str:
         meta = head.metadata
-        key = f"{meta.namespace or 'default'}/{meta.name}" if meta.name else f"uid:{meta.uid}"
+        key = _key(head)
         if kind == "DELETED":
             if self.pending and not head.spec.nodeName:  # deleted while pending, not bound
                 self.sized.pop(key, None)
             self._to_record(kind, raw)
             self.event_gone(key)
             return key
-        if self.known.get(key) == (meta.uid, head.spec.nodeName):
-            return key  # a status update of a pod already applied
+        if self.unchanged(kind, head):
+            return key  # a relisted pod already applied
         self._to_record(kind, raw)
         try:
             if self.pending:
@@ -231,6 +228,12 @@ class _Pods(_Feed):
             self.to_loop.put(lambda: self.extender.observe_unpending(key))
         else:
             self.to_loop.put(lambda: self.extender.observe_gone(key))
+
+
+def _key(head: Head) -> str:
+    """A pod's ``namespace/name`` (``uid:UID`` when it has no name)."""
+    meta = head.metadata
+    return f"{meta.namespace or 'default'}/{meta.name}" if meta.name else f"uid:{meta.uid}"
 
 
 class ClusterWatch:

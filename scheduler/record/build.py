@@ -231,14 +231,13 @@ def placement_records(
     counts = np.bincount((codes + offsets).ravel(), minlength=j_pods * width)
     counts = counts.reshape(j_pods, width)[:, 1:]
     picked = _picked(values, codes, assignment, min(keep_candidates, n_nodes))
-    rows = np.repeat(np.arange(j_pods), [len(p) for p in picked])
-    flat = np.fromiter(itertools.chain.from_iterable(picked), np.int64, len(rows))
+    # the few kept columns as Python lists (a dozen a pod): cheaper than arrays of them
+    rows = [j for j, row in enumerate(picked) for _ in row]
+    flat = list(itertools.chain.from_iterable(picked))
     bid_at = _nums(values[rows, flat])
     score_at = scores[rows, flat].tolist() if scores is not None else None
     gated = _gated(codes, keep_gated)
-    gated_at = [c for row in gated for c, _ in row]
-    cleared_at = assignment[assignment >= 0]
-    used = np.unique(np.concatenate([flat, np.asarray(gated_at, np.int64), cleared_at]))
+    used = sorted({*flat, *(c for row in gated for c, _ in row)})  # cleared nodes are in flat
     columns = _columns(names, used, clearing.prices, headroom, age_s, gate)
     cert = certificate(clearing, j_pods)
     cid = clearing_id or new_clearing_id()
@@ -290,7 +289,7 @@ def _picked(
     best = _top(np.where(codes == 0, values, -np.inf), k, copy=False)  # open: finite, > 0
     if best is None:
         return [[n] if n >= 0 else [] for n in assignment.tolist()]
-    open_best = (np.take_along_axis(codes, best, axis=1) == 0).tolist()
+    open_best = (codes[np.arange(len(codes))[:, None], best] == 0).tolist()
     out = []
     for n, row, is_open in zip(assignment.tolist(), best.tolist(), open_best, strict=True):
         kept = [c for c, o in zip(row, is_open, strict=True) if o and c != n]
@@ -351,7 +350,7 @@ def _check_shapes(n_nodes: int, *arrays: np.ndarray) -> None:
 
 def _columns(
     names: Sequence[str],
-    used: np.ndarray,
+    used: list[int],
     prices: np.ndarray,
     headroom: np.ndarray,
     age_s: np.ndarray,
@@ -365,7 +364,7 @@ def _columns(
     price, head, age = rows[:k], rows[k : 2 * k], rows[2 * k : 3 * k]
     return _Columns(
         names=names,
-        at={c: i for i, c in enumerate(used.tolist())},
+        at={c: i for i, c in enumerate(used)},
         price=price,
         headroom=head,
         age_s=age,

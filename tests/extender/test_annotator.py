@@ -36,6 +36,7 @@ class _Api:
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
+        self.peers: list[tuple[str, int]] = []  # each request's client address (its connection)
         self.status, self.delay_s = status, delay_s
         self.gate = threading.Event()
         self.gate.set()
@@ -48,6 +49,7 @@ class _Api:
                 api.gate.wait(10)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 api.requests.append((self.command, self.path, dict(self.headers), json.loads(body)))
+                api.peers.append(self.client_address)
                 time.sleep(api.delay_s)
                 answer = b'{"kind":"Pod"}'
                 self.send_response(api.status)
@@ -145,6 +147,29 @@ def test_a_merge_patch_with_the_bearer_token_over_one_connection(api: _Api) -> N
     assert annotations["eams.io/decided-at"].endswith("Z")
 
 
+@pytest.mark.parametrize("protocol", ["HTTP/1.1", "HTTP/1.0"])
+def test_a_run_of_patches_pipelined_and_what_a_closing_server_left_sent_again(
+    protocol: str,
+) -> None:
+    """The patches gathered in one run go in one write on one connection (HTTP/1.1
+    pipelining: the stdlib server answers them in turn); a server answering HTTP/1.0 closes
+    the connection after each answer, leaving the rest unanswered: each is sent again on a
+    new connection, none lost, none failed."""
+    api = _Api(protocol=protocol)
+    counter, registry = _counter()
+    annotator = PodAnnotator(api_sender(_client(api.url)), counter)
+    try:
+        for i in range(6):  # within the gather window: one run
+            assert annotator.submit(_decision(f"p{i}"))
+        _until(lambda: _count(registry, "ok") == 6)
+    finally:
+        annotator.close()
+        api.close()
+    assert [path.rsplit("/", 1)[1] for _, path, _, _ in api.requests] == [f"p{i}" for i in range(6)]
+    assert len(set(api.peers)) == (1 if protocol == "HTTP/1.1" else 6)
+    assert _count(registry, "error") == 0
+
+
 def _server_tls(folder: Path) -> tuple[Path, ssl.SSLContext]:
     """A self-signed certificate for 127.0.0.1 (``openssl``) and a server context with it."""
     cert, key = folder / "cert.pem", folder / "key.pem"
@@ -222,11 +247,9 @@ def test_rate_limited_and_a_refused_connection_counted() -> None:
     sent: list[float] = []
     counter, registry = _counter()
 
-    def send(namespace: str, name: str, body: bytes) -> int:
-        sent.append(time.monotonic())
-        if name == "down":
-            raise ConnectionRefusedError("connection refused")
-        return 200
+    def send(patches: list[tuple[str, str, bytes]]) -> list[int | Exception]:
+        sent.extend(time.monotonic() for _ in patches)
+        return [ConnectionRefusedError("refused") if n == "down" else 200 for _, n, _ in patches]
 
     annotator = PodAnnotator(send, counter, max_per_s=20.0)
     try:
@@ -243,4 +266,4 @@ def test_rate_limited_and_a_refused_connection_counted() -> None:
 def test_bad_limits_are_refused() -> None:
     counter, _ = _counter()
     with pytest.raises(ValueError, match="max_queue = 0"):
-        PodAnnotator(lambda ns, name, body: 200, counter, max_queue=0)
+        PodAnnotator(lambda patches: [200] * len(patches), counter, max_queue=0)

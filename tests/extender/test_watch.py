@@ -280,3 +280,65 @@ async def test_shadow_mode_never_taints(shared_data, calibrations_dir, clock) ->
         ClusterWatch(extender, asyncio.get_running_loop(), api=_core(FakeApiServer())).keeper
         is None
     )
+
+
+class _Recording:
+    """A :class:`~eams.scheduler.extender.listwatch.Feed` that keeps what it is handed and
+    calls a pod unchanged when its uid and node are those it last saw (as the pod feeds do)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, dict]] = []  # kind, name, node, object
+        self.skipped: list[tuple[str, str]] = []
+        self.seen: dict[str, tuple[str, str]] = {}
+
+    def listed(self, items) -> None:
+        for head, raw in items:
+            self.event("ADDED", head, raw)
+
+    def unchanged(self, kind, head) -> bool:
+        same = self.seen.get(head.metadata.name) == (head.metadata.uid, head.spec.nodeName)
+        if same:
+            self.skipped.append((kind, head.metadata.name))
+        return same
+
+    def event(self, kind, head, raw) -> str:
+        self.seen[head.metadata.name] = (head.metadata.uid, head.spec.nodeName)
+        self.events.append((kind, head.metadata.name, head.spec.nodeName, json.loads(raw)))
+        return head.metadata.name
+
+
+async def test_an_event_that_changes_nothing_kept_is_dropped_from_its_head() -> None:
+    """A bound pod's annotation patch (the extender's own ``eams.io/*``) comes back on the
+    watch as ``MODIFIED`` with the same uid and node: the feed is asked from the event's head
+    alone and never handed the object; the binding and the deletion are handed on whole."""
+    import threading
+
+    from eams.scheduler.extender.listwatch import ListWatch
+
+    api = FakeApiServer()
+    await api.serve()
+    feed, stop = _Recording(), threading.Event()
+    core = _core(api)
+    watch = ListWatch("pods", core.list_pod_for_all_namespaces, None, feed, lambda *a: None, stop)
+    thread = threading.Thread(target=watch.run, daemon=True)
+    try:
+        api.put("pods", pod_object("job-1"))
+        thread.start()
+        await _until(lambda: _async(len(feed.events) == 1))  # listed
+        await _until(lambda: _async(len(api.watch_requests) == 1))  # watching
+        api.bind("default", "job-1", "node-a")
+        patch = {"metadata": {"annotations": {"eams.io/cleared-node": "node-a"}}}
+        pod = api.resources["pods"].objects["default/job-1"]
+        api.put("pods", {**pod, "metadata": {**pod["metadata"], **patch["metadata"]}})
+        api.delete("pods", "default/job-1")
+        await _until(lambda: _async(len(feed.events) == 3))
+    finally:
+        stop.set()
+        await api.close()
+    assert [(kind, name, node) for kind, name, node, _ in feed.events] == [
+        ("ADDED", "job-1", ""),
+        ("MODIFIED", "job-1", "node-a"),
+        ("DELETED", "job-1", "node-a"),
+    ]
+    assert feed.skipped == [("MODIFIED", "job-1")]  # the annotation patch, never decoded whole
+    assert feed.events[2][3]["metadata"]["annotations"]["eams.io/cleared-node"] == "node-a"
