@@ -289,7 +289,7 @@ def _picked(
     best = _top(np.where(codes == 0, values, -np.inf), k, copy=False)  # open: finite, > 0
     if best is None:
         return [[n] if n >= 0 else [] for n in assignment.tolist()]
-    open_best = (codes[np.arange(len(codes))[:, None], best] == 0).tolist()
+    open_best = ((best >= 0) & (codes[np.arange(len(codes))[:, None], best] == 0)).tolist()
     out = []
     for n, row, is_open in zip(assignment.tolist(), best.tolist(), open_best, strict=True):
         kept = [c for c, o in zip(row, is_open, strict=True) if o and c != n]
@@ -373,16 +373,17 @@ def _columns(
 
 
 def _top(values: np.ndarray, k: int, copy: bool = True) -> np.ndarray | None:
-    """(J, k) columns of each row's k largest values, largest first: k passes of ``argmax``
-    (cheaper than a partition of the whole matrix for the few kept). ``copy=False`` lets it
-    overwrite ``values``."""
+    """(J, k) columns of each row's k largest values, largest first, −1 once a row has no
+    value above −inf left: k passes of ``argmax`` (cheaper than a partition of the whole
+    matrix for the few kept). ``copy=False`` lets it overwrite ``values``."""
     if k == 0:
         return None
     work = values.copy() if copy else values
     rows = np.arange(values.shape[0])
     top = np.empty((values.shape[0], k), dtype=np.int64)
     for i in range(k):
-        top[:, i] = best = work.argmax(axis=1)
+        best = work.argmax(axis=1)
+        top[:, i] = np.where(work[rows, best] == -np.inf, -1, best)
         work[rows, best] = -np.inf
     return top
 

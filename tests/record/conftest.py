@@ -42,7 +42,11 @@ def nodes() -> Nodes:
 
 
 def window(
-    j_pods: int = 3, slots: int = 1, mode: str = "active", at_s: float | None = None
+    j_pods: int = 3,
+    slots: int = 1,
+    mode: str = "active",
+    at_s: float | None = None,
+    keep_candidates: int = 5,
 ) -> list[Placement]:
     """The placement records of one real clearing of ``j_pods`` pods on the six nodes."""
     pods = Pods(
@@ -68,6 +72,7 @@ def window(
         gate=bids.gate(node_arrays, params),
         scores=np.tile(np.arange(len(NODE_NAMES)), (j_pods, 1)),
         stale_after_s=STALE_AFTER_S,
+        keep_candidates=keep_candidates,
     )
 
 
