@@ -10,6 +10,7 @@ is 1. A file of a newer schema is refused, never half-read.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable
 from datetime import datetime
@@ -31,7 +32,7 @@ from pydantic import (
 from eams import __version__
 from eams.calibrate.errors import CalibrationFileError, FitError
 from eams.calibrate.fitresult import FitResult, FitSummary, StrictModel
-from eams.calibrate.model import LinearPowerModel, wake_power
+from eams.calibrate.model import PowerCurve, wake_power
 from eams.calibrate.powerstates.record import PowerStates
 from eams.calibrate.sweeprecord import SweepLevel, SweepRecord, redact_meter_url
 from eams.validation import describe_validation_error
@@ -183,15 +184,64 @@ class Calibration(StrictModel):
         """One sentence saying which idle power applies for waking an empty node."""
         return wake_power(self.p_active_idle_w, self.fit.p_idle_w)[1]
 
-    def model(self) -> LinearPowerModel:
-        """The fitted line as a :class:`~eams.calibrate.model.LinearPowerModel`.
+    def model(self) -> PowerCurve:
+        """The calibrated power curve (:class:`~eams.calibrate.model.PowerCurve`): the line,
+        stepping to the measured active idle below the lowest loaded level where the sweep's
+        idle-step test found a step (:mod:`eams.calibrate.idlestep`).
+
+        The step is read from what the file already keeps, so no schema change: the fit gives
+        the active-idle level weight 0 exactly when it stepped off the line (idle points are
+        never rejected as outliers, :mod:`eams.calibrate.robust`), and ``linear_ok`` is false;
+        u1 is the measured utilisation of the sweep's lowest loaded level. A calibration
+        without its sweep (made from other data) cannot tell its idle level from the others,
+        so its model is the line.
 
         Raises
         ------
         ModelError
-            If the fitted line is impossible (P_idle < 0 or P_max < P_idle).
+            If the fitted line is impossible (P_idle < 0 or P_max < P_idle), or the active
+            idle is above P_max.
         """
-        return self.fit.model()
+        step = self._idle_step()
+        if step is None:
+            return PowerCurve(self.fit.model())
+        return PowerCurve(self.fit.model(), p_active_idle_w=step[0], u_step=step[1])
+
+    def _idle_step(self) -> tuple[float, float] | None:
+        """(A, u1) when the fit found an idle step (see :meth:`model`), else ``None``."""
+        if self.fit.linear_ok or self.p_active_idle_w is None or self.sweep is None:
+            return None
+        measured = [(lv, u) for lv in self.sweep.levels if (u := lv.utilisation) is not None]
+        idle = [u for lv, u in measured if _active_idle(lv)]
+        loaded = [u for lv, u in measured if not _active_idle(lv)]
+        weights = [
+            lv.weight
+            for lv in self.fit.levels
+            if any(math.isclose(lv.utilisation, u, abs_tol=1e-12) for u in idle)
+        ]
+        if not (weights and loaded) or any(w > 0 for w in weights):
+            return None
+        return self.p_active_idle_w, min(loaded)
+
+    @property
+    def p_active_idle_sd_w(self) -> float | None:
+        """Standard uncertainty of ``p_active_idle_w`` (W): the sampling σ of its level's mean,
+        sd(samples)/√n, no smaller than the meter's resolution/√12 per sample (quantised
+        readings that never changed); ``None`` without the sweep's idle samples.
+
+        Consecutive meter readings are correlated, so this may understate; it enters VT-5
+        only where the curve steps (the line's own σ come from its 95 % intervals).
+        """
+        if self.p_active_idle_w is None or self.sweep is None:
+            return None
+        idle = [lv for lv in self.sweep.levels if _active_idle(lv)]
+        values = [s.power_w for s in idle[-1].samples if s.power_w is not None] if idle else []
+        if len(values) < 2:
+            return None
+        mean = sum(values) / len(values)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+        floor = (reading_resolution_w(self.sweep) or 0.0) / math.sqrt(12)
+        return max(sd, floor) / math.sqrt(len(values))
 
 
 def fit_sweep(record: SweepRecord) -> FitResult:

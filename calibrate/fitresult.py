@@ -102,7 +102,9 @@ class FitSummary(StrictModel):
         return cls.model_validate(result.model_dump(include=set(cls.model_fields)))
 
     def model(self) -> LinearPowerModel:
-        """The fitted line as a :class:`~eams.calibrate.model.LinearPowerModel`.
+        """The fitted line as a :class:`~eams.calibrate.model.LinearPowerModel` (the
+        calibrated curve, with an idle step, is :meth:`Calibration.model
+        <eams.calibrate.calfile.Calibration.model>`).
 
         Raises
         ------

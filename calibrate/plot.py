@@ -21,7 +21,9 @@ def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> 
 
     Each panel shows every level's samples (grey), the level means (dots), the fitted line and
     its pointwise 95 % confidence band (:func:`~eams.calibrate.fit.confidence_band_w`);
-    measured active idle is a cross at u = 0.
+    measured active idle is a cross at u = 0. Where the node idles off its line, the
+    calibrated curve (:class:`~eams.calibrate.model.PowerCurve`) is drawn solid and the line
+    dotted.
 
     Panels are laid out :data:`COLUMNS` to a row, 5 × 4 in each at 100 dpi.
 
@@ -56,8 +58,11 @@ def plot_calibrations(calibrations: Sequence[Calibration], path: str | Path) -> 
                 grid, cal.p_idle_w, cal.p_max_w, cal.fit.covariance_w2, cal.fit.n_points
             )
             ax.fill_between(grid, low, high, color="C1", alpha=0.25, label="95 % band")
-        line = cal.model().power_w(grid)
-        ax.plot(grid, line, color="C1", label="fitted line")
+        curve = cal.model()
+        if curve.stepped:
+            ax.plot(grid, curve.line.power_w(grid), color="C1", ls=":", label="fitted line")
+        label = "calibrated curve (idle step)" if curve.stepped else "fitted line"
+        ax.plot(grid, curve.power_w(grid), color="C1", label=label)
         if cal.p_active_idle_w is not None:
             ax.scatter(
                 [0.0],

@@ -368,6 +368,7 @@ def check_runs(
         for sd, da, db in (
             (model.p_idle_sd_w, na.dE_dpidle_h, nb.dE_dpidle_h),
             (model.p_max_sd_w, na.dE_dpmax_h, nb.dE_dpmax_h),
+            (model.p_active_idle_sd_w, na.dE_dpactive_h, nb.dE_dpactive_h),
         ):
             if sd is not None:
                 calibration_terms.append(ratio * (eb_mod * da / ea_mod**2 - db / ea_mod) * sd)

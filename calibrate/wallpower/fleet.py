@@ -15,17 +15,21 @@ Z95 = 1.959964
 
 
 def node_model(calibration: Calibration, source: str = "") -> NodeModel:
-    """A node's model with σ of P_idle and P_max from the calibration's 95 % intervals."""
+    """A node's calibrated curve with σ of P_idle and P_max from the calibration's 95 %
+    intervals, and σ of the active idle (:attr:`Calibration.p_active_idle_sd_w`) where the
+    curve steps to it."""
     idle_ci, max_ci = calibration.p_idle_ci95_w, calibration.p_max_ci95_w
     if idle_ci is None or max_ci is None:
         raise ModelError("the fit has no 95 % intervals of P_idle and P_max (VT-5 needs them)")
     lo_i, hi_i = idle_ci
     lo_m, hi_m = max_ci
+    model = calibration.model()
     return NodeModel(
         node=calibration.node,
-        model=calibration.model(),
+        model=model,
         p_idle_sd_w=(hi_i - lo_i) / 2 / Z95,
         p_max_sd_w=(hi_m - lo_m) / 2 / Z95,
+        p_active_idle_sd_w=calibration.p_active_idle_sd_w if model.stepped else None,
         source=source,
     )
 

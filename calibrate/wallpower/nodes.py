@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eams.calibrate.model import LinearPowerModel
+from eams.calibrate.model import PowerCurve
 from eams.calibrate.wallpower.counter import (
     CounterEvent,
     CounterIntegral,
@@ -36,18 +36,23 @@ class NodeModel:
     Attributes
     ----------
     node : str
-    model : LinearPowerModel
+    model : PowerCurve
+        The calibrated curve (:meth:`eams.calibrate.calfile.Calibration.model`).
     p_idle_sd_w, p_max_sd_w : float or None
-        Standard uncertainty of P_idle and P_max (W), e.g. a 95 % CI half-width / 1.96;
-        ``None`` when the calibration does not say (then it adds no uncertainty).
+        Standard uncertainty of the line's P_idle and P_max (W), e.g. a 95 % CI half-width /
+        1.96; ``None`` when the calibration does not say (then it adds no uncertainty).
+    p_active_idle_sd_w : float or None
+        Standard uncertainty of the measured active idle A (W), which the curve uses below
+        its lowest loaded level when it steps; ``None``: adds none.
     source : str
         Where the calibration came from (file path), for the report.
     """
 
     node: str
-    model: LinearPowerModel
+    model: PowerCurve
     p_idle_sd_w: float | None = None
     p_max_sd_w: float | None = None
+    p_active_idle_sd_w: float | None = None
     source: str = ""
 
 
@@ -70,9 +75,11 @@ class NodeEnergy:
     modelled_wh : float
         The calibrated model applied to the measured utilisation, integrated the same way (Wh).
     modelled_sampling_sd_wh : float
-    dE_dpidle_h, dE_dpmax_h : float
-        ∂E_modelled/∂P_idle and ∂E_modelled/∂P_max (hours): ∫(1 − u) dt over the time the
-        node had power, and ∫u dt.
+    dE_dpidle_h, dE_dpmax_h, dE_dpactive_h : float
+        ∂E_modelled/∂P_idle, ∂E_modelled/∂P_max and ∂E_modelled/∂A (hours): the curve's
+        sensitivities (:meth:`~eams.calibrate.model.PowerCurve.sensitivities`) integrated over
+        the time the node had power. On the line they are ∫(1 − u) dt, ∫u dt and 0; where the
+        curve steps, the time below u1 moves from P_idle to the active idle A.
     gaps : tuple of Gap
         Gaps in the metered series (power, or counter readings when the counter is used).
     utilisation_gaps : tuple of Gap
@@ -97,6 +104,7 @@ class NodeEnergy:
     modelled_sampling_sd_wh: float
     dE_dpidle_h: float
     dE_dpmax_h: float
+    dE_dpactive_h: float
     gaps: tuple[Gap, ...]
     utilisation_gaps: tuple[Gap, ...]
     counter_events: tuple[CounterEvent, ...]
@@ -162,10 +170,11 @@ def node_energy(
     util = integrate(series.t_s, utilisation, span_s, averaged=True)
     if util is None:
         raise RunDataError(f"{where}: fewer than two utilisation samples in the window")
-    off = integrate(
-        series.t_s, np.where(np.isfinite(utilisation), unpowered, np.nan), span_s, averaged=True
-    )
-    off_s = 0.0 if off is None else off.value
+    sensitivity_h = []
+    for part in model.model.sensitivities(series.utilisation):
+        integral = integrate(series.t_s, np.where(unpowered, 0.0, part), span_s, averaged=True)
+        assert integral is not None  # same validity as util
+        sensitivity_h.append(integral.value / 3600)
     modelled_w = np.where(
         unpowered, 0.0, np.asarray(model.model.power_w(series.utilisation), dtype=float)
     )
@@ -205,8 +214,9 @@ def node_energy(
         metered_reading_sd_wh=reading_sd_wh,
         modelled_wh=modelled.value / 3600,
         modelled_sampling_sd_wh=modelled.sampling_sd / 3600,
-        dE_dpidle_h=(span_s - off_s - util.value) / 3600,
-        dE_dpmax_h=util.value / 3600,
+        dE_dpidle_h=sensitivity_h[0],
+        dE_dpmax_h=sensitivity_h[1],
+        dE_dpactive_h=sensitivity_h[2],
         gaps=gaps,
         utilisation_gaps=util.gaps,
         counter_events=events,

@@ -254,14 +254,16 @@ this node's modelled energy is replaced by its metered energy (in both runs).</p
 <li>A gap is an interval longer than {GAP_FACTOR:g} × the median interval between a quantity's
  samples; it is bridged linearly (never with zeros; at a window edge the nearest value is
  held) and charged range × length / √12 of uncertainty.</li>
-<li>Modelled energy: each node's calibrated P(u) = P_idle + (P_max − P_idle)·u applied to the
- measured utilisation; utilisation is a mean over the interval ending at its sample, so each
- value weighs its own interval (exact).</li>
+<li>Modelled energy: each node's calibrated curve applied to the measured utilisation (the line
+ P(u) = P_idle + (P_max − P_idle)·u, stepping to the measured active idle below the lowest
+ loaded level where the calibration found an idle step); utilisation is a mean over the
+ interval ending at its sample, so each value weighs its own interval.</li>
 <li>Energy is compared by {norm[r.normalised_by]} ({escape(r.unit)}): per unit of work when
  both runs state it, per unit time when they differ in length without it.</li>
 <li>Meter accuracy ±{r.accuracy_pct:g} % taken as a uniform bound (σ = a/√3), both as a per-outlet
  gain shared by runs A and B (cancels except through shifts of energy share) and as independent
- per-reading error. Calibration uncertainty from each node's P_idle/P_max CI.</li>
+ per-reading error. Calibration uncertainty from each node's P_idle/P_max CI
+ (and its active idle's σ where the curve steps).</li>
 <li>VT-5 passes when |D| ≤ {r.tolerance_pts:g} points and is resolved when 2σ of D is within
  that tolerance; an unresolved check is shown as {NOT_RESOLVED}, whatever D is.</li>
 </ul></body></html>"""

@@ -1,6 +1,7 @@
 """What a gap in a node's utilisation holds: the agent's window and the meter's readings in it.
 
-Modelled power is linear in utilisation, which the agent reports as a mean over a window
+Modelled power is linear in utilisation (piecewise, where the calibrated curve steps at idle:
+:class:`~eams.calibrate.model.PowerCurve`), which the agent reports as a mean over a window
 (``eams.agent.sampler``: the own node's utilisation is the mean since its previous published
 sample; a failed ``/proc/stat`` read publishes a sample without it and restarts the window,
 as does an agent that starts after a boot). A gap in utilisation between samples at ``a`` and
@@ -14,9 +15,9 @@ as does an agent that starts after a boot). A gap in utilisation between samples
   no power, so it ran nothing: utilisation 0) is not a window, so it covers nothing.
 - **uncovered** — ``a`` to ``c``, where the agent saw nothing (a transition, while the OS is
   down): cut at the meter's readings in it. Where the meter read the node powered at both ends
-  of a piece, the model's power lies on its line, ``[P(0), P(1)] = [P_idle, P_max]``, whatever
+  of a piece, the model's power lies on its curve, in ``[P(0), P(1)]``, whatever
   the unseen utilisation: the piece is bridged by the powered sample next to the gap (the one
-  after, else the one before, else P(0.5)) and charged ``(P_max − P_idle) · length / √12``,
+  after, else the one before, else P(0.5)) and charged ``(P(1) − P(0)) · length / √12``,
   the plain charge's rule (a range over √12, the bridge inside the range) with the range the
   meter allows. A piece at one end of which the node had no power switched at an unknown
   instant inside that metered interval: half the bridge, charged ``max(P_max, bridge) ·
@@ -33,14 +34,14 @@ import math
 
 import numpy as np
 
-from eams.calibrate.model import LinearPowerModel
+from eams.calibrate.model import PowerCurve
 from eams.calibrate.wallpower.energy import GapEstimate
 from eams.calibrate.wallpower.load import NodeSeries
 
 _SQRT12 = math.sqrt(12.0)
 
 
-def utilisation_gaps(series: NodeSeries, model: LinearPowerModel) -> GapEstimate:
+def utilisation_gaps(series: NodeSeries, model: PowerCurve) -> GapEstimate:
     """The modelled power across each utilisation gap of ``series`` (module docstring).
 
     Parameters
@@ -48,7 +49,7 @@ def utilisation_gaps(series: NodeSeries, model: LinearPowerModel) -> GapEstimate
     series : NodeSeries
         The node's samples: metered power (W; NaN = no reading, 0 = no power), utilisation,
         energy counter.
-    model : LinearPowerModel
+    model : PowerCurve
 
     Returns
     -------
@@ -57,7 +58,7 @@ def utilisation_gaps(series: NodeSeries, model: LinearPowerModel) -> GapEstimate
         integral over a gap in J and its standard uncertainty in J.
     """
     t_s, power_w = series.t_s, series.power_w
-    p_idle_w, p_max_w = model.p_idle_w, model.p_max_w
+    p_zero_w, p_max_w = model.power_w(0.0), model.p_max_w  # the curve's range [P(0), P(1)]
     powered_at = np.isfinite(power_w) & (power_w > 0)
     unpowered_at = power_w == 0.0
     blank_at = np.isnan(series.utilisation) & np.isnan(power_w) & np.isnan(series.energy_wh)
@@ -72,7 +73,7 @@ def utilisation_gaps(series: NodeSeries, model: LinearPowerModel) -> GapEstimate
         powered = states[:-1] & states[1:]  # powered at both ends of the piece
         lengths_s = np.diff(points)
         value_j = float(np.sum(np.where(powered, bridge_w, bridge_w / 2) * lengths_s))
-        range_w = np.where(powered, p_max_w - p_idle_w, max(p_max_w, bridge_w))
+        range_w = np.where(powered, p_max_w - p_zero_w, max(p_max_w, bridge_w))
         sd_j = float(np.sum(range_w * lengths_s))
         return value_j, sd_j / _SQRT12
 

@@ -240,3 +240,34 @@ def test_the_file_keeps_the_fit_without_its_per_point_diagnostics() -> None:
     assert type(stored) is FitSummary
     assert stored.model_dump() == result.model_dump(include=set(FitSummary.model_fields))
     assert len(result.residuals_w) == 4 and not hasattr(stored, "residuals_w")
+
+
+def _stepped_powers() -> dict[int, list[float]]:
+    """A SPECpower-shaped node: the loaded levels on 63 + 87·u W, active idle at 50 W."""
+    powers = _powers(63.0, 150.0)
+    powers[0] = list(50.0 + np.random.default_rng(2).normal(0, 0.2, 3))
+    return powers
+
+
+def test_a_node_idling_below_its_line_gets_the_stepped_curve() -> None:
+    calibration = calibration_from_sweep(_record(_stepped_powers()), created_at=T0)
+    assert not calibration.linear_ok and "wrong model at idle" in calibration.fit.linear_reason
+    curve = calibration.model()
+    u1 = 0.02 + 0.96 * 0.20  # the lowest loaded level's measured utilisation
+    assert curve.stepped and curve.u_step == pytest.approx(u1)
+    assert curve.power_w(0.0) == calibration.p_active_idle_w
+    assert curve.power_w(u1) == pytest.approx(calibration.fit.model().power_w(u1))
+    assert curve.power_w(0.6) == calibration.fit.model().power_w(0.6)
+    assert calibration.p_idle_w == calibration.fit.p_idle_w  # P_idle stays the line's
+    idle = np.array([s.power_w for s in calibration.sweep.levels[0].samples])
+    assert calibration.p_active_idle_sd_w == pytest.approx(idle.std(ddof=1) / np.sqrt(3))
+
+
+def test_a_node_on_its_line_and_a_file_without_its_sweep_keep_the_line() -> None:
+    on_line = calibration_from_sweep(_record(_powers()), created_at=T0)
+    assert not on_line.model().stepped
+    assert on_line.model().power_w(0.0) == on_line.p_idle_w
+    stepped = calibration_from_sweep(_record(_stepped_powers()), created_at=T0)
+    no_sweep = stepped.model_copy(update={"sweep": None})
+    assert not no_sweep.model().stepped and no_sweep.p_active_idle_sd_w is None
+    assert no_sweep.model().power_w(0.0) == stepped.p_idle_w

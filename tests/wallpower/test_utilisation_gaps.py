@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eams.calibrate.model import LinearPowerModel
+from eams.calibrate.model import LinearPowerModel, PowerCurve
 from eams.calibrate.wallpower.load import NodeSeries
 from eams.calibrate.wallpower.nodes import NodeModel, node_energy
 
-MODEL = LinearPowerModel(p_idle_w=50.0, p_max_w=150.0)
+MODEL = PowerCurve(LinearPowerModel(p_idle_w=50.0, p_max_w=150.0))
 SPAN_S = 20.0
 
 

@@ -1,0 +1,132 @@
+"""VT-5 with a node that idles below its line (SPECpower-shaped): the calibrated curve's step
+gets the modelled energy right where the line alone over-predicts the idle time, and the
+curve's sensitivities are those of the modelled energy (finite differences)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from eams.calibrate.calfile import Calibration, calibration_from_sweep, save_calibration
+from eams.calibrate.model import LinearPowerModel, PowerCurve
+from eams.calibrate.sweeprecord import PowerSample, SweepLevel, SweepRecord
+from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
+from eams.calibrate.wallpower.fleet import node_model
+from eams.calibrate.wallpower.nodes import NodeModel, node_energy
+from eams.meter.simulator.curves import MeasuredCurve
+from tests.wallpower.synth import RunPlan, packed, simulate
+
+T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+# s1: idles at 50 W, 72 W at 10 % and then straight to 150 W (its line's intercept: 63.3 W,
+# +27 % over its idle, the shape of mini-5 in the demo); s2: on its line.
+CURVES = {
+    "s1": MeasuredCurve([0.0, 0.1, 1.0], [50.0, 72.0, 150.0]),
+    "s2": MeasuredCurve([0.0, 1.0], [60.0, 120.0]),
+}
+
+
+def _calibration(name: str, curve: MeasuredCurve) -> Calibration:
+    """The node's sweep through its hidden curve (11 levels, 5 noisy readings each) and fit."""
+    rng = np.random.default_rng(int(name[1:]))
+    levels = []
+    for i, pct in enumerate(range(0, 101, 10)):
+        start = T0 + timedelta(seconds=30 * i)
+        power = curve.power_w(pct / 100)
+        levels.append(
+            SweepLevel(
+                commanded_pct=pct,
+                utilisation=pct / 100,
+                started_at=start,
+                settle_s=5.0,
+                settled=True,
+                measure_s=5.0,
+                samples=[
+                    PowerSample(read_at=start + timedelta(seconds=5 + j), power_w=p)
+                    for j, p in enumerate(power + rng.normal(0, 0.3, 5))
+                ],
+                bogo_ops_per_s=None if pct == 0 else 10.0 * pct,
+            )
+        )
+    record = SweepRecord(
+        node=name,
+        target="local",
+        meter="snmp://127.0.0.1:1161",
+        outlet=int(name[1:]),
+        floor_w=None,
+        online_cpus=4,
+        stress_ng_version="0.15.06",
+        started_at=T0,
+        complete=True,
+        levels=levels,
+    )
+    return calibration_from_sweep(record, created_at=T0)
+
+
+@pytest.fixture(scope="module")
+def calibrations() -> dict[str, Calibration]:
+    return {name: _calibration(name, curve) for name, curve in CURVES.items()}
+
+
+def test_the_swept_spec_shaped_node_steps_and_the_other_keeps_its_line(calibrations) -> None:
+    s1, s2 = calibrations["s1"].model(), calibrations["s2"].model()
+    assert s1.stepped and s1.u_step == 0.1
+    assert s1.power_w(0.0) == pytest.approx(50.0, abs=0.5)
+    assert s1.line.p_idle_w == pytest.approx(63.3, abs=1.0)
+    assert not s2.stepped
+
+
+def test_vt5_passes_with_the_curve_where_the_line_alone_fails(calibrations, tmp_path) -> None:
+    # A: s1 awake and empty, s2 loaded; B: the load moved to s1, s2 empty.
+    simulate(RunPlan(packed({"s1": 0.0, "s2": 0.8}), duration_s=60, curves=CURVES), tmp_path / "a")
+    simulate(
+        RunPlan(packed({"s1": 0.8, "s2": 0.0}), duration_s=60, seed=2, curves=CURVES),
+        tmp_path / "b",
+    )
+    a = load_run(parse_run_spec(f"jsonl:{tmp_path / 'a'}"), "A")
+    b = load_run(parse_run_spec(f"jsonl:{tmp_path / 'b'}"), "B")
+    for cal in calibrations.values():
+        save_calibration(cal, tmp_path / "cal" / f"{cal.node}.json")
+    curve = check_runs(a, b, load_fleet(tmp_path / "cal"))
+    assert curve.passed and curve.resolvable
+    assert abs(curve.difference_pts) < 1.0
+    line_only = {
+        name: NodeModel(name, PowerCurve(cal.fit.model()), *_line_sd(cal))
+        for name, cal in calibrations.items()
+    }
+    line = check_runs(a, b, line_only)
+    assert not line.passed and line.difference_pts < -3
+    assert max(line.disagreement_pts, key=lambda n: abs(line.disagreement_pts[n])) == "s1"
+
+
+def _line_sd(calibration: Calibration) -> tuple[float | None, float | None]:
+    model = node_model(calibration)
+    return model.p_idle_sd_w, model.p_max_sd_w
+
+
+def test_the_energy_sensitivities_are_its_finite_differences(calibrations, tmp_path) -> None:
+    """∂E/∂P_idle, ∂E/∂P_max, ∂E/∂A of node_energy against central differences of its
+    modelled energy, on a run whose utilisation crosses u1 (a 20 s sine and idle stretches)."""
+
+    def schedule(t: np.ndarray) -> np.ndarray:
+        return np.where(t < 20, 0.0, 0.5 + 0.5 * np.sin(2 * np.pi * t / 20))
+
+    simulate(RunPlan({"s1": schedule}, duration_s=60, curves=CURVES), tmp_path / "r")
+    series = load_run(parse_run_spec(f"jsonl:{tmp_path / 'r'}"), "R").nodes["s1"]
+    base = calibrations["s1"].model()
+    assert base.p_active_idle_w is not None and base.u_step is not None
+    params = np.array([base.line.p_idle_w, base.line.p_max_w, base.p_active_idle_w])
+
+    def energy_wh(p: np.ndarray) -> float:
+        curve = PowerCurve(LinearPowerModel(p[0], p[1]), p[2], base.u_step)
+        return node_energy(series, NodeModel("s1", curve), 60.0, 3.0, "R").modelled_wh
+
+    got = node_energy(series, NodeModel("s1", base), 60.0, 3.0, "R")
+    h = 0.01
+    for index, derivative_h in enumerate((got.dE_dpidle_h, got.dE_dpmax_h, got.dE_dpactive_h)):
+        step = np.eye(3)[index] * h
+        numeric = (energy_wh(params + step) - energy_wh(params - step)) / (2 * h)
+        assert derivative_h == pytest.approx(numeric, rel=1e-6)
+    assert got.dE_dpactive_h > 20 / 3600 * 0.9  # the idle stretch and the sine's troughs
+    assert got.dE_dpidle_h + got.dE_dpmax_h + got.dE_dpactive_h == pytest.approx(60 / 3600)
