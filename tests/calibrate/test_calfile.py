@@ -1,7 +1,7 @@
 """Calibration files: round trip, the contract's properties, and refusals naming the field."""
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -9,41 +9,22 @@ import pytest
 
 from eams.calibrate.calfile import calibration_from_sweep, load_calibration, save_calibration
 from eams.calibrate.errors import CalibrationFileError, FitError
-from eams.calibrate.sweeprecord import PowerSample, SweepLevel, SweepRecord
+from eams.calibrate.sweeprecord import SweepRecord
+from tests.sweeps import sweep_record
 
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 
 
 def _record(powers: dict[int, list[float]], floor_w: float | None = None) -> SweepRecord:
-    levels = []
-    for i, (pct, samples) in enumerate(powers.items()):
-        start = T0 + timedelta(seconds=10 * i)
-        levels.append(
-            SweepLevel(
-                commanded_pct=pct,
-                utilisation=0.02 + 0.96 * pct / 100,
-                started_at=start,
-                settle_s=2.0,
-                settled=True,
-                measure_s=3.0,
-                samples=[
-                    PowerSample(read_at=start + timedelta(seconds=2 + j), power_w=p)
-                    for j, p in enumerate(samples)
-                ],
-                bogo_ops_per_s=None if pct == 0 else 18.0 * pct,
-            )
-        )
-    return SweepRecord(
-        node="mini-1",
-        target="local",
+    return sweep_record(
+        "mini-1",
+        powers,
+        started_at=T0,
+        utilisation=lambda pct: 0.02 + 0.96 * pct / 100,
+        bogo_ops_per_pct=18.0,
         meter="snmp://s3cret@127.0.0.1:16100",
         outlet=3,
         floor_w=floor_w,
-        online_cpus=4,
-        stress_ng_version="0.15.06",
-        started_at=T0,
-        complete=True,
-        levels=levels,
     )
 
 

@@ -4,18 +4,18 @@ curve's sensitivities are those of the modelled energy (finite differences)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
 from eams.calibrate.calfile import Calibration, calibration_from_sweep, save_calibration
 from eams.calibrate.model import LinearPowerModel, PowerCurve
-from eams.calibrate.sweeprecord import PowerSample, SweepLevel, SweepRecord
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
 from eams.calibrate.wallpower.fleet import node_model
 from eams.calibrate.wallpower.nodes import NodeModel, node_energy
 from eams.meter.simulator.curves import MeasuredCurve
+from tests.sweeps import sweep_record
 from tests.wallpower.synth import RunPlan, packed, simulate
 
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
@@ -30,36 +30,19 @@ CURVES = {
 def _calibration(name: str, curve: MeasuredCurve) -> Calibration:
     """The node's sweep through its hidden curve (11 levels, 5 noisy readings each) and fit."""
     rng = np.random.default_rng(int(name[1:]))
-    levels = []
-    for i, pct in enumerate(range(0, 101, 10)):
-        start = T0 + timedelta(seconds=30 * i)
-        power = curve.power_w(pct / 100)
-        levels.append(
-            SweepLevel(
-                commanded_pct=pct,
-                utilisation=pct / 100,
-                started_at=start,
-                settle_s=5.0,
-                settled=True,
-                measure_s=5.0,
-                samples=[
-                    PowerSample(read_at=start + timedelta(seconds=5 + j), power_w=p)
-                    for j, p in enumerate(power + rng.normal(0, 0.3, 5))
-                ],
-                bogo_ops_per_s=None if pct == 0 else 10.0 * pct,
-            )
-        )
-    record = SweepRecord(
-        node=name,
-        target="local",
+    powers = {
+        pct: list(curve.power_w(pct / 100) + rng.normal(0, 0.3, 5)) for pct in range(0, 101, 10)
+    }
+    record = sweep_record(
+        name,
+        powers,
+        started_at=T0,
+        level_s=30.0,
+        settle_s=5.0,
+        measure_s=5.0,
+        bogo_ops_per_pct=10.0,
         meter="snmp://127.0.0.1:1161",
         outlet=int(name[1:]),
-        floor_w=None,
-        online_cpus=4,
-        stress_ng_version="0.15.06",
-        started_at=T0,
-        complete=True,
-        levels=levels,
     )
     return calibration_from_sweep(record, created_at=T0)
 

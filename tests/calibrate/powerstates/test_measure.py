@@ -12,17 +12,17 @@ the simulator says the node runs.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from eams.calibrate.calfile import calibration_from_sweep, load_calibration, save_calibration
-from eams.calibrate.sweeprecord import PowerSample, SweepLevel, SweepRecord
 from eams.cli import cli
 from tests.calibrate.powerstates.conftest import FAST, drained, inventory_data, write_inventory
 from tests.servers.kubeapi import kube_api
+from tests.sweeps import sweep_record
 
 pytestmark = pytest.mark.integration
 
@@ -31,25 +31,8 @@ T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 def line_calibration(path: Path, node: str = "duckboat-01") -> Path:
     """A schema-1 calibration file of ``node`` (its line: 40 W idle, 90 W full)."""
-    levels = []
-    for i, pct in enumerate((0, 50, 100)):
-        start = T0 + timedelta(seconds=10 * i)
-        power = 40.0 + 50.0 * pct / 100
-        levels.append(
-            SweepLevel(
-                commanded_pct=pct,
-                utilisation=pct / 100,
-                started_at=start,
-                settle_s=1.0,
-                settled=True,
-                measure_s=2.0,
-                samples=[PowerSample(read_at=start, power_w=power + d) for d in (-0.5, 0, 0.5)],
-            )
-        )
-    record = SweepRecord(
-        node=node, target="local", meter="snmp://public@127.0.0.1:161", outlet=1, online_cpus=4,
-        stress_ng_version="0.15.06", started_at=T0, complete=True, levels=levels,
-    )  # fmt: skip
+    powers = {pct: [40.0 + 50.0 * pct / 100 + d for d in (-0.5, 0, 0.5)] for pct in (0, 50, 100)}
+    record = sweep_record(node, powers, started_at=T0, settle_s=1.0, measure_s=2.0)
     return save_calibration(calibration_from_sweep(record, created_at=T0), path)
 
 
