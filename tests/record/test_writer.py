@@ -130,8 +130,10 @@ def test_bad_settings_are_named_together(tmp_path: Path) -> None:
 
 
 def test_a_full_queue_drops_and_counts_never_blocks(tmp_path: Path) -> None:
-    """With the GIL's switch interval raised, the writer thread cannot run during the burst:
-    exactly ``max_queue_records`` are queued, every other submit returns False at once."""
+    """With the GIL's switch interval raised, the writer thread can barely run during the
+    burst: the first ``max_queue_records`` are queued, then submits return False at once. The
+    writer may still drain a few when the burst's own logging of a drop lets it run (CI, 2
+    Dec, at load: an 11th was queued), so each submit is checked against its count."""
     metrics = RecordMetrics()
     batch = records(300)
     settings = WriterSettings(folder=tmp_path, max_queue_records=10, flush_interval_s=30)
@@ -143,9 +145,10 @@ def test_a_full_queue_drops_and_counts_never_blocks(tmp_path: Path) -> None:
         finally:
             sys.setswitchinterval(before)
         recorder.flush()
-    assert accepted == [True] * 10 + [False] * 290
-    assert sample(metrics, "eams_record_dropped_total", reason="queue_full") == 290
-    assert sample(metrics, "eams_record_written_total", kind="placement") == 10
+    kept, dropped = accepted.count(True), accepted.count(False)
+    assert accepted[:10] == [True] * 10 and accepted[10] is False and dropped >= 200
+    assert sample(metrics, "eams_record_dropped_total", reason="queue_full") == dropped
+    assert sample(metrics, "eams_record_written_total", kind="placement") == kept
     # dropped decisions still count as decisions made
     assert sample(metrics, "eams_record_decisions_total", kind="placement", mode="active") == 300
 
