@@ -106,10 +106,14 @@ class HeadroomFloor:
             i = index.get(name)
             if i is None or not now_s - cols["measured_at_s"][i] <= self.stale_after_s:
                 continue  # unknown or not fresh: never under the floor
-            reserved = cols["reserved_w"][i] / cols["power_cap_w"][i]
-            if cols["headroom"][i] - reserved < self.floor:
+            if self._row_headroom(i) < self.floor:
                 return True
         return False
+
+    def _row_headroom(self, i: int, minus_w: float = 0.0) -> float:
+        """Row ``i``'s headroom minus its reservations (less ``minus_w`` of them, W)."""
+        cols = self.table.cols
+        return cols["headroom"][i] - (cols["reserved_w"][i] - minus_w) / cols["power_cap_w"][i]
 
     def below(self, now_s: float) -> frozenset[str]:
         """Nodes under the floor now."""
@@ -126,10 +130,7 @@ class HeadroomFloor:
         if held is None or held[0] not in below:
             return below
         node, own_w = held
-        i = self.table.index[node]
-        cols = self.table.cols
-        others = (cols["reserved_w"][i] - own_w) / cols["power_cap_w"][i]
-        if cols["headroom"][i] - others < self.floor:
+        if self._row_headroom(self.table.index[node], own_w) < self.floor:
             return below
         return below - {node}
 
