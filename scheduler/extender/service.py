@@ -170,6 +170,7 @@ class Extender:
             else None
         )
         self._candidate_set: tuple[list[str], frozenset[str]] | None = None
+        self._unique_of: tuple[list[str], list[str]] | None = None
         self._unknown_of: tuple[frozenset[str], int, set[str]] | None = None
         metrics.record_calibrations(calibrations)
 
@@ -292,9 +293,19 @@ class Extender:
         Once, because kube-scheduler adds up the scores of a host listed twice in the
         prioritize answer (reference §2.2): a duplicated name would double its weight.
         """
-        item_names = self.nodes.learn(args.Nodes.items or [], "Nodes.items") if args.Nodes else []
+        if args.Nodes is None:  # names only (nodeCacheCapable): the usual request
+            return [], self._unique(args.NodeNames or [])
+        item_names = self.nodes.learn(args.Nodes.items or [], "Nodes.items")
         listed = [*(args.NodeNames or ()), *item_names]
         return item_names, list(dict.fromkeys(listed))
+
+    def _unique(self, names: list[str]) -> list[str]:
+        """``names`` each once, the same list object while the same list comes in (the verbs
+        hand out one object while kube-scheduler's list repeats), so the candidate set and the
+        market's masks derived from it hold for a pod read whole too."""
+        if self._unique_of is None or self._unique_of[0] is not names:
+            self._unique_of = (names, list(dict.fromkeys(names)))
+        return self._unique_of[1]
 
     def kept_off(self, names: list[str], pod: str) -> frozenset[str]:
         """Which of ``names`` ``/filter`` removes for this pod: those under the floor in active
@@ -344,7 +355,7 @@ class Extender:
         """
         item_names, names = self._candidates(args)
         assert args.Pod is not None  # parse_args refused a null Pod
-        pod = pending_pod(args.Pod, frozenset(names))
+        pod = pending_pod(args.Pod, self.candidate_set(names))
         self.step_aside_if_blind(names)
         self.observe_pending(pod)
         low = self.kept_off(names, pod.key)
@@ -407,7 +418,7 @@ class Extender:
         """
         _, names = self._candidates(args)
         assert args.Pod is not None  # parse_args refused a null Pod
-        pod = pending_pod(args.Pod, frozenset(names))
+        pod = pending_pod(args.Pod, self.candidate_set(names))
         self.step_aside_if_blind(names)
         row = None
         if self.batcher is not None:
