@@ -8,12 +8,18 @@ node"). Each clearing therefore leaves a *reservation* of the pod's expected pow
 the node's headroom by ``power_w / power_cap_w``. A reservation ends when a sample measured at
 least ``settle_s`` after the clearing arrives for that node (its power then includes the pod),
 or after ``ttl_s`` at the latest (the pod may never have been bound there).
+
+A reservation is *bound* once its pod no longer waits for its scheduling cycle (the watch saw
+it bound, it left the pending selection, or it was deleted: :meth:`HerdGuard.bind`). Only
+bound reservations count toward the floor taint (``floor.py``): a batch's own pods, still
+pending, must not taint the node they were cleared onto before kube-scheduler has placed them
+there.
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eams.scheduler.extender.table import NodeTable
 
@@ -30,11 +36,14 @@ class Reservation:
         Expected extra power of the node, W.
     cleared_at_s : float
         Clearing time, epoch seconds.
+    bound : bool
+        The pod no longer waits for its scheduling cycle (:meth:`HerdGuard.bind`).
     """
 
     pod: str
     power_w: float
     cleared_at_s: float
+    bound: bool = False
 
 
 class HerdGuard:
@@ -42,7 +51,8 @@ class HerdGuard:
 
     The live total of each node (reserved power, W, and count) is kept in the node table's
     ``reserved_w`` and ``reserved_pods`` columns, updated as reservations are made and end, so
-    a request over 1,000 candidates reads them as two columns instead of summing reservations.
+    a request over 1,000 candidates reads them as two columns instead of summing reservations;
+    the bound reservations' power, W, in ``reserved_bound_w`` (the floor taint reads it).
 
     Parameters
     ----------
@@ -61,7 +71,8 @@ class HerdGuard:
         self._by_node: dict[str, dict[str, Reservation]] = {}
         self._node_of: dict[str, str] = {}  # pod → node of its reservation
         self._expiry: list[tuple[float, str, str]] = []  # (cleared_at_s, node, pod), a heap
-        self.version = 0  # changes whenever a reservation is added or ends
+        self.version = 0  # changes whenever a reservation is added or ends (reserved_w)
+        self.bound_version = 0  # changes whenever reserved_bound_w does
 
     def _end(self, node: str, pod: str) -> None:
         held = self._by_node[node]
@@ -71,6 +82,9 @@ class HerdGuard:
             del self._by_node[node]
         self.table.add_reserved(node, -reservation.power_w, -1)
         self.version += 1
+        if reservation.bound:
+            self.table.add_reserved_bound(node, -reservation.power_w)
+            self.bound_version += 1
 
     def reserve(self, node: str, pod: str, power_w: float, now_s: float) -> None:
         """Record that ``pod`` was cleared onto ``node``; a re-clearing replaces the old one."""
@@ -82,6 +96,27 @@ class HerdGuard:
         heapq.heappush(self._expiry, (now_s, node, pod))
         self.table.add_reserved(node, power_w, 1)
         self.version += 1
+
+    def bind(self, pod: str) -> str | None:
+        """Record that ``pod`` no longer waits for its scheduling cycle (bound, or gone from the
+        pending pods): its reservation now counts toward the floor taint.
+
+        Returns
+        -------
+        str or None
+            The node of the reservation, ``None`` when ``pod`` holds none not yet bound.
+        """
+        node = self._node_of.get(pod)
+        if node is None:
+            return None
+        held = self._by_node[node]
+        reservation = held[pod]
+        if reservation.bound:
+            return None
+        held[pod] = replace(reservation, bound=True)
+        self.table.add_reserved_bound(node, reservation.power_w)
+        self.bound_version += 1
+        return node
 
     def reflect(self, node: str, measured_at_s: float) -> int:
         """Drop ``node``'s reservations that a sample measured at ``measured_at_s`` reflects.
@@ -106,11 +141,6 @@ class HerdGuard:
             held = self._by_node.get(node, {}).get(pod)
             if held is not None and held.cleared_at_s == cleared_at_s:
                 self._end(node, pod)
-
-    @property
-    def next_expiry_s(self) -> float:
-        """When the oldest reservation expires, epoch s (inf with none)."""
-        return self._expiry[0][0] + self.ttl_s if self._expiry else float("inf")
 
     def held_by(self, pod: str) -> tuple[str, float] | None:
         """``(node, power_w)`` of ``pod``'s reservation (W), ``None`` when it holds none."""

@@ -6,12 +6,14 @@ is decided here.
 Floor (reference §2.2, §2.3; issues 6 and 15): the built-in predicates already ran (AR-4), so
 the only nodes kept off are those whose fresh, discounted, herding-adjusted headroom is below
 the hard floor (``floor.py``). With ``--watch`` that is a ``NoSchedule`` taint which
-kube-scheduler enforces itself; ``/filter``, for configurations that call it, removes the same
-nodes, each listed in ``FailedNodes`` with one stable reason (short, no per-node detail, so
-kube-scheduler's "0/N nodes are available" message aggregates them — pitfall P11). A node
-without fresh telemetry is never kept off: scores rank it down instead. The filter answer fills
-exactly the fields the request filled (``NodeNames`` and/or ``Nodes`` with the received objects
-unchanged), so a ``null`` never rejects every node (pitfall P2).
+kube-scheduler enforces itself (counting the reservations of bound pods only, so a batch does
+not taint its own node before its pods' cycles); ``/filter``, for configurations that call it,
+removes those nodes (counting every reservation but the asking pod's own), each listed in
+``FailedNodes`` with one stable reason (short, no per-node detail, so kube-scheduler's "0/N
+nodes are available" message aggregates them — pitfall P11). A node without fresh telemetry is
+never kept off: scores rank it down instead. The filter answer fills exactly the fields the
+request filled (``NodeNames`` and/or ``Nodes`` with the received objects unchanged), so a
+``null`` never rejects every node (pitfall P2).
 
 Stepping aside (issue 15): in active mode an extender that does not know the nodes — its
 watch is down or has not listed them yet, no node was ever learnt, or none of a request's
@@ -110,8 +112,9 @@ class Extender:
         Set by ``watch.py``: per watched resource, why it is down (``None`` when listed and
         watching). Empty without ``--watch``.
     on_floor_change : callable or None
-        Called after anything that can move a node across the floor (a sample, a clearing);
-        ``watch.py`` re-plans the taints there.
+        Called after anything that can move a node across the taint's floor (a sample, a
+        binding: a clearing's reservations count toward the taint only once their pods are
+        bound, ``floor.py``); ``watch.py`` re-plans the taints there.
     """
 
     def __init__(
@@ -271,18 +274,28 @@ class Extender:
         """A pod no longer waits (bound, or deleted while pending): it leaves the batch."""
         if self.batcher is not None:
             self.batcher.forget(key)
+        self._bound(key)
 
     def observe_placed(self, key: str, node: str, request: PodRequest) -> None:
         """A pod is bound to ``node``: it uses capacity there and leaves the batch."""
         self.nodes.place(key, node, request)
         if self.batcher is not None:
             self.batcher.forget(key)
+        self._bound(key)
 
     def observe_gone(self, key: str) -> None:
         """A pod was deleted or finished: it frees its node and leaves the batch."""
         self.nodes.unplace(key)
         if self.batcher is not None:
             self.batcher.forget(key)
+        self._bound(key)
+
+    def _bound(self, key: str) -> None:
+        """The pod's cycle is over: its herding reservation now counts toward the taint, which
+        is planned again when that put the reservation's node under the floor."""
+        node = self.herd.bind(key)
+        if node is not None and self.floor.under([node], self.clock()):
+            self._floor_changed()
 
     # ---- filter ------------------------------------------------------------------------------
 
@@ -494,10 +507,6 @@ class Extender:
             for row in rows:
                 self._record(row.pod, "clearing", {"node": row.node, "price": row.price})
             self.metrics.recommendations.labels("shadow").inc(len(rows))
-        elif rows:  # new reservations may push the nodes they are on under the floor
-            reserved_on = {row.node for row in rows if row.node is not None}
-            if self.floor.under(reserved_on, self.clock()):
-                self._floor_changed()
 
     def _record(self, pod: str, kind: str, detail: dict[str, Any]) -> None:
         entry = {"pod": pod, "kind": kind, "at_s": self.clock(), **detail}

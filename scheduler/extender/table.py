@@ -30,8 +30,16 @@ COLUMNS = (
     "utilisation",  # CPU utilisation of that sample, 0–1
     "reserved_w",  # live herding reservations on the node, W (herding.py)
     "reserved_pods",  # their count
+    "reserved_bound_w",  # of reserved_w, the reservations of pods already bound, W (the taint's)
 )
-_ZERO = ("used_cpu_milli", "used_memory_bytes", "used_pods", "reserved_w", "reserved_pods")
+_ZERO = (
+    "used_cpu_milli",
+    "used_memory_bytes",
+    "used_pods",
+    "reserved_w",
+    "reserved_pods",
+    "reserved_bound_w",
+)
 
 
 class NodeTable:
@@ -105,6 +113,10 @@ class NodeTable:
         i = self.row(name)
         self.cols["reserved_w"][i] += power_w
         self.cols["reserved_pods"][i] += count
+
+    def add_reserved_bound(self, name: str, power_w: float) -> None:
+        """Count (or with a negative value uncount) a reservation as its pod's, now bound, W."""
+        self.cols["reserved_bound_w"][self.row(name)] += power_w
 
     def set_calibration(self, calibration: Calibration) -> None:
         """P_idle, P_max, wake power and speed of the calibrated node (speed ``None`` → 1.0:

@@ -1,9 +1,10 @@
 """Which nodes to taint or untaint for the power-headroom floor, as node patches.
 
-``floor.py`` says which nodes are under the floor and which have recovered; this module turns
-that into patches of ``spec.taints`` that ``watch.py`` sends. ``spec.taints`` carries no patch
-merge key (k8s.io/api ``core/v1`` ``NodeSpec.Taints``), so a patch replaces the whole list: each
-patch therefore carries the node's other taints unchanged plus the node's
+``floor.py`` says which nodes the taint belongs on (under the floor, counting the herding
+reservations of bound pods only) and which have recovered; this module turns that into patches
+of ``spec.taints`` that ``watch.py`` sends. ``spec.taints`` carries no patch merge key
+(k8s.io/api ``core/v1`` ``NodeSpec.Taints``), so a patch replaces the whole list: each patch
+therefore carries the node's other taints unchanged plus the node's
 ``metadata.resourceVersion``, which makes the API server refuse it with 409 Conflict if the
 node changed meanwhile (optimistic concurrency, as the node lifecycle controller's
 ``PatchNodeTaints`` does); the next plan starts from the node the watch then delivers.
@@ -55,10 +56,11 @@ class TaintKeeper:
         self.in_flight: set[str] = set()
 
     def plan(self) -> list[TaintPatch]:
-        """Patches for nodes under the floor without the taint and for tainted nodes that
-        recovered (nodes with a patch in flight are left until it is answered)."""
+        """Patches for nodes the taint belongs on (``HeadroomFloor.to_taint``) without it and
+        for tainted nodes that recovered (nodes with a patch in flight are left until it is
+        answered)."""
         now_s = self.clock()
-        below, recovered = self.floor.below(now_s), self.floor.recovered(now_s)
+        below, recovered = self.floor.to_taint(now_s), self.floor.recovered(now_s)
         patches = []
         for name in below:
             if name not in self.nodes.tainted and name not in self.in_flight:

@@ -21,11 +21,12 @@ is ``listwatch.py``. While a watch is down or not listed yet, the extender steps
 
 Floor taints (``floor.py``, ``taints.py``): in active mode, a node under the power-headroom
 floor gets the ``NoSchedule`` taint ``eams.io/power-headroom-low`` and loses it when it
-recovers, planned after every sample, after a clearing that left a node under the floor,
-and once a second, patched from a worker
-thread. With ``--record`` the bound-pod events also go to the decision record's outcome join,
-and each decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a
-merge patch from the annotator's thread (``annotator.py``, with this client's configuration).
+recovers, counting the herding reservations of bound pods only (a clearing's own pods, still
+waiting for their cycles, do not taint their node), planned after every sample, after a
+binding that left its node under the floor, and once a second, patched from a worker thread.
+With ``--record`` the bound-pod events also go to the decision record's outcome join, and each
+decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a merge patch
+from the annotator's thread (``annotator.py``, with this client's configuration).
 RBAC: nodes get/list/watch/patch, pods get/list/watch (+ patch with ``--record``;
 ``deploy/k3s/rbac.yaml``).
 """

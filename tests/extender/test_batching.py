@@ -181,6 +181,11 @@ async def test_herding_guard_then_telemetry_catches_up(make_client, clock) -> No
     second = (await post_json(client, "/filter", args_names(pod_object("next"), NAMES))).json()
     assert second["FailedNodes"] == {"node-a": FILTER_REASON}  # 0.5 − 0.4 < 0.3: not flooded
     assert extender.floor.below(clock()) == {"node-a"}
+    # kube-scheduler binds it there: its reservation now counts toward the taint as well.
+    bound = {**pod_object("big", cpu="4"), "status": {"phase": "Running"}}
+    bound["spec"] = {**bound["spec"], "nodeName": "node-a"}
+    await post_json(client, "/pending", {"items": [bound]})
+    assert extender.floor.to_taint(clock()) == {"node-a"}
     # A sample measured before the settle time does not end the reservation...
     clock.now_s += 2.0
     await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), 0.5)]})
@@ -190,6 +195,7 @@ async def test_herding_guard_then_telemetry_catches_up(make_client, clock) -> No
     await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), 0.45)]})
     assert extender.herd.count("node-a") == 0
     assert "node-a" in extender.floor.recovered(clock()) and not extender.floor.below(clock())
+    assert not extender.floor.to_taint(clock())
     third = (await post_json(client, "/filter", args_names(pod_object("third"), NAMES))).json()
     assert third["NodeNames"] == NAMES
 

@@ -261,6 +261,35 @@ async def test_the_taint_path_keeps_pods_off_a_capped_node_and_releases_it(clust
     assert 'eams_extender_taint_patches_total{action="remove",outcome="ok"} 1.0' in metrics
 
 
+async def test_a_batch_does_not_taint_its_node_before_its_pods_are_bound(cluster, clock) -> None:
+    # A batch cleared onto node-a puts it under the floor with its own reservations. A taint
+    # then would make kube-scheduler's TaintToleration filter node-a out of those very pods'
+    # cycles (the clearing not honoured): node-a stays untainted until they are bound.
+    api, client, extender, watch = cluster
+    await _until(lambda: _ready(client))
+    objects = api.resources["nodes"].objects
+    in_tree = taint_toleration(lambda: objects)
+    await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), 0.3)]})
+    pods = [pod_object(f"p{i}", cpu="2") for i in range(3)]
+    for pod in pods:
+        api.put("pods", pod)  # the pending watch announces them before any request
+    keys = [f"default/{p['metadata']['name']}" for p in pods]
+    await _until(lambda: _async(all(map(extender.batcher.waiting, keys))))
+    first = await post_json(client, "/prioritize", args_names(pods[0], NAMES))  # clears all 3
+    assert decode_priorities(first.status_code, first.content)["node-a"] == 10
+    assert [extender.batcher.row(k).node for k in keys] == ["node-a"] * 3
+    assert "node-a" in extender.floor.below(clock())  # 0.3 − 3 × 80 W · 2/7.91 / 200 W < 0.05
+    await asyncio.sleep(1.5)  # the once-a-second plan ran meanwhile
+    assert watch.keeper.plan() == [] and not api.patches
+    for pod in pods:  # each pod's cycle still finds its cleared node
+        assert in_tree(pod, NAMES) == NAMES
+    # They are bound there: their reservations count now, and the taint goes on.
+    for pod in pods:
+        api.bind("default", pod["metadata"]["name"], "node-a")
+    await _until(lambda: _async(in_tree(pod_object("next"), NAMES) == ["node-b", "node-c"]))
+    assert [name for name, _ in api.patches] == ["node-a"]
+
+
 async def test_a_conflicting_taint_patch_is_planned_again(cluster, clock) -> None:
     api, client, extender, _ = cluster
     await _until(lambda: _ready(client))
