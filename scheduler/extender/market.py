@@ -303,7 +303,7 @@ class Market:
 
     def _among(self, candidates: frozenset[str], names: list[str]) -> np.ndarray | None:
         """(N,) bool: which of ``names`` are ``candidates``; ``None`` when all are. Kept while
-        both repeat (the same objects: ``Extender.candidate_set``, ``NodeCache.names``), so a
+        both repeat (the same objects: ``CandidateLists.as_set``, ``NodeCache.names``), so a
         clearing does not look up 1,000 names per pod."""
         last = self._among_last
         if last is not None and last[0] is candidates and last[1] is names:

@@ -17,8 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter
-from pydantic_core import to_json
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError
+from pydantic_core import from_json, to_json
+
+from eams.scheduler.extender.errors import BadRequest
+from eams.validation import describe_validation_error
 
 # A quantity as it may arrive in JSON: the scheduler sends strings, hand-made pods may carry
 # numbers (apimachinery ``Quantity.UnmarshalJSON`` accepts both). Parsed by ``quantity.py``.
@@ -231,3 +234,31 @@ class ExtenderPreemptionResult(_Wire):
     """Answer of preempt (TYPES): always the UID form."""
 
     NodeNameToMetaVictims: dict[str, MetaVictims] | None = None
+
+
+def parse_args(body: bytes) -> ExtenderArgs:
+    """Decode an ``ExtenderArgs`` body strictly where a wrong answer would hurt.
+
+    Raises
+    ------
+    BadRequest
+        Malformed JSON, a wrong type (naming the key path), a missing or null ``Pod``, or both
+        ``Nodes`` and ``NodeNames`` null.
+    """
+    try:
+        data = from_json(body)
+    except ValueError as exc:
+        raise BadRequest(f"body: malformed JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadRequest(f"body: must be a JSON object (ExtenderArgs), got {type(data).__name__}")
+    try:
+        args = ExtenderArgs.model_validate(data)
+    except ValidationError as exc:
+        raise BadRequest(describe_validation_error(exc, top="body")) from None
+    if args.Pod is None:
+        raise BadRequest("Pod: missing or null; kube-scheduler always sends the pod")
+    if args.Nodes is None and args.NodeNames is None:
+        raise BadRequest("Nodes, NodeNames: both null; one must list the candidate nodes")
+    if args.Nodes is not None and args.Nodes.items is None:
+        raise BadRequest("Nodes.items: must be a list of node objects")
+    return args

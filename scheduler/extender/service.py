@@ -32,14 +32,13 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
-from pydantic_core import from_json
 
 from eams.calibrate.calfile import Calibration
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
+from eams.scheduler.extender.candidates import CandidateLists
 from eams.scheduler.extender.decisions import Decisions
-from eams.scheduler.extender.errors import BadRequest, StepAside
+from eams.scheduler.extender.errors import StepAside
 from eams.scheduler.extender.floor import HeadroomFloor
 from eams.scheduler.extender.herding import HerdGuard
 from eams.scheduler.extender.market import Market, PendingPod, pending_pod
@@ -57,39 +56,10 @@ from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.table import NodeTable
 from eams.scheduler.extender.telemetry import TelemetryStore
 from eams.telemetry import TelemetrySample
-from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
 FILTER_REASON = "eams: node power headroom below floor"
-
-
-def parse_args(body: bytes) -> ExtenderArgs:
-    """Decode an ``ExtenderArgs`` body strictly where a wrong answer would hurt.
-
-    Raises
-    ------
-    BadRequest
-        Malformed JSON, a wrong type (naming the key path), a missing or null ``Pod``, or both
-        ``Nodes`` and ``NodeNames`` null.
-    """
-    try:
-        data = from_json(body)
-    except ValueError as exc:
-        raise BadRequest(f"body: malformed JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise BadRequest(f"body: must be a JSON object (ExtenderArgs), got {type(data).__name__}")
-    try:
-        args = ExtenderArgs.model_validate(data)
-    except ValidationError as exc:
-        raise BadRequest(describe_validation_error(exc, top="body")) from None
-    if args.Pod is None:
-        raise BadRequest("Pod: missing or null; kube-scheduler always sends the pod")
-    if args.Nodes is None and args.NodeNames is None:
-        raise BadRequest("Nodes, NodeNames: both null; one must list the candidate nodes")
-    if args.Nodes is not None and args.Nodes.items is None:
-        raise BadRequest("Nodes.items: must be a list of node objects")
-    return args
 
 
 class Extender:
@@ -172,9 +142,7 @@ class Extender:
             if settings.record is not None
             else None
         )
-        self._candidate_set: tuple[list[str], frozenset[str]] | None = None
-        self._unique_of: tuple[list[str], list[str]] | None = None
-        self._unknown_of: tuple[frozenset[str], int, set[str]] | None = None
+        self.candidates = CandidateLists(self.nodes)
         metrics.record_calibrations(calibrations)
 
     @property
@@ -307,18 +275,10 @@ class Extender:
         prioritize answer (reference §2.2): a duplicated name would double its weight.
         """
         if args.Nodes is None:  # names only (nodeCacheCapable): the usual request
-            return [], self._unique(args.NodeNames or [])
+            return [], self.candidates.unique(args.NodeNames or [])
         item_names = self.nodes.learn(args.Nodes.items or [], "Nodes.items")
         listed = [*(args.NodeNames or ()), *item_names]
         return item_names, list(dict.fromkeys(listed))
-
-    def _unique(self, names: list[str]) -> list[str]:
-        """``names`` each once, the same list object while the same list comes in (the verbs
-        hand out one object while kube-scheduler's list repeats), so the candidate set and the
-        market's masks derived from it hold for a pod read whole too."""
-        if self._unique_of is None or self._unique_of[0] is not names:
-            self._unique_of = (names, list(dict.fromkeys(names)))
-        return self._unique_of[1]
 
     def kept_off(self, names: list[str], pod: str) -> frozenset[str]:
         """Which of ``names`` ``/filter`` removes for this pod: those under the floor in active
@@ -368,7 +328,7 @@ class Extender:
         """
         item_names, names = self._candidates(args)
         assert args.Pod is not None  # parse_args refused a null Pod
-        pod = pending_pod(args.Pod, self.candidate_set(names))
+        pod = pending_pod(args.Pod, self.candidates.as_set(names))
         self.step_aside_if_blind(names)
         self.observe_pending(pod)
         low = self.kept_off(names, pod.key)
@@ -402,7 +362,7 @@ class Extender:
         self.step_aside_if_blind(names)
         pending = self.batcher.pending(key)
         if pending is not None and pending.candidates is None:
-            self.batcher.submit(replace(pending, candidates=self.candidate_set(names)))
+            self.batcher.submit(replace(pending, candidates=self.candidates.as_set(names)))
         row = self.batcher.clear_for(key, uid)  # shadow too: its record is the decision
         if self.decisions is not None:
             self.decisions.scored(key)  # the binding is judged against this clearing
@@ -431,7 +391,7 @@ class Extender:
         """
         _, names = self._candidates(args)
         assert args.Pod is not None  # parse_args refused a null Pod
-        pod = pending_pod(args.Pod, self.candidate_set(names))
+        pod = pending_pod(args.Pod, self.candidates.as_set(names))
         self.step_aside_if_blind(names)
         row = None
         if self.batcher is not None:
@@ -456,7 +416,7 @@ class Extender:
         started = time.perf_counter()
         now_s = self.clock()
         names = self.nodes.names()
-        named = self._unknown_candidates(batch)
+        named = self.candidates.unknown(batch)
         if named:
             names = names + sorted(named)
         snapshot = self.market.snapshot(batch, names, now_s)
@@ -480,27 +440,6 @@ class Extender:
             self.decisions.cleared(snapshot, clearing, scores, self.floor.below, now_s)
         self._after_clearing(rows)
         return rows
-
-    def _unknown_candidates(self, batch: list[PendingPod]) -> set[str]:
-        """Candidate nodes of the batch's pods that the node cache does not know (they enter
-        the clearing unvalued). Pods asked about with the same candidate list share one set
-        (:meth:`candidate_set`), so each is compared with the cache once per node change."""
-        unknown: set[str] = set()
-        for pod in batch:
-            if pod.candidates:
-                last = self._unknown_of
-                if last is None or last[0] is not pod.candidates or last[1] != self.nodes.version:
-                    missing = set(pod.candidates - self.nodes.known())
-                    last = self._unknown_of = (pod.candidates, self.nodes.version, missing)
-                unknown |= last[2]
-        return unknown
-
-    def candidate_set(self, names: list[str]) -> frozenset[str]:
-        """``frozenset(names)``, the same object while kube-scheduler sends the same list (the
-        verbs keep one list object while the names repeat)."""
-        if self._candidate_set is None or self._candidate_set[0] is not names:
-            self._candidate_set = (names, frozenset(names))
-        return self._candidate_set[1]
 
     def _after_clearing(self, rows: list[Cleared]) -> None:
         if not self.active:

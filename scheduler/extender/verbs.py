@@ -8,7 +8,7 @@ a request is ``{"Pod": <v1.Pod>, "Nodes": null, "NodeNames": [...]}``; of the po
 it, so the body is decoded with msgspec into just those fields and the names (unknown keys are
 skipped without being built). A pod the watch has not announced yet is then validated on its
 own (pydantic ``PodObject``); anything else — full ``Nodes`` payloads, anything msgspec
-refuses — takes the validated path (``service.parse_args``, pydantic), which also writes the
+refuses — takes the validated path (``schemas.parse_args``, pydantic), which also writes the
 400 that names every bad key. Answers:
 
 * 200 with ``ExtenderFilterResult`` (every key present) or the bare ``HostPriorityList``;
@@ -33,8 +33,9 @@ from eams.scheduler.extender.schemas import (
     ExtenderFilterResult,
     HostPriorityEncoder,
     PodObject,
+    parse_args,
 )
-from eams.scheduler.extender.service import FILTER_REASON, Extender, parse_args
+from eams.scheduler.extender.service import FILTER_REASON, Extender
 from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
