@@ -9,7 +9,7 @@ import pytest
 
 from eams.scheduler.auction import AuctionParams, Pods, bids, clear
 from eams.scheduler.record import BestBid, placement_records
-from eams.scheduler.record.build import _picked, gate_codes
+from eams.scheduler.record.arrays import gate_codes, picked_columns
 from eams.scheduler.record.schema import GATE_REASONS, Placement
 from tests.record.conftest import AGE_S, HEADROOM, NODE_NAMES, WindowPod, nodes, window
 
@@ -77,8 +77,8 @@ def test_fewer_open_nodes_than_kept_lists_each_node_once() -> None:
     # of 6, 5 kept — the exhausted picks fell on column 0 again and again
     values = np.array([[0.0012, 0.0009, 0.5, 0.2, 0.3, 0.0119]])
     codes = np.array([[0, 0, 1, 2, 1, 0]], dtype=np.int8)  # mini-3..5 gated
-    assert _picked(values, codes, np.array([5]), k=5) == [[5, 0, 1]]
-    assert _picked(values, codes, np.array([-1]), k=5) == [[5, 0, 1]]  # none cleared
+    assert picked_columns(values, codes, np.array([5]), k=5) == [[5, 0, 1]]
+    assert picked_columns(values, codes, np.array([-1]), k=5) == [[5, 0, 1]]  # none cleared
 
 
 def test_gate_reasons_take_the_first_that_applies() -> None:
