@@ -65,12 +65,13 @@ KEEP_PODS = 100_000
 """Pods whose latest clearing (and scoring) is remembered at most, the oldest forgotten first."""
 FLUSH_AFTER_S = 0.1
 """The longest a cleared batch waits for its placement lines, s. Built together, batches of one
-pod over 1,000 nodes cost ~270 µs a pod alone, ~100 five together, ~60 from twenty on (a
-microbenchmark): at 100 pods/s 0.1 s gathers ten, and a line (and a pod's annotations) comes
-0.1 s late at most, far inside kube-scheduler's and the watch's own delays."""
-FLUSH_PODS = 32
-"""Queued pods that are built at once (once the loop is free) instead of waiting: past ~20 a
-pass costs no less per pod, and ~2 ms is as long as the loop is held from the requests."""
+pod over 1,000 nodes cost ~270 µs a pod alone, ~100 five together, ~75 ten, ~60 twenty (a
+microbenchmark, 2 shared cores): at 100 pods/s 0.1 s gathers ten; a line (and a pod's
+annotations) comes 0.1 s late at most, far inside kube-scheduler's and the watch's own delays."""
+FLUSH_PODS = 16
+"""Queued pods whose lines are built at once (once the answer is written) instead of waiting:
+a pass of 16 holds the loop ~1 ms, and a longer one would delay the requests behind it more
+(their p99) than it saves (a few µs a pod)."""
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ loop that assembles the records only indexes lists (:mod:`.build`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -97,6 +97,53 @@ def gated_columns(codes: np.ndarray, keep: int) -> list[list[tuple[int, int]]]:
     ends = np.cumsum(np.bincount(rows, minlength=len(codes))).tolist()
     pairs = list(zip(columns.tolist(), codes[rows, columns].tolist(), strict=True))
     return [pairs[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def stacked_masks(
+    excluded: Sequence[Mapping[str, np.ndarray] | None], sizes: Sequence[int], n_nodes: int
+) -> dict[str, np.ndarray]:
+    """reason → (ΣJ, N) bool: each window's mask of it (``excluded[w][reason]``, (N,) or
+    (J_w, N)) over its ``sizes[w]`` rows, False without one; one window's masks as given.
+
+    Raises
+    ------
+    ValueError
+        A mask that does not broadcast to its window's (J_w, N) (names the reason).
+    """
+    if len(excluded) == 1:
+        return dict(excluded[0] or {})
+    reasons = {r: None for masks in excluded if masks for r in masks}  # in first-seen order
+    ends = np.cumsum(sizes).tolist()
+    stacked = {}
+    for reason in reasons:
+        rows = stacked[reason] = np.zeros((ends[-1], n_nodes), dtype=bool)
+        for masks, start, end in zip(excluded, [0, *ends[:-1]], ends, strict=True):
+            mask = masks.get(reason) if masks else None
+            if mask is not None:
+                try:
+                    rows[start:end] = mask
+                except ValueError as exc:
+                    raise ValueError(f"gate mask {reason!r}: {exc}") from exc
+    return stacked
+
+
+def stacked_scores(
+    scores: Sequence[np.ndarray | None], sizes: Sequence[int], n_nodes: int
+) -> np.ndarray | None:
+    """(ΣJ, N): each window's (J_w, N) scores (zeros for a window without, not to be read);
+    ``None`` when no window has any."""
+    given = [s for s in scores if s is not None]
+    if not given:
+        return None
+    if len(scores) == 1:
+        return np.asarray(given[0])
+    dtype = np.result_type(*given)
+    return np.concatenate(
+        [
+            np.zeros((j, n_nodes), dtype) if s is None else np.reshape(s, (j, n_nodes))
+            for s, j in zip(scores, sizes, strict=True)
+        ]
+    )
 
 
 def top_columns(values: np.ndarray, k: int, copy: bool = True) -> np.ndarray | None:

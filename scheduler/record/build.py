@@ -28,6 +28,8 @@ from eams.scheduler.record.arrays import (
     number,
     picked_columns,
     rounded,
+    stacked_masks,
+    stacked_scores,
 )
 from eams.scheduler.record.schema import (
     BEST_BID,
@@ -274,7 +276,8 @@ def windows_records(
         ],
         dtype=float,
     )
-    codes = gate_codes(values, per_node[window_of, 1], _stacked_masks(windows, sizes, n_nodes))
+    masks = stacked_masks([w.excluded for w in windows], sizes, n_nodes)
+    codes = gate_codes(values, per_node[window_of, 1], masks)
     counts = gate_counts(codes)
     picked = picked_columns(values, codes, assignment, min(keep_candidates, n_nodes))
     gated = gated_columns(codes, keep_gated)
@@ -287,7 +290,7 @@ def windows_records(
     at_rows = np.asarray(rows, dtype=np.intp)
     at_columns = np.asarray(columns, dtype=np.intp)
     bid_at = rounded(values[at_rows[:kept], at_columns[:kept]])
-    scores = _stacked_scores(windows, sizes, n_nodes)
+    scores = stacked_scores([w.scores for w in windows], sizes, n_nodes)
     score_at = scores[at_rows[:kept], at_columns[:kept]].tolist() if scores is not None else []
     at_nodes = rounded(per_node[window_of[at_rows], :, at_columns].T)
     entries = len(rows)
@@ -363,42 +366,3 @@ def _check_shapes(j_pods: int, n_nodes: int, window: Window) -> None:
     for label, array in zip(("prices", "headroom", "age_s"), arrays, strict=True):
         if np.shape(array) != (n_nodes,):
             raise ValueError(f"{label} has shape {np.shape(array)}, expected ({n_nodes},)")
-
-
-def _stacked_masks(
-    windows: Sequence[Window], sizes: list[int], n_nodes: int
-) -> dict[str, np.ndarray]:
-    """reason → (ΣJ, N) bool: each window's mask of it over its rows (False without one)."""
-    if len(windows) == 1:
-        return dict(windows[0].excluded or {})
-    reasons = {r: None for w in windows if w.excluded for r in w.excluded}  # in first-seen order
-    ends = np.cumsum(sizes).tolist()
-    stacked = {}
-    for reason in reasons:
-        rows = stacked[reason] = np.zeros((ends[-1], n_nodes), dtype=bool)
-        for w, start, end in zip(windows, [0, *ends[:-1]], ends, strict=True):
-            mask = w.excluded.get(reason) if w.excluded else None
-            if mask is not None:
-                try:
-                    rows[start:end] = mask
-                except ValueError as exc:
-                    raise ValueError(f"gate mask {reason!r}: {exc}") from exc
-    return stacked
-
-
-def _stacked_scores(windows: Sequence[Window], sizes: list[int], n_nodes: int) -> np.ndarray | None:
-    """(ΣJ, N): each window's scores (zeros for a window without, not read); ``None`` when no
-    window has any."""
-    given = [w.scores for w in windows if w.scores is not None]
-    if not given:
-        return None
-    if len(given) == len(windows) == 1:
-        return np.asarray(given[0])
-    dtype = np.result_type(*given)
-    shapes = [(j, n_nodes) for j in sizes]
-    return np.concatenate(
-        [
-            np.zeros(s, dtype) if w.scores is None else np.reshape(w.scores, s)
-            for w, s in zip(windows, shapes, strict=True)
-        ]
-    )
