@@ -160,11 +160,9 @@ class Decisions:
         )
         self._cleared_in: OrderedDict[str, str] = OrderedDict()  # pod key → latest clearing id
         self._scored_in: OrderedDict[str, str] = OrderedDict()  # pod key → clearing it scored
-        # per-node masks kept while the node list and the set they come from are the same
-        # objects (the node cache, the floor and the candidate sets each keep one object while
-        # unchanged): one O(N) pass per change, not per clearing
+        # the floor's mask kept while the node list and the floor's set are the same objects
+        # (each keeps one object while unchanged): one O(N) pass per change, not per clearing
         self._floor_mask: tuple[list[str], frozenset[str], np.ndarray] | None = None
-        self._listed_row: tuple[list[str], frozenset[str], np.ndarray | None] | None = None
         self._queue: list[_Queued] = []  # cleared batches whose lines are not built yet
         self._queued_pods = 0
         self._queued_keys: set[str] = set()  # their pods (``namespace/name``)
@@ -316,27 +314,13 @@ class Decisions:
             kept = self._floor_mask = (names, below, mask)
         return kept[2]
 
-    def _listed(self, names: list[str], candidates: frozenset[str]) -> np.ndarray | None:
-        """(N,) bool: the node is among ``candidates``; ``None`` when every node is."""
-        kept = self._listed_row
-        if kept is None or kept[0] is not names or kept[1] is not candidates:
-            row = None
-            if not candidates.issuperset(names):
-                row = np.fromiter((n in candidates for n in names), bool, len(names))
-            kept = self._listed_row = (names, candidates, row)
-        return kept[2]
-
     def _candidate_masks(self, snapshot: BatchSnapshot) -> np.ndarray | None:
         """(J, N) bool: node n was among pod j's candidates (kube-scheduler's filters passed
         it); ``None`` when every pod had every node (or its candidates are not known)."""
-        names = snapshot.names
-        rows = [
-            None if p.candidates is None else self._listed(names, p.candidates)
-            for p in snapshot.pods
-        ]
+        rows = snapshot.listed  # the market's, computed for the clearing
         if all(row is None for row in rows):
             return None
-        every = np.ones(len(names), bool)
+        every = np.ones(len(snapshot.names), bool)
         return np.stack([every if row is None else row for row in rows])
 
     def observe(self, event: Mapping[str, Any] | bytes) -> None:
