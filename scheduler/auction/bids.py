@@ -6,6 +6,8 @@ and returns arrays. No I/O.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from eams.calibrate.energy import EnergyModel
@@ -15,6 +17,16 @@ from eams.scheduler.errors import AuctionInputError
 # kubernetes pkg/apis/scheduling/types.go: HighestUserDefinablePriority = 1e9; larger values
 # are reserved for system-node-critical / system-cluster-critical.
 HIGHEST_USER_PRIORITY = 1_000_000_000
+
+
+class Readings(Protocol):
+    """Nodes' telemetry as the gate reads it: ``headroom`` and ``age_s`` arrays of one shape
+    (a :class:`Nodes` is (N,); the decision record stacks several clearings' rows)."""
+
+    @property
+    def headroom(self) -> np.ndarray: ...
+    @property
+    def age_s(self) -> np.ndarray: ...
 
 
 def energy_model(nodes: Nodes) -> EnergyModel:
@@ -56,7 +68,7 @@ def marginal_energy_j(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.nda
     )
 
 
-def headroom_estimate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
+def headroom_estimate(nodes: Readings, params: AuctionParams) -> np.ndarray:
     """ĥ_n, the headroom a bid believes in (study §5.2, AR-6).
 
     ``ĥ = h − κ·max(0, a − stale_after_s)``: a reading up to ``stale_after_s`` old (15 s) is
@@ -66,7 +78,7 @@ def headroom_estimate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
 
     Returns
     -------
-    (N,) float
+    float, the shape of ``nodes.headroom`` ((N,) for a :class:`Nodes`)
     """
     h, age = nodes.headroom, nodes.age_s
     unknown = np.isnan(h) | np.isnan(age)
@@ -75,12 +87,12 @@ def headroom_estimate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
     return np.where(unknown, np.fmin(h, params.unknown_headroom), fresh)
 
 
-def gate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
+def gate(nodes: Readings, params: AuctionParams) -> np.ndarray:
     """σ(k·(ĥ_n − h0)), 0 for a node at or over its power cap (known h ≤ 0).
 
     Returns
     -------
-    (N,) float in [0, 1)
+    float in [0, 1), the shape of ``nodes.headroom`` ((N,) for a :class:`Nodes`)
     """
     x = params.k * (headroom_estimate(nodes, params) - params.h0)
     open_ = 0.5 * (1.0 + np.tanh(0.5 * x))  # σ(x) without overflow

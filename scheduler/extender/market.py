@@ -152,6 +152,10 @@ class BatchSnapshot:
     values : (J, N) float ndarray
         The bids v_jn (``bids.bid_values``), computed once: the engine clears on them and the
         scores scale them.
+    listed : list of (N,) bool ndarray or None, length J
+        Per pod, which nodes are among its candidates (kube-scheduler's filters passed them);
+        ``None`` when every node of the window is (or its candidates are not known). Part of
+        ``feasible``, kept apart for the decision record's ``filter`` reason.
     """
 
     pods: list[PendingPod]
@@ -160,6 +164,7 @@ class BatchSnapshot:
     node_arrays: Nodes
     feasible: np.ndarray
     values: np.ndarray
+    listed: list[np.ndarray | None]
 
 
 class Market:
@@ -283,9 +288,12 @@ class Market:
             tenant=np.array([tenants[p.tenant] for p in pods], dtype=np.int64),
         )
 
-    def fits(self, pod: PendingPod, names: list[str], view: dict[str, np.ndarray]) -> np.ndarray:
-        """(N,) bool: a candidate (where known) with room for the pod's CPU, memory and one
-        more pod (NodeResourcesFit, ``fit.go``); unknown allocatable does not exclude."""
+    def fits(
+        self, pod: PendingPod, view: dict[str, np.ndarray], among: np.ndarray | None
+    ) -> np.ndarray:
+        """(N,) bool: among the candidates (``among``, :meth:`_among` of the pod's; ``None``:
+        every node) with room for the pod's CPU, memory and one more pod (NodeResourcesFit,
+        ``fit.go``); unknown allocatable does not exclude."""
         request = pod.request
 
         def room(alloc: str, used: str, need: float) -> np.ndarray:
@@ -295,10 +303,8 @@ class Market:
         fits = room("alloc_cpu_milli", "used_cpu_milli", request.cpu_milli)
         fits &= room("alloc_memory_bytes", "used_memory_bytes", request.memory_bytes)
         fits &= room("alloc_pods", "used_pods", 1)
-        if pod.candidates is not None:
-            among = self._among(pod.candidates, names)
-            if among is not None:
-                fits &= among
+        if among is not None:
+            fits &= among
         return fits
 
     def _among(self, candidates: frozenset[str], names: list[str]) -> np.ndarray | None:
@@ -319,14 +325,17 @@ class Market:
         view = self.view(names, now_s)
         keep, kept = self._valued(names, view["valued"])
         feasible = np.empty((len(pods), len(kept)), dtype=bool)
+        listed: list[np.ndarray | None] = []
         for j, pod in enumerate(pods):
-            feasible[j] = self.fits(pod, names, view)[keep]
+            among = None if pod.candidates is None else self._among(pod.candidates, names)
+            feasible[j] = self.fits(pod, view, among)[keep]
+            listed.append(None if among is None else among[keep])
         pod_arrays, node_arrays = self.pod_arrays(pods), self.nodes(view, keep)
         if len(pods) and kept:
             values = bids.bid_values(pod_arrays, node_arrays, self.params)
         else:
             values = np.zeros((len(pods), len(kept)))
-        return BatchSnapshot(pods, kept, pod_arrays, node_arrays, feasible, values)
+        return BatchSnapshot(pods, kept, pod_arrays, node_arrays, feasible, values, listed)
 
     def _valued(self, names: list[str], valued: np.ndarray) -> tuple[np.ndarray | slice, list[str]]:
         """Positions and names of the valued nodes of ``names``: every one (the usual case) is

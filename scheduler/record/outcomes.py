@@ -94,6 +94,24 @@ decode_pod = msgspec.json.Decoder(WatchedPod).decode
 ``msgspec.ValidationError`` (naming the field's path) or ``msgspec.DecodeError``."""
 
 
+def decode_event(event: Mapping[str, Any] | bytes | str) -> tuple[str, WatchedPod | None]:
+    """A pod watch event (``{"type", "object"}``, a dict or the raw JSON line) → its type and
+    its pod (``None`` when it has none, e.g. a ``BOOKMARK``).
+
+    Raises
+    ------
+    msgspec.ValidationError
+        The event is not a watch event of a pod (names the field's path).
+    msgspec.DecodeError
+        A raw line that is not JSON.
+    """
+    if isinstance(event, bytes | str):
+        parsed = _decode_event(event)
+    else:
+        parsed = msgspec.convert(event, _Event)
+    return parsed.type, parsed.object
+
+
 @dataclass
 class _Track:
     pod: PodRef
@@ -171,13 +189,10 @@ class OutcomeJoin:
         msgspec.ValidationError
             The event is not a watch event of a pod (names the field's path).
         """
-        if isinstance(event, bytes | str):
-            parsed = _decode_event(event)
-        else:
-            parsed = msgspec.convert(event, _Event)
-        if parsed.object is None:
+        kind, pod = decode_event(event)
+        if pod is None:
             return []
-        return self.observe_pod(parsed.type, parsed.object)
+        return self.observe_pod(kind, pod)
 
     def observe_pod(self, kind: str, pod: WatchedPod) -> list[Record]:
         """One watch event already decoded: ``kind`` (``ADDED``/``MODIFIED``/``DELETED``; any

@@ -9,9 +9,18 @@ import pytest
 
 from eams.scheduler.auction import AuctionParams, Pods, bids, clear
 from eams.scheduler.record import BestBid, placement_records
-from eams.scheduler.record.build import _picked, gate_codes
+from eams.scheduler.record.arrays import gate_codes, picked_columns
+from eams.scheduler.record.build import Window, windows_records
 from eams.scheduler.record.schema import GATE_REASONS, Placement
-from tests.record.conftest import AGE_S, HEADROOM, NODE_NAMES, WindowPod, nodes, window
+from tests.record.conftest import (
+    AGE_S,
+    FLOOR,
+    HEADROOM,
+    NODE_NAMES,
+    WindowPod,
+    nodes,
+    window,
+)
 
 
 def test_each_node_has_its_reason(placements: list[Placement]) -> None:
@@ -77,8 +86,8 @@ def test_fewer_open_nodes_than_kept_lists_each_node_once() -> None:
     # of 6, 5 kept — the exhausted picks fell on column 0 again and again
     values = np.array([[0.0012, 0.0009, 0.5, 0.2, 0.3, 0.0119]])
     codes = np.array([[0, 0, 1, 2, 1, 0]], dtype=np.int8)  # mini-3..5 gated
-    assert _picked(values, codes, np.array([5]), k=5) == [[5, 0, 1]]
-    assert _picked(values, codes, np.array([-1]), k=5) == [[5, 0, 1]]  # none cleared
+    assert picked_columns(values, codes, np.array([5]), k=5) == [[5, 0, 1]]
+    assert picked_columns(values, codes, np.array([-1]), k=5) == [[5, 0, 1]]  # none cleared
 
 
 def test_gate_reasons_take_the_first_that_applies() -> None:
@@ -172,3 +181,53 @@ def test_numbers_keep_six_significant_digits() -> None:
     assert by_node["c"].bid == 1.5e-7
     assert record.gated_counts == {"no_bid": 1}  # d: a bid of 0
     assert [g.age_s for g in record.gated] == [None]  # inf is not a number on record
+
+
+def test_windows_built_together_are_each_built_alone() -> None:
+    """Four windows stacked — by their gates of either shape or none, with and without scores
+    and the gate, cleared by the engine or a best bid — give each window's records alone."""
+    params, node_arrays = AuctionParams(), nodes()
+    rng = np.random.default_rng(3)
+    windows = []
+    for w, j_pods in enumerate((1, 2, 3, 1)):
+        pods = Pods(
+            slots=np.ones(j_pods, dtype=np.int64),
+            work_core_s=np.full(j_pods, 100.0 + w),
+            priority=np.arange(1.0, j_pods + 1),
+            tenant=np.zeros(j_pods, dtype=np.int64),
+        )
+        values = bids.bid_values(pods, node_arrays, params) * (1 + w)
+        best = int(values[0].argmax())
+        clearing = (
+            clear(pods, node_arrays, params)
+            if j_pods > 1
+            else BestBid(np.array([best]), np.zeros(6), float(values[0, best]))
+        )
+        masks = [
+            {"headroom_floor": FLOOR},
+            {"filter": rng.random((j_pods, 6)) < 0.3},
+            {},
+            {"no_fit": rng.random((j_pods, 6)) < 0.3, "headroom_floor": FLOOR},
+        ]
+        windows.append(
+            Window(
+                pods=[WindowPod(f"ns/w{w}-{j}", f"uid-{w}-{j}") for j in range(j_pods)],
+                values=values,
+                clearing=clearing,
+                headroom=HEADROOM + 0.01 * w,
+                age_s=AGE_S + w,
+                at_s=100.0 + w,
+                clearing_id=f"c{w}",
+                excluded=masks[w],
+                gate=None if w == 2 else bids.gate(node_arrays, params),
+                scores=None if w == 1 else np.tile(np.arange(6), (j_pods, 1)),
+            )
+        )
+    options = {"names": NODE_NAMES, "mode": "active", "stale_after_s": 15.0}
+    together = windows_records(windows, **options)  # type: ignore[arg-type]
+    alone = [r for w in windows for r in windows_records([w], **options)]  # type: ignore[arg-type]
+    assert together == alone and len(together) == 7
+    assert [r.clearing_id for r in together] == ["c0", "c1", "c1", "c2", "c2", "c2", "c3"]
+    assert {c.score for r in together[1:3] for c in r.candidates} == {None}
+    assert {c.gate for r in together[3:6] for c in r.candidates} == {None}
+    assert together[0].gated_counts == {"headroom_floor": 1, "capped": 1}

@@ -1,0 +1,128 @@
+"""The record's queue (``decisions.py``): cleared batches queued on the loop, their lines built
+together, as each batch alone would give them, and flushed at shutdown and before a pod's end.
+
+The batches are real clearings: an in-process extender is given nodes and telemetry over
+HTTP, and its market snapshots and clears them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+from prometheus_client import CollectorRegistry
+
+from eams.scheduler.extender.decisions import Decisions, record_settings
+from eams.scheduler.extender.market import PendingPod, pending_pod
+from eams.scheduler.extender.schemas import PodObject
+from eams.scheduler.record import decode_pod, read_records
+from eams.scheduler.record.schema import Placement
+from tests.extender.conftest import node_object, pod_object, post_json, sample
+
+NAMES = ["node-a", "node-b", "node-c"]
+pytestmark = pytest.mark.anyio
+
+
+async def _extender(make_client, clock):  # type: ignore[no-untyped-def]
+    client = await make_client()
+    cpus = ("8", "8", "4")
+    nodes = [node_object(n, cpu=c) for n, c in zip(NAMES, cpus, strict=True)]
+    await post_json(client, "/nodes", {"items": nodes})
+    samples = [sample(n, clock() - 1.0, h) for n, h in zip(NAMES, (0.6, 0.3, 0.8), strict=True)]
+    await post_json(client, "/telemetry", {"samples": samples})
+    return client.app.state.extender
+
+
+def _pod(name: str, candidates: list[str] | None = None, cpu: str = "500m") -> PendingPod:
+    pod = PodObject.model_validate(pod_object(name, cpu=cpu))
+    return pending_pod(pod, frozenset(candidates or NAMES))
+
+
+def _decisions(extender, folder: Path) -> Decisions:  # type: ignore[no-untyped-def]
+    return Decisions(
+        record_settings(folder),
+        CollectorRegistry(),
+        "active",
+        "eams-scheduler",
+        extender.market.params,
+        time.time,
+    )
+
+
+def _placed(decisions: Decisions) -> float:
+    """Placement lines written (the recorder's thread writes what it was handed first)."""
+    assert decisions.recorder.flush()
+    value = decisions.metrics.registry.get_sample_value(
+        "eams_record_decisions_total", {"kind": "placement", "mode": "active"}
+    )
+    return value or 0.0
+
+
+async def test_queued_batches_are_built_together_as_each_alone(make_client, clock, tmp_path):
+    """Four batches — one pod; two pods, one too big for node-c, one with a shorter candidate
+    list; one pod
+    over a shorter node list (its own pass); one pod with a node under the floor — queued
+    give, at close(), the lines each gives built alone, and none before."""
+    extender = await _extender(make_client, clock)
+    market, now_s = extender.market, clock()
+    batches = [
+        ([_pod("p0")], NAMES, frozenset()),
+        ([_pod("p1", cpu="6"), _pod("p2", ["node-a", "node-c"])], NAMES, frozenset()),
+        ([_pod("p3")], NAMES[:2], frozenset()),
+        ([_pod("p4")], NAMES, frozenset({"node-c"})),
+    ]
+    cleared = []
+    for i, (pods, names, below) in enumerate(batches):
+        snapshot = market.snapshot(pods, list(names), now_s + i)
+        clearing, scores = market.solve(snapshot)
+        cleared.append((snapshot, clearing, scores, below, now_s + i))
+
+    alone, together = _decisions(extender, tmp_path / "alone"), _decisions(extender, tmp_path / "t")
+    built = 0
+    for snapshot, clearing, scores, below, at_s in cleared:
+        alone.cleared(snapshot, clearing, scores, lambda _, b=below: b, at_s)
+        alone.flush()
+        built += len(snapshot.pods)
+        assert _placed(alone) == built
+    for snapshot, clearing, scores, below, at_s in cleared:
+        together.cleared(snapshot, clearing, scores, lambda _, b=below: b, at_s)
+    assert _placed(together) == 0  # queued: nothing built yet
+    together.close()
+    alone.close()
+
+    def lines(folder: Path) -> list[Placement]:
+        records = read_records(folder).records
+        assert all(isinstance(r, Placement) for r in records)
+        return [msgspec.structs.replace(r, clearing_id="") for r in records]  # type: ignore[type-var]
+
+    built_alone = lines(tmp_path / "alone")
+    assert [r.pod.name for r in built_alone] == ["p0", "p1", "p2", "p3", "p4"]
+    assert lines(tmp_path / "t") == built_alone
+    gated = {r.pod.name: {g.node: g.reason for g in r.gated} for r in built_alone}
+    assert gated["p1"] == {"node-c": "no_fit"} and gated["p2"] == {"node-b": "filter"}
+    assert gated["p4"] == {"node-c": "headroom_floor"} and gated["p0"] == {}
+    assert built_alone[3].candidates_total == 2
+
+
+async def test_a_queued_pods_end_builds_its_line_first(make_client, clock, tmp_path):
+    """A pod bound and deleted while its batch waits: the join still has its decision when the
+    end comes (placement, bound, ended), instead of forgetting the pod unjoined."""
+    extender = await _extender(make_client, clock)
+    snapshot = extender.market.snapshot([_pod("p0")], NAMES, clock())
+    clearing, scores = extender.market.solve(snapshot)
+    decisions = _decisions(extender, tmp_path / "rec")
+    decisions.cleared(snapshot, clearing, scores, lambda _: frozenset(), clock())
+    bound = pod_object("p0")
+    bound["spec"]["nodeName"] = "node-a"
+    bound["status"] = {"phase": "Running"}
+    decisions.observe_pod("MODIFIED", decode_pod(json.dumps(bound)))
+    assert _placed(decisions) == 0  # the binding is held, the line still queued
+    decisions.observe_pod("DELETED", decode_pod(json.dumps(bound)))
+    assert _placed(decisions) == 1
+    decisions.close()
+    records = read_records(tmp_path / "rec").records
+    assert [type(r).__name__ for r in records] == ["Placement", "Bound", "Ended"]
+    assert records[1].bound_node == "node-a"  # type: ignore[union-attr]
