@@ -1,9 +1,9 @@
 """The hard power-headroom floor: which nodes are under it, and the taint that keeps pods off.
 
 A node is *under the floor* when its fresh headroom (telemetry ≤ ``stale_after_s`` old, minus
-the herding reservations of bound pods, ``herding.py``) is below ``headroom_floor``; it is
-*recovered* once that headroom is at least floor + ``recovery_margin`` again, or once it has no
-fresh reading (a node without a fresh reading is never kept off: scores rank it instead, AR-6).
+the herding reservations, ``herding.py``) is below ``headroom_floor``; it is *recovered* once
+that headroom is at least floor + ``recovery_margin`` again, or once it has no fresh reading
+(a node without a fresh reading is never kept off: scores rank it instead, AR-6).
 
 In a cluster the floor is enforced by kube-scheduler itself: the extender puts the taint
 :data:`TAINT_KEY` with effect ``NoSchedule`` on a node under the floor and removes it when the
@@ -12,21 +12,24 @@ keeps new pods off that node without a ``/filter`` call per pod, and the taint's
 Node update event that requeues the pods it held back by itself (kubernetes issue 122019 —
 the annotation ``eams.io/headroom-recovered-at`` that did this before is retired). The taint
 is honoured by every profile, not only ``eams-scheduler``: a node at its power cap takes no new
-pod from any scheduler while it lasts. ``/filter`` answers the same set for configurations that
-still call it (shadow mode only records it), and the decision record gates the same nodes.
+pod from any scheduler while it lasts. ``/filter`` answers the nodes under the floor for
+configurations that still call it (shadow mode only records it), counting the reservations as
+below.
 
-Only the reservations of *bound* pods (pods no longer waiting for their scheduling cycle)
-count here. A taint is one per node, not per pod: had it counted a batch's reservations at
-once, a batch cleared onto a node that its own pods put under the floor would have tainted
+The taint counts only the reservations of *bound* pods (pods no longer waiting for their
+scheduling cycle). A taint is one per node, not per pod: had it counted a batch's reservations
+at once, a batch cleared onto a node that its own pods put under the floor would have tainted
 that node before those pods' cycles ran, and kube-scheduler would have bound them elsewhere
-(the clearing not honoured); ``/filter`` would have refused a pod the node its batch cleared it
-onto. A pod's reservation counts once it is bound (the taint is then planned again), while
-every reservation, bound or not, lowers the node's headroom for the next clearings' bids.
-Under the floor and recovered are read with the same reservations, so the hysteresis holds.
+(the clearing not honoured). Their reservations count once they are bound (the taint is then
+planned again); meanwhile they still lower the node's headroom for later clearings and for
+``/filter``, which counts every reservation but the asking pod's own
+(:meth:`HeadroomFloor.below_for`). Under the floor and recovered are read with the same
+reservations, so the hysteresis holds.
 
-The sets are computed over every node at once (numpy) and kept until a sample arrives, a bound
-reservation is added, ends or expires, or a node under the floor would turn stale: a request
-costs a set lookup, not a pass over the table, and a clearing leaves the sets alone.
+Each set is computed over every node at once (numpy) and kept until a sample arrives, the
+reservations it counts change (added, bound, ended or expired) or a node under the floor
+would turn stale: a request costs a set lookup, not a pass over the table, and a binding
+leaves the requests' set alone.
 """
 
 from __future__ import annotations
@@ -55,9 +58,28 @@ class NodeMask:
         return i is not None and i < self._mask.size and bool(self._mask[i])
 
 
+class _FloorSets:
+    """Nodes under the floor and recovered, for one column of reservations, kept while the
+    table's samples, that column's version and the row count are unchanged and no reading
+    turns stale."""
+
+    def __init__(self, reserved: str) -> None:
+        self.reserved = reserved  # the table column of reservations that count, W
+        self.key: tuple[int, int, int] = (-1, -1, -1)
+        self.until_s = -math.inf
+        self.below: frozenset[str] = frozenset()
+        self.below_mask = np.zeros(0, dtype=bool)
+        self.recovered = NodeMask({}, np.zeros(0, dtype=bool))
+
+
 class HeadroomFloor:
     """Nodes under the floor and nodes recovered from it, from the table (samples and the
-    bound herding reservations' column ``reserved_bound_w``).
+    herding reservations' columns).
+
+    Two notions of the reservations: :meth:`below`, :meth:`below_for` (``/filter``) count them
+    all; the taint (:meth:`to_taint`, :meth:`recovered`, :meth:`under`) counts only those of
+    bound pods (``herding.py``), so a clearing's own pods do not taint their node before
+    their scheduling cycles have placed them there.
 
     Parameters
     ----------
@@ -76,57 +98,83 @@ class HeadroomFloor:
     ) -> None:
         self.table, self.herd = table, herd
         self.floor, self.margin, self.stale_after_s = floor, margin, stale_after_s
-        self._key: tuple[int, int, int] = (-1, -1, -1)
-        self._until_s = -math.inf
-        self._below: frozenset[str] = frozenset()
-        self._below_mask = np.zeros(0, dtype=bool)
         self._names: list[str] = []  # the table's names in row order (rows never move)
-        self._recovered = NodeMask({}, np.zeros(0, dtype=bool))
+        self._all = _FloorSets("reserved_w")
+        self._bound = _FloorSets("reserved_bound_w")
 
-    def _refresh(self, now_s: float) -> None:
-        self.herd.expire(now_s)  # a bound reservation ending is a new bound_version
-        key = (self.table.samples_version, self.herd.bound_version, len(self.table.index))
-        if key == self._key and now_s < self._until_s:
-            return
+    def _refresh(self, sets: _FloorSets, version: int, now_s: float) -> _FloorSets:
+        """``sets`` brought up to date (the caller ran ``herd.expire`` first: an expiry is a
+        new ``version``)."""
+        key = (self.table.samples_version, version, len(self.table.index))
+        if key == sets.key and now_s < sets.until_s:
+            return sets
         size = len(self.table.index)
         cols = self.table.cols
-        reserved_w = cols["reserved_bound_w"][:size]
-        headroom = cols["headroom"][:size] - reserved_w / cols["power_cap_w"][:size]
+        headroom = cols["headroom"][:size] - cols[sets.reserved][:size] / cols["power_cap_w"][:size]
         measured_s = cols["measured_at_s"][:size]
         fresh = now_s - measured_s <= self.stale_after_s  # NaN (never measured) compares False
         headroom = np.where(fresh, headroom, np.nan)
         with np.errstate(invalid="ignore"):
             below = headroom < self.floor
             recovered = ~(headroom < self.floor + self.margin)  # NaN: not fresh, recovered
-        if not np.array_equal(below, self._below_mask):  # usually the same nodes (none)
+        if not np.array_equal(below, sets.below_mask):  # usually the same nodes (none)
             if len(self._names) != size:
                 self._names = list(self.table.index)
-            self._below = frozenset(self._names[i] for i in np.flatnonzero(below))
-            self._below_mask = below
-        self._recovered = NodeMask(self.table.index, recovered)
-        turning_stale_s = float((measured_s[fresh] + self.stale_after_s).min(initial=math.inf))
-        self._until_s = turning_stale_s + 1e-6
-        self._key = key
+            sets.below = frozenset(self._names[i] for i in np.flatnonzero(below))
+            sets.below_mask = below
+        sets.recovered = NodeMask(self.table.index, recovered)
+        sets.until_s = float((measured_s[fresh] + self.stale_after_s).min(initial=math.inf)) + 1e-6
+        sets.key = key
+        return sets
+
+    def _taint_sets(self, now_s: float) -> _FloorSets:
+        self.herd.expire(now_s)
+        return self._refresh(self._bound, self.herd.bound_version, now_s)
 
     def under(self, names: Iterable[str], now_s: float) -> bool:
-        """Whether any of ``names`` is under the floor now, read row by row (a binding only
-        lowers the headroom of the node its pod reserved on: only it can have crossed)."""
+        """Whether any of ``names`` is under the floor as the taint counts it (bound
+        reservations only), read row by row (a binding only lowers that headroom on the node
+        its pod reserved on: only it can have crossed)."""
         cols, index = self.table.cols, self.table.index
         for name in names:
             i = index.get(name)
             if i is None or not now_s - cols["measured_at_s"][i] <= self.stale_after_s:
                 continue  # unknown or not fresh: never under the floor
-            headroom = cols["headroom"][i] - cols["reserved_bound_w"][i] / cols["power_cap_w"][i]
-            if headroom < self.floor:
+            if self._row_headroom(i, cols["reserved_bound_w"][i]) < self.floor:
                 return True
         return False
 
+    def _row_headroom(self, i: int, reserved_w: float) -> float:
+        """Row ``i``'s headroom less ``reserved_w`` W of reservations."""
+        cols = self.table.cols
+        return cols["headroom"][i] - reserved_w / cols["power_cap_w"][i]
+
     def below(self, now_s: float) -> frozenset[str]:
-        """Nodes under the floor now: the taint's, ``/filter``'s and the record's set."""
-        self._refresh(now_s)
-        return self._below
+        """Nodes under the floor now, every reservation counted (``/filter``, the record)."""
+        self.herd.expire(now_s)
+        return self._refresh(self._all, self.herd.version, now_s).below
+
+    def below_for(self, pod: str, now_s: float) -> frozenset[str]:
+        """Nodes under the floor now as ``pod`` sees them: its own reservation does not count
+        against the node it was cleared onto (the floor keeps *other* pods off a node the
+        clearing filled; without this the pod's own /filter would refuse its cleared node, and
+        kube-scheduler would bind it elsewhere whenever its batch cleared before the call)."""
+        below = self.below(now_s)
+        held = self.herd.held_by(pod) if below else None
+        if held is None or held[0] not in below:
+            return below
+        node, own_w = held
+        i = self.table.index[node]
+        if self._row_headroom(i, self.table.cols["reserved_w"][i] - own_w) < self.floor:
+            return below
+        return below - {node}
+
+    def to_taint(self, now_s: float) -> frozenset[str]:
+        """Nodes the taint belongs on now: under the floor counting only the reservations of
+        bound pods (a pod still waiting for its cycle must not be kept off its cleared node)."""
+        return self._taint_sets(now_s).below
 
     def recovered(self, now_s: float) -> NodeMask:
-        """Nodes at floor + margin or above, or without a fresh reading (``name in ...``)."""
-        self._refresh(now_s)
-        return self._recovered
+        """Nodes at floor + margin or above, or without a fresh reading (``name in ...``),
+        counting the reservations as :meth:`to_taint` does."""
+        return self._taint_sets(now_s).recovered

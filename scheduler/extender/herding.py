@@ -71,7 +71,8 @@ class HerdGuard:
         self._by_node: dict[str, dict[str, Reservation]] = {}
         self._node_of: dict[str, str] = {}  # pod → node of its reservation
         self._expiry: list[tuple[float, str, str]] = []  # (cleared_at_s, node, pod), a heap
-        self.bound_version = 0  # changes whenever reserved_bound_w does (the floor's cache key)
+        self.version = 0  # changes whenever a reservation is added or ends (reserved_w)
+        self.bound_version = 0  # changes whenever reserved_bound_w does
 
     def _end(self, node: str, pod: str) -> None:
         held = self._by_node[node]
@@ -80,6 +81,7 @@ class HerdGuard:
         if not held:
             del self._by_node[node]
         self.table.add_reserved(node, -reservation.power_w, -1)
+        self.version += 1
         if reservation.bound:
             self.table.add_reserved_bound(node, -reservation.power_w)
             self.bound_version += 1
@@ -93,6 +95,7 @@ class HerdGuard:
         self._node_of[pod] = node
         heapq.heappush(self._expiry, (now_s, node, pod))
         self.table.add_reserved(node, power_w, 1)
+        self.version += 1
 
     def bind(self, pod: str) -> str | None:
         """Record that ``pod`` no longer waits for its scheduling cycle (bound, or gone from the
@@ -138,6 +141,11 @@ class HerdGuard:
             held = self._by_node.get(node, {}).get(pod)
             if held is not None and held.cleared_at_s == cleared_at_s:
                 self._end(node, pod)
+
+    def held_by(self, pod: str) -> tuple[str, float] | None:
+        """``(node, power_w)`` of ``pod``'s reservation (W), ``None`` when it holds none."""
+        node = self._node_of.get(pod)
+        return None if node is None else (node, self._by_node[node][pod].power_w)
 
     def count(self, node: str) -> int:
         """Number of reservations held for ``node`` (expired ones included until :meth:`expire`)."""

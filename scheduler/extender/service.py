@@ -6,9 +6,9 @@ is decided here.
 Floor (reference §2.2, §2.3; issues 6 and 15): the built-in predicates already ran (AR-4), so
 the only nodes kept off are those whose fresh, discounted, herding-adjusted headroom is below
 the hard floor (``floor.py``). With ``--watch`` that is a ``NoSchedule`` taint which
-kube-scheduler enforces itself (counting the herding reservations of bound pods only, so a
-batch does not keep its own pods off their node); ``/filter``, for configurations that call
-it, removes the same nodes, each listed in
+kube-scheduler enforces itself (counting the reservations of bound pods only, so a batch does
+not taint its own node before its pods' cycles); ``/filter``, for configurations that call it,
+removes those nodes (counting every reservation but the asking pod's own), each listed in
 ``FailedNodes`` with one stable reason (short, no per-node detail, so kube-scheduler's "0/N
 nodes are available" message aggregates them — pitfall P11). A node without fresh telemetry is
 never kept off: scores rank it down instead. The filter answer fills exactly the fields the
@@ -283,7 +283,7 @@ class Extender:
     def kept_off(self, names: list[str], pod: str) -> frozenset[str]:
         """Which of ``names`` ``/filter`` removes for this pod: those under the floor in active
         mode (counted); in shadow mode none, the would-be set recorded."""
-        below = self.floor.below(self.clock())
+        below = self.floor.below_for(pod, self.clock())
         low = below.intersection(names) if below else frozenset()
         self.metrics.filtered.labels(self.settings.mode).inc(len(low))
         if low and not self.active:

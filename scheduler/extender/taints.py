@@ -56,10 +56,11 @@ class TaintKeeper:
         self.in_flight: set[str] = set()
 
     def plan(self) -> list[TaintPatch]:
-        """Patches for nodes under the floor without the taint and for tainted nodes that
-        recovered (nodes with a patch in flight are left until it is answered)."""
+        """Patches for nodes the taint belongs on (``HeadroomFloor.to_taint``) without it and
+        for tainted nodes that recovered (nodes with a patch in flight are left until it is
+        answered)."""
         now_s = self.clock()
-        below, recovered = self.floor.below(now_s), self.floor.recovered(now_s)
+        below, recovered = self.floor.to_taint(now_s), self.floor.recovered(now_s)
         patches = []
         for name in below:
             if name not in self.nodes.tainted and name not in self.in_flight:

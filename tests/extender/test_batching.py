@@ -178,16 +178,14 @@ async def test_herding_guard_then_telemetry_catches_up(make_client, clock) -> No
     ).json()
     assert {e["Host"]: e["Score"] for e in first}["node-a"] == 10
     assert extender.herd.count("node-a") == 1
-    # Its reservation steers the next clearings off node-a at once, but keeps no pod off by
-    # the floor while "big" waits for its cycle (its own /filter must keep its cleared node).
-    assert not extender.floor.below(clock())
-    # kube-scheduler binds it there: its reservation counts toward the floor now.
+    second = (await post_json(client, "/filter", args_names(pod_object("next"), NAMES))).json()
+    assert second["FailedNodes"] == {"node-a": FILTER_REASON}  # 0.5 − 0.4 < 0.3: not flooded
+    assert extender.floor.below(clock()) == {"node-a"}
+    # kube-scheduler binds it there: its reservation now counts toward the taint as well.
     bound = {**pod_object("big", cpu="4"), "status": {"phase": "Running"}}
     bound["spec"] = {**bound["spec"], "nodeName": "node-a"}
     await post_json(client, "/pending", {"items": [bound]})
-    assert extender.floor.below(clock()) == {"node-a"}
-    second = (await post_json(client, "/filter", args_names(pod_object("next"), NAMES))).json()
-    assert second["FailedNodes"] == {"node-a": FILTER_REASON}  # 0.5 − 0.4 < 0.3: not flooded
+    assert extender.floor.to_taint(clock()) == {"node-a"}
     # A sample measured before the settle time does not end the reservation...
     clock.now_s += 2.0
     await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), 0.5)]})
@@ -197,27 +195,26 @@ async def test_herding_guard_then_telemetry_catches_up(make_client, clock) -> No
     await post_json(client, "/telemetry", {"samples": [sample("node-a", clock(), 0.45)]})
     assert extender.herd.count("node-a") == 0
     assert "node-a" in extender.floor.recovered(clock()) and not extender.floor.below(clock())
+    assert not extender.floor.to_taint(clock())
     third = (await post_json(client, "/filter", args_names(pod_object("third"), NAMES))).json()
     assert third["NodeNames"] == NAMES
 
 
-async def test_a_batchs_pending_reservations_filter_no_pod_off_its_node(make_client, clock) -> None:
+async def test_a_pods_own_reservation_does_not_filter_its_cleared_node(make_client, clock) -> None:
     # The demo under load (CI, 2 Dec): the batch cleared a pod onto mini-6 before its /filter
     # call, its reservation pushed mini-6 under the floor, /filter refused mini-6 and the pod
-    # was bound elsewhere ("not honoured"). A reservation counts against the floor only once
-    # its pod is bound; before, it steers the clearings alone.
+    # was bound elsewhere ("not honoured"). Its own reservation must not count against it.
     client = await make_client(mode="active", window_ms=20, headroom_floor=0.3, herd_settle_s=5.0)
     extender = client.app.state.extender
     await _cluster(client, clock, headroom=0.5, cpu="4")
     big = pod_object("big", cpu="4")
     first = (await post_json(client, "/prioritize", args_names(big, NAMES))).json()
     assert {e["Host"]: e["Score"] for e in first}["node-a"] == 10  # cleared and reserved there
-    assert extender.herd.count("node-a") == 1
+    assert extender.floor.below(clock()) == {"node-a"}  # 0.5 − 0.4 < 0.3
     again = (await post_json(client, "/filter", args_names(big, NAMES))).json()
     assert again["NodeNames"] == NAMES and not again["FailedNodes"]
-    # the next pod's clearing sees node-a's headroom with the reservation (0.5 − 0.4 = 0.1)
-    other = (await post_json(client, "/prioritize", args_names(pod_object("next"), NAMES))).json()
-    assert {e["Host"]: e["Score"] for e in other}["node-a"] < 10
+    other = (await post_json(client, "/filter", args_names(pod_object("next"), NAMES))).json()
+    assert other["FailedNodes"] == {"node-a": FILTER_REASON}  # the floor still holds for others
 
 
 async def test_a_pod_created_again_under_its_name_does_not_inherit_the_old_row(

@@ -1,5 +1,5 @@
-"""The floor counts only the herding reservations of bound pods (``floor.py``, ``taints.py``):
-a batch's own pods, still waiting for their cycles, neither taint their node nor filter it."""
+"""The floor taint counts only the herding reservations of bound pods (``floor.py``,
+``taints.py``): a batch's own pods, still waiting for their cycles, do not taint their node."""
 
 from __future__ import annotations
 
@@ -54,11 +54,11 @@ def test_a_batch_does_not_taint_its_own_node_until_its_pods_are_bound() -> None:
     floor, herd = cluster.floor, cluster.herd
     for pod in ("ns/p1", "ns/p2", "ns/p3"):  # one batch, cleared onto node-x
         herd.reserve("node-x", pod, POD_W, NOW_S)
-    # Every reservation lowers node-x's headroom for later clearings (0.6 − 3 × 0.2 < 0.3), but
-    # the floor counts none of them while the pods wait for their cycles; node-hot, under it
-    # from telemetry alone, is tainted as before.
-    assert cluster.table.cols["reserved_w"][cluster.table.index["node-x"]] == 3 * POD_W
-    assert floor.below(NOW_S) == {"node-hot"}
+    # Every reservation counts for /filter and later clearings: 0.6 − 3 × 0.2 < 0.3.
+    assert floor.below(NOW_S) == {"node-x", "node-hot"}
+    # The taint counts none of them while the pods wait for their cycles; node-hot, under
+    # the floor from telemetry alone, is tainted as before.
+    assert floor.to_taint(NOW_S) == {"node-hot"}
     assert not floor.under(["node-x"], NOW_S) and floor.under(["node-hot"], NOW_S)
     assert cluster.plan() == [("node-hot", "add")]
     assert cluster.nodes.tainted == {"node-hot"}
@@ -69,9 +69,11 @@ def test_a_batch_does_not_taint_its_own_node_until_its_pods_are_bound() -> None:
     # p2 is bound as well: 0.6 − 0.4 = 0.2 < 0.3, the node is tainted now.
     assert herd.bind("ns/p2") == "node-x"
     assert floor.under(["node-x"], NOW_S)
-    assert floor.below(NOW_S) == {"node-x", "node-hot"}
+    assert floor.to_taint(NOW_S) == {"node-x", "node-hot"}
     assert cluster.plan() == [("node-x", "add")]
     assert cluster.nodes.tainted == {"node-x", "node-hot"}
+    # The requests' set did not change with the bindings (it counted them all along).
+    assert floor.below(NOW_S) == {"node-x", "node-hot"}
 
 
 def test_a_bound_reservation_ending_is_a_new_taint_decision() -> None:
@@ -85,11 +87,11 @@ def test_a_bound_reservation_ending_is_a_new_taint_decision() -> None:
     later_s = NOW_S + 121.0
     cluster.keeper.clock = lambda: later_s
     cluster.measure("node-x", 0.45, later_s - 1.0)
-    assert floor.below(later_s) == frozenset() and "node-x" in floor.recovered(later_s)
+    assert floor.to_taint(later_s) == frozenset() and "node-x" in floor.recovered(later_s)
     assert cluster.plan() == [("node-x", "remove")]
 
 
-def test_recovered_counts_the_same_reservations_as_under_the_floor() -> None:
+def test_recovered_counts_the_same_reservations_as_the_taint() -> None:
     # node-x was tainted (telemetry alone), its reading is back at 0.45 ≥ floor + margin, and a
     # new batch reserved 0.2 on it that its pods, still pending, hold: the taint comes off
     # (those pods' cycles must not find it), and stays off until they are bound — no flap.
@@ -97,7 +99,7 @@ def test_recovered_counts_the_same_reservations_as_under_the_floor() -> None:
     assert cluster.plan() == [("node-x", "add")]
     cluster.measure("node-x", 0.45)
     cluster.herd.reserve("node-x", "ns/p", POD_W, NOW_S)
-    assert cluster.floor.below(NOW_S) == frozenset()  # the pending pod's 0.2 does not count
+    assert cluster.floor.below(NOW_S) == {"node-x"}  # 0.25 for every other pod's /filter
     assert cluster.plan() == [("node-x", "remove")]
     assert cluster.plan() == [] and cluster.plan() == []
     assert cluster.herd.bind("ns/p") == "node-x"

@@ -83,9 +83,9 @@ def test_bad_pods_are_refused_as_before_every_time() -> None:
     assert decode(msgspec.json.encode(pod)) == _validated(pod)
 
 
-def test_the_row_check_after_a_binding_agrees_with_the_floor_set() -> None:
+def test_the_row_check_after_a_binding_agrees_with_the_taint_set() -> None:
     """``HeadroomFloor.under`` (the check that decides whether a binding re-plans the taints)
-    says what the whole-table ``below`` says, for fresh, stale, reserved and unknown nodes;
+    says what the whole-table ``to_taint`` says, for fresh, stale, reserved and unknown nodes;
     a reservation counts there once its pod is bound."""
     from eams.scheduler.extender.metrics import ExtenderMetrics
     from eams.scheduler.extender.service import Extender
@@ -105,6 +105,7 @@ def test_the_row_check_after_a_binding_agrees_with_the_floor_set() -> None:
         if bound:
             extender.observe_unpending("ns/p")  # it left the pending pods: bound
         for name in [*readings, "never-seen"]:
-            assert floor.under([name], now) == (name in floor.below(now)), (name, bound)
-        assert floor.below(now) == ({"low", "full"} if bound else {"low"})
+            assert floor.under([name], now) == (name in floor.to_taint(now)), (name, bound)
+        assert floor.to_taint(now) == ({"low", "full"} if bound else {"low"})
+        assert floor.below(now) == {"low", "full"}
         assert not floor.under(["ok", "stale", "never-seen"], now)
