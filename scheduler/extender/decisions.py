@@ -194,7 +194,8 @@ class Decisions:
         pass, :func:`~eams.scheduler.record.build.windows_records`) at most
         :data:`FLUSH_AFTER_S` later, or once the loop is free when :data:`FLUSH_PODS` pods
         are queued, or at :meth:`close`; at once when no loop runs. ``below_floor(at_s)``
-        names the nodes under the headroom floor (``HeadroomFloor.below``), asked now."""
+        names the nodes under the headroom floor (``HeadroomFloor.below``), asked once the
+        answer that cleared the batch is written (a floor refresh is off the request's path)."""
         clearing_id = new_clearing_id()
         cleared_in = self._cleared_in
         for pod in snapshot.pods:
@@ -202,14 +203,15 @@ class Decisions:
             cleared_in.move_to_end(pod.key)
             self._queued_keys.add(pod.key)
         _bound_size(cleared_in)
-        below = below_floor(at_s)
-        self._queue.append(_Queued(snapshot, clearing, scores, below, at_s, clearing_id))
+        queued = _Queued(snapshot, clearing, scores, below_floor, at_s, clearing_id)
+        self._queue.append(queued)
         self._queued_pods += len(snapshot.pods)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no running loop (a direct call)
             self.flush()
             return
+        loop.call_soon(queued.below)  # after the answer is written, before any flush
         if self._queued_pods >= FLUSH_PODS:
             if self._flush_at is not None:
                 self._flush_at.cancel()
@@ -261,8 +263,9 @@ class Decisions:
         start = 0
         for i, q in enumerate(group):
             excluded: dict[str, np.ndarray] = {}
-            if q.below_floor:
-                excluded["headroom_floor"] = self._below_floor_mask(names, q.below_floor)
+            below = q.below()
+            if below:
+                excluded["headroom_floor"] = self._below_floor_mask(names, below)
             listed = self._candidate_masks(q.snapshot)
             if listed is not None:
                 excluded["filter"] = ~listed  # tested before no_fit (GATE_REASONS' order)
@@ -362,16 +365,23 @@ class Decisions:
         self.recorder.close()
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Queued:
     """A cleared batch whose lines are not built yet (:meth:`Decisions.cleared`'s arguments)."""
 
     snapshot: BatchSnapshot
     clearing: Clearing
     scores: np.ndarray
-    below_floor: frozenset[str]
+    below_floor: Callable[[float], frozenset[str]]
     at_s: float
     clearing_id: str
+    _below: frozenset[str] | None = None
+
+    def below(self) -> frozenset[str]:
+        """The nodes under the floor as first asked (``below_floor(at_s)``, then kept)."""
+        if self._below is None:
+            self._below = self.below_floor(self.at_s)
+        return self._below
 
 
 @dataclass(frozen=True)
