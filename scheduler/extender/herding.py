@@ -97,6 +97,28 @@ class HerdGuard:
         self.table.add_reserved(node, power_w, 1)
         self.version += 1
 
+    def move(self, pod: str, node: str, power_w: float | None) -> None:
+        """``pod`` was bound to ``node``, not to the node it was cleared onto (an in-tree filter
+        or score of kube-scheduler overturned the clearing): its reservation moves there as
+        ``power_w`` W, the pod's expected power on ``node``, keeping its clearing time (its
+        settle time and TTL run on); ``power_w`` ``None`` (``node`` cannot be valued) ends it.
+        Nothing when ``pod`` holds no reservation or holds it on ``node`` already."""
+        old = self._node_of.get(pod)
+        if old is None or old == node:
+            return
+        reservation = self._by_node[old][pod]
+        self._end(old, pod)
+        if power_w is None:
+            return
+        self._by_node.setdefault(node, {})[pod] = replace(reservation, power_w=power_w)
+        self._node_of[pod] = node
+        heapq.heappush(self._expiry, (reservation.cleared_at_s, node, pod))
+        self.table.add_reserved(node, power_w, 1)
+        if reservation.bound:
+            self.table.add_reserved_bound(node, power_w)
+            self.bound_version += 1
+        self.version += 1
+
     def bind(self, pod: str) -> str | None:
         """Record that ``pod`` no longer waits for its scheduling cycle (bound, or gone from the
         pending pods): its reservation now counts toward the floor taint.

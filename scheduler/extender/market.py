@@ -208,7 +208,10 @@ class Market:
         the auction can price it) and ``slots`` (free slots).
         """
         self.herd.expire(now_s)
-        view = self.table.take(self.table.rows(names))
+        return self._derived(self.table.take(self.table.rows(names)), now_s)
+
+    def _derived(self, view: dict[str, np.ndarray], now_s: float) -> dict[str, np.ndarray]:
+        """:meth:`view`'s derived columns added to table columns ``view``."""
         view["headroom"] = view["headroom"] - view["reserved_w"] / view["power_cap_w"]
         view["age_s"] = np.maximum(0.0, now_s - view["measured_at_s"])
         fresh = view["age_s"] <= self.params.stale_after_s  # NaN age compares False
@@ -229,32 +232,36 @@ class Market:
         while they equal the last checked copy, ``Nodes.calibrated`` reuses it and checks
         only slots, headroom, age and emptiness.
         """
-        empty = (view["used_pods"] == 0) & (view["reserved"] == 0)
-        empty &= view["utilisation"] < EMPTY_UTILISATION  # unknown (NaN) is never empty
-        slots = view["slots"][keep].astype(np.int64)
-        headroom = np.fmin(view["headroom"][keep], 1.0)
-        calibration = {
-            "cores": view["alloc_cpu_milli"][keep] / 1000.0,
-            "p_idle_w": view["p_idle_w"][keep],
-            "p_max_w": view["p_max_w"][keep],
-            "speed": view["speed"][keep],
-            "p_wake_w": view["p_wake_w"][keep],
-        }
+        state, calibration = _node_columns(view, keep)
         # compared bit for bit (one memcmp a column, NaN equal to itself), not element-wise
         raw = b"".join(calibration[key].tobytes() for key in CALIBRATION_COLUMNS)
         checked = self._checked_nodes
         if checked is not None and raw == self._checked_raw:
-            return Nodes.calibrated(slots, headroom, view["age_s"][keep], empty[keep], checked)
+            return Nodes.calibrated(**state, checked=checked)
         # copies: the table's columns change in place, the checked ones must not
-        copies = {key: np.array(value) for key, value in calibration.items()}
-        nodes = Nodes(
-            slots=slots, headroom=headroom, age_s=view["age_s"][keep], empty=empty[keep], **copies
-        )
+        nodes = Nodes(**state, **{key: np.array(value) for key, value in calibration.items()})
         self._checked_nodes, self._checked_raw = nodes, raw
         return nodes
 
-    def _slots(self, pod: PendingPod) -> int:
-        return max(1, math.ceil(pod.request.cpu_milli / (self.params.cores_per_slot * 1000.0)))
+    def expected_power_on_w(self, node: str, cpu_milli: float, now_s: float) -> float | None:
+        """Power a pod requesting ``cpu_milli`` millicores adds to ``node``, W: the herding
+        reservation a clearing onto that node leaves (:meth:`apply`, study §5.1); ``None``
+        when the node is unknown or cannot be valued (no calibration or allocatable CPU).
+        For a pod kube-scheduler bound elsewhere than its clearing said
+        (:meth:`.herding.HerdGuard.move`)."""
+        row = self.table.index.get(node)
+        if row is None:
+            return None
+        view = self._derived(self.table.take(np.array([row])), now_s)
+        if not view["valued"][0]:
+            return None
+        state, calibration = _node_columns(view, slice(None))
+        pod_cores = np.array([self._slots(cpu_milli) * self.params.cores_per_slot])
+        return float(_added_power_w(Nodes(**state, **calibration), np.array([0]), pod_cores)[0])
+
+    def _slots(self, cpu_milli: float) -> int:
+        """Slots of a pod requesting ``cpu_milli`` millicores (at least 1)."""
+        return max(1, math.ceil(cpu_milli / (self.params.cores_per_slot * 1000.0)))
 
     def pod_arrays(self, pods: list[PendingPod]) -> Pods:
         """Engine ``Pods`` for a batch (tenants numbered in sorted namespace order).
@@ -264,7 +271,7 @@ class Market:
         are not built and checked again per clearing; the engine never writes into them."""
         if len(pods) == 1:
             pod = pods[0]
-            slots1 = self._slots(pod)
+            slots1 = self._slots(pod.request.cpu_milli)
             work1 = pod.work_core_s or slots1 * self.params.cores_per_slot * self.default_runtime_s
             key = (slots1, work1, pod.priority)
             last = self._one_pod
@@ -278,7 +285,7 @@ class Market:
 
     def _pod_arrays(self, pods: list[PendingPod]) -> Pods:
         tenants = {t: i for i, t in enumerate(sorted({p.tenant for p in pods}))}
-        slots = [self._slots(p) for p in pods]
+        slots = [self._slots(p.request.cpu_milli) for p in pods]
         per_slot_s = self.params.cores_per_slot * self.default_runtime_s
         work = [p.work_core_s or s * per_slot_s for p, s in zip(pods, slots, strict=True)]
         return Pods(
@@ -459,6 +466,31 @@ class Market:
             self._columns = Columns(names)
             self._columns_names = names
         return self._columns
+
+
+def _node_columns(
+    view: dict[str, np.ndarray], keep: np.ndarray | slice
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The rows ``keep`` of a :meth:`Market.view` as the engine's ``Nodes`` columns: the state
+    ones (slots, headroom, age, emptiness; study §5.1: a node below
+    :data:`EMPTY_UTILISATION` with nothing placed or reserved is empty) and the
+    :data:`CALIBRATION_COLUMNS` (views of ``view``)."""
+    empty = (view["used_pods"] == 0) & (view["reserved"] == 0)
+    empty &= view["utilisation"] < EMPTY_UTILISATION  # unknown (NaN) is never empty
+    state = {
+        "slots": view["slots"][keep].astype(np.int64),
+        "headroom": np.fmin(view["headroom"][keep], 1.0),
+        "age_s": view["age_s"][keep],
+        "empty": empty[keep],
+    }
+    calibration = {
+        "cores": view["alloc_cpu_milli"][keep] / 1000.0,
+        "p_idle_w": view["p_idle_w"][keep],
+        "p_max_w": view["p_max_w"][keep],
+        "speed": view["speed"][keep],
+        "p_wake_w": view["p_wake_w"][keep],
+    }
+    return state, calibration
 
 
 def _added_power_w(nodes: Nodes, at: np.ndarray, pod_cores: np.ndarray) -> np.ndarray:

@@ -109,6 +109,12 @@ class ExtenderMetrics:
             ["reason"],
             registry=r,
         )
+        self.reservations_moved = Counter(
+            "eams_extender_reservations_moved_total",
+            "Herding reservations moved because kube-scheduler bound the pod to another node "
+            "than its clearing's (ended when that node cannot be valued).",
+            registry=r,
+        )
         self.prices = PriceCollector()
         r.register(self.prices)
         self.filtered = Counter(

@@ -245,7 +245,14 @@ class Extender:
         self._bound(key)
 
     def observe_placed(self, key: str, node: str, request: PodRequest) -> None:
-        """A pod is bound to ``node``: it uses capacity there and leaves the batch."""
+        """A pod is bound to ``node``: it uses capacity there and leaves the batch; bound
+        elsewhere than its clearing said, its herding reservation moves to ``node``
+        (:meth:`.herding.HerdGuard.move`)."""
+        held = self.herd.held_by(key)
+        if held is not None and held[0] != node:  # valued as a clearing would: before placing
+            power_w = self.market.expected_power_on_w(node, request.cpu_milli, self.clock())
+            self.herd.move(key, node, power_w)
+            self.metrics.reservations_moved.inc()
         self.nodes.place(key, node, request)
         if self.batcher is not None:
             self.batcher.forget(key)

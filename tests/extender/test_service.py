@@ -23,6 +23,7 @@ METRIC_NAMES = (
     "eams_extender_batch_pods",
     "eams_extender_clearing_duration_seconds",
     "eams_extender_fallbacks_total",
+    "eams_extender_reservations_moved_total",
     "eams_extender_node_price",
     "eams_extender_filtered_nodes_total",
     "eams_extender_headroom_recoveries_total",
