@@ -193,10 +193,12 @@ class Market:
         self.default_runtime_s = default_runtime_s
         self._columns: Columns | None = None
         self._columns_names: list[str] = []
-        self._kept: tuple[list[str], np.ndarray, np.ndarray | slice, list[str]] | None = None
+        self._kept: tuple[list[str], np.ndarray | slice, list[str], int] | None = None
         self._among_last: tuple[frozenset[str], list[str], np.ndarray | None] | None = None
         self._checked_nodes: Nodes | None = None  # the last fully checked calibration columns
         self._checked_raw = b""  # their bytes, in CALIBRATION_COLUMNS order
+        # (table.capacity_version, names, keep) they were last found equal for
+        self._checked_for: tuple[int, list[str], np.ndarray | slice] | None = None
         self._one_pod: tuple[tuple[int, float, float], Pods] | None = None
 
     def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
@@ -222,26 +224,42 @@ class Market:
         view["slots"] = np.fmax(free_cpu // (self.params.cores_per_slot * 1000.0), 0.0)
         return view
 
-    def nodes(self, view: dict[str, np.ndarray], keep: np.ndarray | slice) -> Nodes:
+    def nodes(
+        self, view: dict[str, np.ndarray], keep: np.ndarray | slice, names: list[str] | None = None
+    ) -> Nodes:
         """Engine ``Nodes`` of the rows ``keep`` (a bool mask, indices or a slice) of a
-        :meth:`view`.
+        :meth:`view` (of ``names``, when given).
 
         The calibration columns (``CALIBRATION_COLUMNS``: allocatable cores, P_idle, P_max,
         speed, wake power) change only when a calibration or a node's allocatable does, yet
         the engine checks every column of a ``Nodes`` it is given; so they are checked once:
         while they equal the last checked copy, ``Nodes.calibrated`` reuses it and checks
-        only slots, headroom, age and emptiness.
+        only slots, headroom, age and emptiness. They are not even compared while the same
+        ``names`` and ``keep`` objects come again with no allocatable or calibration written
+        since (``NodeTable.capacity_version``).
         """
-        state, calibration = _node_columns(view, keep)
+        state = _state_columns(view, keep)
+        checked = self._checked_nodes
+        version = self.table.capacity_version
+        last = self._checked_for
+        if (
+            checked is not None
+            and last is not None
+            and last[0] == version
+            and last[1] is names
+            and last[2] is keep
+        ):
+            return Nodes.calibrated(**state, checked=checked)
+        calibration = _calibration_columns(view, keep)
         # compared bit for bit (one memcmp a column, NaN equal to itself), not element-wise
         raw = b"".join(calibration[key].tobytes() for key in CALIBRATION_COLUMNS)
-        checked = self._checked_nodes
-        if checked is not None and raw == self._checked_raw:
-            return Nodes.calibrated(**state, checked=checked)
-        # copies: the table's columns change in place, the checked ones must not
-        nodes = Nodes(**state, **{key: np.array(value) for key, value in calibration.items()})
-        self._checked_nodes, self._checked_raw = nodes, raw
-        return nodes
+        if checked is None or raw != self._checked_raw:
+            # copies: the table's columns change in place, the checked ones must not
+            copies = {key: np.array(value) for key, value in calibration.items()}
+            checked = self._checked_nodes = Nodes(**state, **copies)
+            self._checked_raw = raw
+        self._checked_for = None if names is None else (version, names, keep)
+        return Nodes.calibrated(**state, checked=checked)
 
     def expected_power_on_w(self, node: str, cpu_milli: float, now_s: float) -> float | None:
         """Power a pod requesting ``cpu_milli`` millicores adds to ``node``, W: the herding
@@ -255,9 +273,10 @@ class Market:
         view = self._derived(self.table.take(np.array([row])), now_s)
         if not view["valued"][0]:
             return None
-        state, calibration = _node_columns(view, slice(None))
+        keep = slice(None)
+        nodes = Nodes(**_state_columns(view, keep), **_calibration_columns(view, keep))
         pod_cores = np.array([self._slots(cpu_milli) * self.params.cores_per_slot])
-        return float(_added_power_w(Nodes(**state, **calibration), np.array([0]), pod_cores)[0])
+        return float(_added_power_w(nodes, np.array([0]), pod_cores)[0])
 
     def _slots(self, cpu_milli: float) -> int:
         """Slots of a pod requesting ``cpu_milli`` millicores (at least 1)."""
@@ -337,7 +356,7 @@ class Market:
             among = None if pod.candidates is None else self._among(pod.candidates, names)
             feasible[j] = self.fits(pod, view, among)[keep]
             listed.append(None if among is None else among[keep])
-        pod_arrays, node_arrays = self.pod_arrays(pods), self.nodes(view, keep)
+        pod_arrays, node_arrays = self.pod_arrays(pods), self.nodes(view, keep, names)
         if len(pods) and kept:
             values = bids.bid_values(pod_arrays, node_arrays, self.params)
         else:
@@ -347,18 +366,20 @@ class Market:
     def _valued(self, names: list[str], valued: np.ndarray) -> tuple[np.ndarray | slice, list[str]]:
         """Positions and names of the valued nodes of ``names``: every one (the usual case) is
         ``slice(None)`` and ``names`` itself, so the columns are taken as views, not copied;
-        kept while the node list (the same list object, :meth:`.nodes.NodeCache.names`) and
-        the valued set repeat, so a clearing does not walk 1,000 names in Python."""
+        kept while the node list (the same list object, :meth:`.nodes.NodeCache.names`)
+        repeats and no allocatable or calibration was written (``NodeTable.capacity_version``:
+        the valued set is theirs), so a clearing does not walk 1,000 names in Python."""
         last = self._kept
-        if last is not None and last[0] is names and np.array_equal(last[1], valued):
-            return last[2], last[3]
+        version = self.table.capacity_version
+        if last is not None and last[0] is names and last[3] == version:
+            return last[1], last[2]
         keep: np.ndarray | slice
         if valued.all():
             keep, kept = slice(None), names
         else:
             keep = np.flatnonzero(valued)
             kept = [names[i] for i in keep]
-        self._kept = (names, valued, keep, kept)
+        self._kept = (names, keep, kept, version)
         return keep, kept
 
     def solve(
@@ -468,29 +489,32 @@ class Market:
         return self._columns
 
 
-def _node_columns(
-    view: dict[str, np.ndarray], keep: np.ndarray | slice
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The rows ``keep`` of a :meth:`Market.view` as the engine's ``Nodes`` columns: the state
-    ones (slots, headroom, age, emptiness; study §5.1: a node below
-    :data:`EMPTY_UTILISATION` with nothing placed or reserved is empty) and the
-    :data:`CALIBRATION_COLUMNS` (views of ``view``)."""
+def _state_columns(view: dict[str, np.ndarray], keep: np.ndarray | slice) -> dict[str, np.ndarray]:
+    """The rows ``keep`` of a :meth:`Market.view` as the engine's per-clearing ``Nodes``
+    columns: slots, headroom, age and emptiness (study §5.1: a node below
+    :data:`EMPTY_UTILISATION` with nothing placed or reserved is empty)."""
     empty = (view["used_pods"] == 0) & (view["reserved"] == 0)
     empty &= view["utilisation"] < EMPTY_UTILISATION  # unknown (NaN) is never empty
-    state = {
+    return {
         "slots": view["slots"][keep].astype(np.int64),
         "headroom": np.fmin(view["headroom"][keep], 1.0),
         "age_s": view["age_s"][keep],
         "empty": empty[keep],
     }
-    calibration = {
+
+
+def _calibration_columns(
+    view: dict[str, np.ndarray], keep: np.ndarray | slice
+) -> dict[str, np.ndarray]:
+    """The rows ``keep`` of a :meth:`Market.view` as the engine's :data:`CALIBRATION_COLUMNS`
+    (views of ``view`` where they can be)."""
+    return {
         "cores": view["alloc_cpu_milli"][keep] / 1000.0,
         "p_idle_w": view["p_idle_w"][keep],
         "p_max_w": view["p_max_w"][keep],
         "speed": view["speed"][keep],
         "p_wake_w": view["p_wake_w"][keep],
     }
-    return state, calibration
 
 
 def _added_power_w(nodes: Nodes, at: np.ndarray, pod_cores: np.ndarray) -> np.ndarray:

@@ -48,6 +48,9 @@ class NodeTable:
     def __init__(self, initial_rows: int = 1024) -> None:
         self.index: dict[str, int] = {}
         self.samples_version = 0  # counts set_sample calls (cached derived views compare it)
+        # counts set_capacity and set_calibration calls: the columns that decide which nodes
+        # can be valued and the engine's calibration columns (``Market`` keeps both meanwhile)
+        self.capacity_version = 0
         self._last_key: tuple[str, ...] = ()
         self._last_names: list[str] | None = None  # the list object last asked for
         self._last_rows = np.zeros(0, dtype=np.int64)
@@ -94,6 +97,7 @@ class NodeTable:
     ) -> None:
         """Allocatable resources of a node (``None`` → unknown)."""
         i = self.row(name)
+        self.capacity_version += 1
         for column, value in (
             ("alloc_cpu_milli", cpu_milli),
             ("alloc_memory_bytes", memory_bytes),
@@ -122,6 +126,7 @@ class NodeTable:
         """P_idle, P_max, wake power and speed of the calibrated node (speed ``None`` → 1.0:
         its own reference, as ``calfile`` writes for ``reference="self"``)."""
         i = self.row(calibration.node)
+        self.capacity_version += 1
         self.cols["p_idle_w"][i] = calibration.p_idle_w
         self.cols["p_max_w"][i] = calibration.p_max_w
         self.cols["p_wake_w"][i] = calibration.wake_power_w

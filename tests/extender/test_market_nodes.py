@@ -65,3 +65,25 @@ def test_a_one_pod_batch_reuses_its_pods_arrays_only_for_the_same_shape() -> Non
     assert first.slots.tolist() == [1] and first.priority.tolist() == [1.0]  # held
     pair = m.pod_arrays([pod("a/5", 500), pod("b/1", 500)])
     assert pair.slots.tolist() == [1, 1]
+
+
+def test_with_the_node_list_known_a_write_through_the_table_is_seen_at_once(tmp_path) -> None:
+    """``nodes(view, keep, names)`` skips even the comparison while the same list and rows
+    come again and ``NodeTable.capacity_version`` stands; a calibration or an allocatable
+    written through the table (``set_calibration``, ``set_capacity``) is seen the next time."""
+    from eams.calibrate.calfile import load_calibration
+    from tests.extender.conftest import write_calibration
+
+    m, names = market()
+    keep = slice(None)
+    first = m.nodes(m.view(names, NOW_S), keep, names)
+    m.table.add_used(names[1], 2000, 0, 1)  # usage is not a calibration: nothing compared
+    second = m.nodes(m.view(names, NOW_S), keep, names)
+    assert second.p_max_w is first.p_max_w and second.slots.tolist() == [8, 6, 8, 8]
+    m.table.set_calibration(load_calibration(write_calibration(tmp_path, names[3], 60.0, 400.0)))
+    third = m.nodes(m.view(names, NOW_S), keep, names)
+    assert third.p_max_w[3] == pytest.approx(400.0) and first.p_max_w[3] == 153.0
+    m.table.set_capacity(names[0], 4000, 32 * 2**30, 110)
+    fourth = m.nodes(m.view(names, NOW_S), keep, names)
+    assert fourth.cores.tolist() == [4.0, 8.0, 8.0, 8.0]
+    assert m.nodes(m.view(names, NOW_S), keep, names).cores is fourth.cores
