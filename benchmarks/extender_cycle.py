@@ -23,6 +23,7 @@ Usage::
 
     .venv/bin/python benchmarks/extender_cycle.py [--nodes 1000,5000] [--rate 100]
         [--duration-s 12] [--saturate-rate 400] [--saturate-s 5] [--window-ms 200]
+        [--record off|on|both] [--repeat K]
 """
 
 from __future__ import annotations
@@ -360,7 +361,8 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
         f" (queue p99 {load['queue_ms'][1]:.1f} ms); AR-2 {'ok' if ok else 'MISS'}",
         f"  extender CPU per pod (watch in) : {load['cpu_ms_per_pod']:.2f} ms"
         f" ({100 * load['cpu_share']:.0f} % of a core; idle {100 * result['idle_share']:.1f} %);"
-        f" client {load['client_cpu_ms_per_pod']:.2f} ms; ="
+        f" client {load['client_cpu_ms_per_pod']:.2f} ms (extender ="
+        f" {load['cpu_ms_per_pod'] / load['client_cpu_ms_per_pod']:.2f}x); ="
         f" {load['cpu_ms_per_pod'] / ref['cpu_ms']:.1f} healthz requests' CPU",
         f"  clearings                       : {clearings:.0f}, {pods / max(1, clearings):.1f}"
         f" pods each, mean {clearing_ms:.2f} ms",
@@ -376,6 +378,39 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
             f" client {sat['client_cpu_ms_per_pod']:.2f} ms CPU/pod"
         )
     print("\n" + "\n".join(lines), flush=True)
+
+
+def summary(results: list[dict[str, Any]]) -> None:
+    """Print, per node count and record mode, the spread over the repeated runs: the host's
+    speed drifts between runs, so the extender's CPU per pod is given with the emulated
+    kube-scheduler's own beside it (the same host, the same seconds) and their ratio."""
+
+    def spread(values: list[float], digits: int = 2) -> str:
+        low, mid, high = min(values), float(np.median(values)), max(values)
+        return f"{low:.{digits}f} / {mid:.{digits}f} / {high:.{digits}f}"
+
+    print("\nover the repeated runs (min / median / max):")
+    for key in sorted({(r["nodes"], r["record"]) for r in results}):
+        runs = [r["load"] for r in results if (r["nodes"], r["record"]) == key]
+        cpu = [run["cpu_ms_per_pod"] for run in runs]
+        client = [run["client_cpu_ms_per_pod"] for run in runs]
+        ratio = [a / b for a, b in zip(cpu, client, strict=True)]
+        saturated = [r["saturated"] for r in results if (r["nodes"], r["record"]) == key]
+        per_core = [1e3 / s["cpu_ms_per_pod"] for s in saturated if s is not None]
+        lines = [
+            f"  {key[0]} nodes, record {'on' if key[1] else 'off'}, {len(runs)} runs:",
+            f"    extender CPU per pod        : {spread(cpu)} ms",
+            f"    emulated kube-scheduler's   : {spread(client)} ms",
+            f"    extender / kube-scheduler   : {spread(ratio)}",
+            f"    calls p50 / p99 (median)    : {np.median([r['cycle_ms'][0] for r in runs]):.2f}"
+            f" / {np.median([r['cycle_ms'][1] for r in runs]):.2f} ms",
+            f"    pod latency p99 (max)       : {max(r['latency_ms'][1] for r in runs):.1f} ms",
+            f"    errors / unbound (total)    : {sum(r['errors'] for r in runs)}"
+            f" / {sum(r['unbound'] for r in runs)}",
+        ]
+        if per_core:
+            lines.append(f"    saturating pods/s per core  : {spread(per_core, 0)}")
+        print("\n".join(lines))
 
 
 def main() -> None:
@@ -401,6 +436,13 @@ def main() -> None:
         "each node count, in the same run)",
     )
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each record mode per node count, interleaved (off, on, off, ...), "
+        "then their spread",
+    )
+    parser.add_argument(
         "--no-annotate",
         dest="annotate",
         action="store_false",
@@ -420,13 +462,21 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
+    if args.repeat < 1:
+        parser.error(f"--repeat: {args.repeat}, must be ≥ 1")
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         records = {"off": [False], "on": [True], "both": [False, True]}[args.record]
         for count in (int(c) for c in args.nodes.split(",")):
-            for record in records:
-                with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                    result = runner.run(bench_nodes(count, args, Path(tmp) / str(record), record))
-                report(result, args)
+            for run in range(args.repeat):
+                for record in records:
+                    folder = Path(tmp) / f"{record}-{run}"
+                    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                        result = runner.run(bench_nodes(count, args, folder, record))
+                    report(result, args)
+                    results.append(result)
+    if args.repeat > 1:
+        summary(results)
     print(f"\nload average after: {os.getloadavg()}")
 
 
