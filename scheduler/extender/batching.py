@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from eams.scheduler.extender.market import PendingPod
+from eams.scheduler.extender.pending import PendingPod
 from eams.scheduler.extender.rows import Cleared
 
 log = logging.getLogger(__name__)

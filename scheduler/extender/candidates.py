@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from eams.scheduler.extender.market import PendingPod
 from eams.scheduler.extender.nodes import NodeCache
+from eams.scheduler.extender.pending import PendingPod
 
 
 class CandidateLists:

@@ -12,15 +12,14 @@ minus the herding reservations (NaN when unknown), ``age_s`` (NaN when unknown).
 capacity or calibration cannot be valued: it is left out of the auction, scores 0 and still
 passes ``/filter``.
 
-Per pod: ``slots = ceil(cpu / cores_per_slot)`` (at least 1), ``work_core_s`` from the
-annotation ``eams.io/work-core-s`` or ``slots × cores_per_slot × default_runtime_s`` (the pod
-then runs ``default_runtime_s`` at speed 1), and π from the resolved ``spec.priority`` through
-``bids.priority_weight`` — never from anything the pod declares itself (AR-7).
+Per pod (a :class:`~eams.scheduler.extender.pending.PendingPod`, sized in ``pending.py``):
+``slots = ceil(cpu / cores_per_slot)`` (at least 1), ``work_core_s`` from the annotation
+``eams.io/work-core-s`` or ``slots × cores_per_slot × default_runtime_s`` (the pod then runs
+``default_runtime_s`` at speed 1), and π as the pending pod carries it.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -30,109 +29,13 @@ from eams.calibrate.energy import EnergyModel
 from eams.scheduler.auction import AuctionParams, Clearing, Nodes, Pods, bids, solve
 from eams.scheduler.auction.model import CALIBRATION_COLUMNS
 from eams.scheduler.extender.herding import HerdGuard
-from eams.scheduler.extender.requests import PodRequest, pod_request
+from eams.scheduler.extender.pending import PendingPod
 from eams.scheduler.extender.rows import Cleared, Columns, scale_scores
-from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.table import NodeTable
 
-WORK_ANNOTATION = "eams.io/work-core-s"
-# The extender does not track tenant quotas yet: every tenant counts as having its whole quota
-# free (q = 1 in bids.priority_weight), so π depends on the PriorityClass value alone.
-FREE_QUOTA_SHARE = 1.0
 # A node below this utilisation with nothing placed or reserved on it is treated as empty
 # (placing a pod there also pays its wake power, study §5.1).
 EMPTY_UTILISATION = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class PendingPod:
-    """A pod waiting for placement, sized for the auction.
-
-    Attributes
-    ----------
-    key : str
-        ``namespace/name``.
-    request : PodRequest
-        Effective CPU and memory request.
-    priority : float
-        π from ``spec.priority`` through ``bids.priority_weight`` (bounded, > 0).
-    tenant : str
-        Namespace (the fairness unit, study §6.2).
-    work_core_s : float or None
-        Reference core-seconds from the ``eams.io/work-core-s`` annotation; ``None`` when
-        absent or not a positive number (the default runtime applies).
-    candidates : frozenset of str or None
-        Nodes kube-scheduler's filters passed for this pod (seen in a request), or ``None``.
-    uid : str or None
-        ``metadata.uid``: a pod deleted and created again under the same name (a StatefulSet
-        pod) is another pod and must not inherit the old one's clearing row.
-    """
-
-    key: str
-    request: PodRequest
-    priority: float
-    tenant: str
-    work_core_s: float | None
-    candidates: frozenset[str] | None = None
-    uid: str | None = None
-
-
-def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> PendingPod:
-    """Size a received pod for the auction.
-
-    Raises
-    ------
-    BadRequest
-        A resource quantity of the pod breaks the grammar (names its JSON path).
-    """
-    meta = pod.metadata
-    return sized_pod(
-        pod.key(),
-        pod_request(pod),
-        pod.spec.priority,
-        meta.namespace,
-        meta.annotations,
-        meta.uid,
-        candidates,
-    )
-
-
-def sized_pod(
-    key: str,
-    request: PodRequest,
-    priority: int | None,
-    namespace: str | None,
-    annotations: dict[str, str] | None,
-    uid: str | None,
-    candidates: frozenset[str] | None = None,
-) -> PendingPod:
-    """A :class:`PendingPod` from the fields the auction reads (its request already sized):
-    π from ``spec.priority`` (:func:`_priority`), the tenant from the namespace, the work from
-    the ``eams.io/work-core-s`` annotation."""
-    return PendingPod(
-        key=key,
-        request=request,
-        priority=_priority(priority or 0),
-        tenant=namespace or "default",
-        work_core_s=_positive_float((annotations or {}).get(WORK_ANNOTATION)),
-        candidates=candidates,
-        uid=uid or None,
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def _priority(value: int) -> float:
-    """π of a ``spec.priority`` value (``bids.priority_weight`` at a free quota), kept per
-    value: a cluster has a few PriorityClasses."""
-    return float(bids.priority_weight(value, FREE_QUOTA_SHARE))
-
-
-def _positive_float(text: str | None) -> float | None:
-    try:
-        value = float(text) if text is not None else None
-    except ValueError:
-        return None
-    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,11 @@
-"""A pending pod's watch event sized for the auction without validating the whole pod.
+"""The pending pod: what the auction reads of a pod waiting for placement, and how it is sized.
+
+:class:`PendingPod` is sized from a received pod (:func:`pending_pod`: a ``/filter`` or
+``/prioritize`` argument, validated by pydantic) or from its raw watch event
+(:class:`PendingDecoder`). Per pod (study §5.1–5.2): its effective request, π from the resolved
+``spec.priority`` through ``bids.priority_weight`` — never from anything the pod declares itself
+(AR-7) —, the tenant from its namespace, and the reference core-seconds of its work from the
+``eams.io/work-core-s`` annotation.
 
 The pending-pod watch hands every new pod of this scheduler to the batch (``watch.py``). Its
 pydantic validation (``schemas.PodObject``) and request sizing (``requests.pod_request``, exact
@@ -13,14 +20,113 @@ as before, and its request kept: the cache only ever answers for bytes that pass
 
 from __future__ import annotations
 
+import functools
+import math
+from dataclasses import dataclass
+
 import msgspec
 
-from eams.scheduler.extender.market import PendingPod, pending_pod, sized_pod
-from eams.scheduler.extender.requests import PodRequest
+from eams.scheduler.auction import bids
+from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.schemas import PodObject
 
+WORK_ANNOTATION = "eams.io/work-core-s"
+# The extender does not track tenant quotas yet: every tenant counts as having its whole quota
+# free (q = 1 in bids.priority_weight), so π depends on the PriorityClass value alone.
+FREE_QUOTA_SHARE = 1.0
 MAX_SHAPES = 1024  # distinct resource shapes kept (the cache starts again beyond this)
 _NULL = msgspec.Raw(b"null")
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPod:
+    """A pod waiting for placement, sized for the auction.
+
+    Attributes
+    ----------
+    key : str
+        ``namespace/name``.
+    request : PodRequest
+        Effective CPU and memory request.
+    priority : float
+        π from ``spec.priority`` through ``bids.priority_weight`` (bounded, > 0).
+    tenant : str
+        Namespace (the fairness unit, study §6.2).
+    work_core_s : float or None
+        Reference core-seconds from the ``eams.io/work-core-s`` annotation; ``None`` when
+        absent or not a positive number (the default runtime applies).
+    candidates : frozenset of str or None
+        Nodes kube-scheduler's filters passed for this pod (seen in a request), or ``None``.
+    uid : str or None
+        ``metadata.uid``: a pod deleted and created again under the same name (a StatefulSet
+        pod) is another pod and must not inherit the old one's clearing row.
+    """
+
+    key: str
+    request: PodRequest
+    priority: float
+    tenant: str
+    work_core_s: float | None
+    candidates: frozenset[str] | None = None
+    uid: str | None = None
+
+
+def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> PendingPod:
+    """Size a received pod for the auction.
+
+    Raises
+    ------
+    BadRequest
+        A resource quantity of the pod breaks the grammar (names its JSON path).
+    """
+    meta = pod.metadata
+    return sized_pod(
+        pod.key(),
+        pod_request(pod),
+        pod.spec.priority,
+        meta.namespace,
+        meta.annotations,
+        meta.uid,
+        candidates,
+    )
+
+
+def sized_pod(
+    key: str,
+    request: PodRequest,
+    priority: int | None,
+    namespace: str | None,
+    annotations: dict[str, str] | None,
+    uid: str | None,
+    candidates: frozenset[str] | None = None,
+) -> PendingPod:
+    """A :class:`PendingPod` from the fields the auction reads (its request already sized):
+    π from ``spec.priority`` (:func:`_priority`), the tenant from the namespace, the work from
+    the ``eams.io/work-core-s`` annotation."""
+    return PendingPod(
+        key=key,
+        request=request,
+        priority=_priority(priority or 0),
+        tenant=namespace or "default",
+        work_core_s=_positive_float((annotations or {}).get(WORK_ANNOTATION)),
+        candidates=candidates,
+        uid=uid or None,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _priority(value: int) -> float:
+    """π of a ``spec.priority`` value (``bids.priority_weight`` at a free quota), kept per
+    value: a cluster has a few PriorityClasses."""
+    return float(bids.priority_weight(value, FREE_QUOTA_SHARE))
+
+
+def _positive_float(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
 class _Meta(msgspec.Struct):
@@ -82,7 +188,7 @@ class PendingDecoder:
         self._requests: dict[_Shape, PodRequest] = {}
 
     def __call__(self, raw: bytes) -> PendingPod:
-        """The pod as :func:`.market.pending_pod` sizes it.
+        """The pod as :func:`pending_pod` sizes it.
 
         Raises
         ------

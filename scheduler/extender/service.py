@@ -41,9 +41,10 @@ from eams.scheduler.extender.decisions import Decisions
 from eams.scheduler.extender.errors import StepAside
 from eams.scheduler.extender.floor import HeadroomFloor
 from eams.scheduler.extender.herding import HerdGuard
-from eams.scheduler.extender.market import Market, PendingPod, pending_pod
+from eams.scheduler.extender.market import Market
 from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.nodes import NodeCache
+from eams.scheduler.extender.pending import PendingPod, pending_pod
 from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.rows import Cleared
 from eams.scheduler.extender.schemas import (

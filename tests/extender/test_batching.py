@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from eams.scheduler.extender.batching import Batcher
-from eams.scheduler.extender.market import PendingPod, pending_pod
+from eams.scheduler.extender.pending import PendingPod, pending_pod
 from eams.scheduler.extender.requests import PodRequest
 from eams.scheduler.extender.rows import Cleared, Columns
 from eams.scheduler.extender.schemas import PodObject

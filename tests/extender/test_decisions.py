@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from eams.scheduler.extender.decisions import Decisions, record_settings
-from eams.scheduler.extender.market import PendingPod, pending_pod
+from eams.scheduler.extender.pending import PendingPod, pending_pod
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.record import decode_pod, read_records
 from eams.scheduler.record.schema import Placement

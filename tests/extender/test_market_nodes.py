@@ -47,7 +47,7 @@ def test_calibration_columns_are_checked_once_and_again_when_they_change() -> No
 
 
 def test_a_one_pod_batch_reuses_its_pods_arrays_only_for_the_same_shape() -> None:
-    from eams.scheduler.extender.market import PendingPod
+    from eams.scheduler.extender.pending import PendingPod
     from eams.scheduler.extender.requests import PodRequest
 
     m, _ = market()

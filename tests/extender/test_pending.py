@@ -13,8 +13,7 @@ from pydantic import ValidationError
 
 from eams.datasets import data_file
 from eams.scheduler.extender.errors import BadRequest
-from eams.scheduler.extender.market import pending_pod
-from eams.scheduler.extender.pending import PendingDecoder
+from eams.scheduler.extender.pending import PendingDecoder, pending_pod
 from eams.scheduler.extender.schemas import PodObject
 
 
