@@ -391,12 +391,14 @@ def summary(results: list[dict[str, Any]]) -> None:
 
     print("\nover the repeated runs (min / median / max):")
     for key in sorted({(r["nodes"], r["record"]) for r in results}):
-        runs = [r["load"] for r in results if (r["nodes"], r["record"]) == key]
+        group = [r for r in results if (r["nodes"], r["record"]) == key]
+        runs = [r["load"] for r in group]
         cpu = [run["cpu_ms_per_pod"] for run in runs]
         client = [run["client_cpu_ms_per_pod"] for run in runs]
         ratio = [a / b for a, b in zip(cpu, client, strict=True)]
-        saturated = [r["saturated"] for r in results if (r["nodes"], r["record"]) == key]
-        per_core = [1e3 / s["cpu_ms_per_pod"] for s in saturated if s is not None]
+        per_core = [
+            1e3 / r["saturated"]["cpu_ms_per_pod"] for r in group if r["saturated"] is not None
+        ]
         lines = [
             f"  {key[0]} nodes, record {'on' if key[1] else 'off'}, {len(runs)} runs:",
             f"    extender CPU per pod        : {spread(cpu)} ms",

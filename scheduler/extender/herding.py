@@ -86,16 +86,24 @@ class HerdGuard:
             self.table.add_reserved_bound(node, -reservation.power_w)
             self.bound_version += 1
 
+    def _hold(self, node: str, reservation: Reservation) -> None:
+        """``reservation`` now held on ``node`` (the counterpart of :meth:`_end`)."""
+        pod = reservation.pod
+        self._by_node.setdefault(node, {})[pod] = reservation
+        self._node_of[pod] = node
+        heapq.heappush(self._expiry, (reservation.cleared_at_s, node, pod))
+        self.table.add_reserved(node, reservation.power_w, 1)
+        self.version += 1
+        if reservation.bound:
+            self.table.add_reserved_bound(node, reservation.power_w)
+            self.bound_version += 1
+
     def reserve(self, node: str, pod: str, power_w: float, now_s: float) -> None:
         """Record that ``pod`` was cleared onto ``node``; a re-clearing replaces the old one."""
         old = self._node_of.get(pod)
         if old is not None:
             self._end(old, pod)
-        self._by_node.setdefault(node, {})[pod] = Reservation(pod, power_w, now_s)
-        self._node_of[pod] = node
-        heapq.heappush(self._expiry, (now_s, node, pod))
-        self.table.add_reserved(node, power_w, 1)
-        self.version += 1
+        self._hold(node, Reservation(pod, power_w, now_s))
 
     def move(self, pod: str, node: str, power_w: float | None) -> None:
         """``pod`` was bound to ``node``, not to the node it was cleared onto (an in-tree filter
@@ -108,16 +116,8 @@ class HerdGuard:
             return
         reservation = self._by_node[old][pod]
         self._end(old, pod)
-        if power_w is None:
-            return
-        self._by_node.setdefault(node, {})[pod] = replace(reservation, power_w=power_w)
-        self._node_of[pod] = node
-        heapq.heappush(self._expiry, (reservation.cleared_at_s, node, pod))
-        self.table.add_reserved(node, power_w, 1)
-        if reservation.bound:
-            self.table.add_reserved_bound(node, power_w)
-            self.bound_version += 1
-        self.version += 1
+        if power_w is not None:
+            self._hold(node, replace(reservation, power_w=power_w))
 
     def bind(self, pod: str) -> str | None:
         """Record that ``pod`` no longer waits for its scheduling cycle (bound, or gone from the
