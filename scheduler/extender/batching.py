@@ -27,6 +27,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from eams.scheduler.extender.pending import PendingPod
 from eams.scheduler.extender.rows import Cleared
@@ -118,6 +119,18 @@ class Batcher:
             self.clear_pending(first=key)
             row = self.row(key, uid)
         return row
+
+    def clear_again(self, row: Cleared, candidates: frozenset[str]) -> Cleared | None:
+        """Clear a pod of the table again, now over ``candidates``, and return its new row:
+        kube-scheduler no longer offers the node ``row`` cleared it onto (an in-tree filter,
+        the floor's taint or ``/filter`` removed it since, or the pod came back for another
+        cycle), so scores from ``row`` would rank what is left without the clearing's
+        choice among it. ``None`` when the row does not carry its pod (a single-pod score)."""
+        if row.source is None:
+            return None
+        self._table.pop(row.pod, None)
+        self._pending[row.pod] = replace(row.source, candidates=candidates)
+        return self.clear_for(row.pod, row.uid)
 
     def clear_pending(self, first: str | None = None) -> list[Cleared]:
         """Clear the pending pods now (``first`` first, then the oldest, ``max_batch_pods`` at

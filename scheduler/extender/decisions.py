@@ -11,8 +11,9 @@ The wiring of ``eams.scheduler.record`` (that folder's README, "Wiring") into th
   cost more than its structs), :data:`FLUSH_AFTER_S` after the first was queued, or once the
   answer is written when :data:`FLUSH_PODS` pods wait, and at shutdown; they go to the
   never-blocking :class:`~eams.scheduler.record.Recorder` (a deque append; its thread encodes
-  and writes), so ``/prioritize`` pays neither. A binding seen before its batch's lines is held
-  by the join until they come; a pod's end waiting on them builds them first;
+  and writes), so ``/prioritize`` pays neither. A binding seen before its batch's lines (for a
+  pod cleared again, its newest batch's) is held by the join until they come; a pod's end
+  waiting on them builds them first;
 * the pod watch's bound-pod events (``watch.py``, or the ``POST /pending`` twin) go to the
   :class:`~eams.scheduler.record.OutcomeJoin`: the node kube-scheduler actually bound
   (``bound`` lines, ``eams_record_bindings_total{mode,honoured}``: the honoured fraction) and
@@ -199,6 +200,8 @@ class Decisions:
         clearing_id = new_clearing_id()
         cleared_in = self._cleared_in
         for pod in snapshot.pods:
+            if pod.key in cleared_in:  # cleared before: a binding must wait for this decision
+                self.outcomes.deciding(pod.key, pod.uid)
             cleared_in[pod.key] = clearing_id
             cleared_in.move_to_end(pod.key)
             self._queued_keys.add(pod.key)

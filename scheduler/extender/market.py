@@ -337,7 +337,9 @@ class Market:
             n = int(clearing.assignment[j])
             if n < 0:
                 rows.append(
-                    Cleared(pod.key, None, None, now_s, fell_back, compact[j], columns, pod.uid)
+                    Cleared(
+                        pod.key, None, None, now_s, fell_back, compact[j], columns, pod.uid, pod
+                    )
                 )
                 continue
             if expected_w is not None:
@@ -345,7 +347,7 @@ class Market:
             price = float(clearing.prices[n])
             node = snapshot.names[n]
             rows.append(
-                Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns, pod.uid)
+                Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns, pod.uid, pod)
             )
         return rows
 

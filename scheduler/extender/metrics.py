@@ -115,6 +115,12 @@ class ExtenderMetrics:
             "than its clearing's (ended when that node cannot be valued).",
             registry=r,
         )
+        self.reclearings = Counter(
+            "eams_extender_reclearings_total",
+            "Pods cleared again when kube-scheduler asked for their scores: their cleared node "
+            "was no longer among its candidates.",
+            registry=r,
+        )
         self.prices = PriceCollector()
         r.register(self.prices)
         self.filtered = Counter(

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eams.scheduler.extender.pending import PendingPod
+
 MAX_SCORE = 10  # MaxExtenderPriority, kube-scheduler extender/v1 types.go
 
 
@@ -62,6 +64,9 @@ class Cleared:
         of thousands of rows must not hold a dict per row: memory and GC time).
     uid : str or None
         ``metadata.uid`` of the cleared pod (:attr:`PendingPod.uid`).
+    source : PendingPod or None
+        The pod as it was cleared, to clear it again when kube-scheduler no longer offers
+        ``node`` (:meth:`.batching.Batcher.clear_again`); ``None`` for a single-pod score.
     """
 
     pod: str
@@ -72,6 +77,7 @@ class Cleared:
     scores: np.ndarray
     columns: Columns
     uid: str | None = None
+    source: PendingPod | None = None
 
     def scores_for(self, names: list[str]) -> np.ndarray:
         """(len(names),) int8 scores of ``names`` in order; 0 for a node that was not valued in

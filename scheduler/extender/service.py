@@ -368,10 +368,11 @@ class Extender:
         if self.batcher is None or not self.announced(key, uid):
             return None  # the pod must be read (and checked) whole first
         self.step_aside_if_blind(names)
+        offered = self.candidates.as_set(names)
         pending = self.batcher.pending(key)
-        if pending is not None and pending.candidates is None:
-            self.batcher.submit(replace(pending, candidates=self.candidates.as_set(names)))
-        row = self.batcher.clear_for(key, uid)  # shadow too: its record is the decision
+        if pending is not None and pending.candidates is not offered:  # the final candidates
+            self.batcher.submit(replace(pending, candidates=offered))
+        row = self._clear_among(key, uid, offered)  # shadow too: its record is the decision
         if self.decisions is not None:
             self.decisions.scored(key)  # the binding is judged against this clearing
         if not self.active:
@@ -404,7 +405,7 @@ class Extender:
         row = None
         if self.batcher is not None:
             self.batcher.submit(pod)
-            row = self.batcher.clear_for(pod.key, pod.uid)  # shadow too (see above)
+            row = self._clear_among(pod.key, pod.uid, pod.candidates)  # shadow too (see above)
             if self.decisions is not None:
                 self.decisions.scored(pod.key)
             if row is None and self.active:
@@ -419,6 +420,25 @@ class Extender:
         return names, scores
 
     # ---- clearing ----------------------------------------------------------------------------
+
+    def _clear_among(
+        self, key: str, uid: str | None, offered: frozenset[str] | None
+    ) -> Cleared | None:
+        """The pod's row for kube-scheduler's candidates ``offered``: its batch cleared now if
+        still pending, and cleared again over ``offered`` when its cleared node is not among
+        them (counted): scores from that row would rank what is left, not carry a clearing's
+        choice, and the record would judge the binding against a node never offered."""
+        assert self.batcher is not None
+        row = self.batcher.clear_for(key, uid)
+        if (
+            row is not None
+            and row.node is not None
+            and offered is not None
+            and row.node not in offered
+        ):
+            self.metrics.reclearings.inc()
+            row = self.batcher.clear_again(row, offered)
+        return row
 
     def _clear(self, batch: list[PendingPod]) -> list[Cleared]:
         started = time.perf_counter()

@@ -181,6 +181,14 @@ class OutcomeJoin:
                 out.append(self._bound(track))
         return out
 
+    def deciding(self, key: str, uid: str | None) -> None:
+        """A newer decision of pod ``key`` (``namespace/name``; ``uid`` when known) is on its
+        way (cleared again, its record not built yet): a binding seen meanwhile waits for it
+        (:meth:`decided`) instead of being judged against the earlier one."""
+        track = self._tracks.get(uid or key) or (self._tracks.get(key) if uid else None)
+        if track is not None and not track.bound_emitted:
+            track.decision = None
+
     def observe(self, event: Mapping[str, Any] | bytes | str) -> list[Record]:
         """One watch event; returns (and emits) the outcome records it completes.
 
