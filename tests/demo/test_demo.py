@@ -113,9 +113,10 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
     bound = {x["pod"]["name"]: x for x in lines if x["kind"] == "bound"}
     assert set(bound) == {p["pod"]["name"] for p in placements}
     # the honoured fraction is the measured one: every pod kube-scheduler asked the extender
-    # to score went to its highest score (checked from the answers above), so each binding
-    # the extender offered a choice for is honoured; a pod bound without scoring (one node
-    # alone passed the filters) had no choice offered: scored false, honoured null
+    # to score went to its highest score (checked from the answers above), and that is its
+    # cleared node, a clearing being among the nodes offered (test_reclearing.py), so each
+    # binding the extender offered a choice for is honoured; a pod bound without scoring (one
+    # node alone passed the filters) had no choice offered: scored false, honoured null
     live = summary["extender"]
     scored = [b for b in bound.values() if b["scored"]]
     assert len(scored) == live["decisions"]
