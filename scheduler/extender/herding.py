@@ -105,6 +105,13 @@ class HerdGuard:
             self._end(old, pod)
         self._hold(node, Reservation(pod, power_w, now_s))
 
+    def release(self, pod: str) -> None:
+        """``pod``'s reservation ends: it was cleared again onto no node. Nothing when it
+        holds none."""
+        node = self._node_of.get(pod)
+        if node is not None:
+            self._end(node, pod)
+
     def move(self, pod: str, node: str, power_w: float | None) -> None:
         """``pod`` was bound to ``node``, not to the node it was cleared onto (an in-tree filter
         or score of kube-scheduler overturned the clearing): its reservation moves there as

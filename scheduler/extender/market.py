@@ -322,7 +322,8 @@ class Market:
         reserve: bool = True,
     ) -> list[Cleared]:
         """Turn a clearing into table rows; with ``reserve``, leave a herding reservation of
-        each assigned pod's expected power on its node (shadow mode places nothing).
+        each assigned pod's expected power on its node (shadow mode places nothing); a pod
+        cleared again replaces its earlier reservation, or ends it when assigned no node.
 
         Expected power (study §5.1, :meth:`eams.calibrate.energy.EnergyModel.added_power_w`):
         ``(P_max − P_idle)·c_j/C_n`` with ``c_j = slots × cores_per_slot`` clipped to ``C_n``,
@@ -336,6 +337,8 @@ class Market:
         for j, pod in enumerate(snapshot.pods):
             n = int(clearing.assignment[j])
             if n < 0:
+                if reserve:  # cleared again onto no node: an earlier clearing's ends
+                    self.herd.release(pod.key)
                 rows.append(
                     Cleared(
                         pod.key, None, None, now_s, fell_back, compact[j], columns, pod.uid, pod

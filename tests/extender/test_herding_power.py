@@ -1,5 +1,6 @@
 """The herding reservation of a cleared pod is its added power on its node (study §5.1)."""
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -80,3 +81,30 @@ def test_a_pod_bound_elsewhere_moves_its_reservation_to_the_bound_node(tmp_path)
     assert extender.metrics.reservations_moved._value.get() == 2
     extender.observe_placed("ns/a", "dear", request)  # seen again on the same node: unchanged
     assert reserved_w("dear") == pytest.approx((260.0 - 60.0) * 2 / 8 + 60.0, rel=1e-9)
+
+
+def test_a_pod_cleared_again_onto_no_node_ends_its_reservation(tmp_path) -> None:
+    """A pod cleared onto a node and then cleared again (kube-scheduler no longer offered that
+    node) where no offered node can take it: its first clearing's reservation ends instead of
+    keeping that node full until the TTL."""
+    from eams.calibrate.calfile import load_calibration
+    from eams.scheduler.extender.metrics import ExtenderMetrics
+    from eams.scheduler.extender.pending import sized_pod
+    from eams.scheduler.extender.requests import PodRequest
+    from eams.scheduler.extender.service import Extender
+    from eams.scheduler.extender.settings import Settings
+    from eams.telemetry import TelemetrySample
+    from tests.extender.conftest import node_object, sample, write_calibration
+
+    now = 1_800_000_000.0
+    calibrations = {"cheap": load_calibration(write_calibration(tmp_path, "cheap", 30.0, 90.0))}
+    extender = Extender(Settings(mode="active"), calibrations, ExtenderMetrics(), lambda: now)
+    extender.observe_nodes([node_object(n, cpu="8") for n in ("cheap", "uncalibrated")], "node")
+    extender.ingest([TelemetrySample.from_json(sample("cheap", now, 0.6, utilisation=0.0))])
+    pod = sized_pod("ns/a", PodRequest(2000, 256 * 2**20), 0, "ns", {}, "uid-a")
+    (row,) = extender._clear([pod])
+    assert row.node == "cheap" and extender.herd.held_by("ns/a") is not None
+    (again,) = extender._clear([dataclasses.replace(pod, candidates=frozenset({"uncalibrated"}))])
+    assert again.node is None  # the one offered node cannot be valued
+    assert extender.herd.held_by("ns/a") is None
+    assert extender.table.cols["reserved_w"][extender.table.index["cheap"]] == 0.0
