@@ -244,7 +244,10 @@ class Decisions:
                 log.exception("placement records of %d pods not built", pods)
                 continue
             self.recorder.submit_all(records)
-            self.outcomes.decided(records)
+            latest = self._cleared_in  # a pod cleared again in the queue: its newest decides
+            self.outcomes.decided(
+                [r for r in records if latest.get(r.pod.key, r.clearing_id) == r.clearing_id]
+            )
 
     def _records(self, group: list[_Queued]) -> list[Placement]:
         """The ``placement`` records of batches cleared over the same nodes. The per-node
