@@ -340,18 +340,14 @@ class Market:
                 if reserve:  # cleared again onto no node: an earlier clearing's ends
                     self.herd.release(pod.key)
                 rows.append(
-                    Cleared(
-                        pod.key, None, None, now_s, fell_back, compact[j], columns, pod.uid, pod
-                    )
+                    Cleared(pod.key, None, None, now_s, fell_back, compact[j], columns, pod)
                 )
                 continue
             if expected_w is not None:
                 self.herd.reserve(snapshot.names[n], pod.key, float(expected_w[j]), now_s)
             price = float(clearing.prices[n])
             node = snapshot.names[n]
-            rows.append(
-                Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns, pod.uid, pod)
-            )
+            rows.append(Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns, pod))
         return rows
 
     def expected_power_w(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:

@@ -62,11 +62,10 @@ class Cleared:
     columns : Columns
         Node name → index into ``scores``; one object shared by every row of the window (a table
         of thousands of rows must not hold a dict per row: memory and GC time).
-    uid : str or None
-        ``metadata.uid`` of the cleared pod (:attr:`PendingPod.uid`).
     source : PendingPod or None
-        The pod as it was cleared, to clear it again when kube-scheduler no longer offers
-        ``node`` (:meth:`.batching.Batcher.clear_again`); ``None`` for a single-pod score.
+        The pod as it was cleared (its ``uid``, and what to clear again when kube-scheduler
+        no longer offers ``node``: :meth:`.batching.Batcher.clear_again`); ``None`` for a
+        single-pod score.
     """
 
     pod: str
@@ -76,8 +75,12 @@ class Cleared:
     fell_back: bool
     scores: np.ndarray
     columns: Columns
-    uid: str | None = None
     source: PendingPod | None = None
+
+    @property
+    def uid(self) -> str | None:
+        """``metadata.uid`` of the cleared pod (:attr:`PendingPod.uid`; ``None`` unknown)."""
+        return None if self.source is None else self.source.uid
 
     def scores_for(self, names: list[str]) -> np.ndarray:
         """(len(names),) int8 scores of ``names`` in order; 0 for a node that was not valued in

@@ -405,7 +405,7 @@ class Extender:
         row = None
         if self.batcher is not None:
             self.batcher.submit(pod)
-            row = self._clear_among(pod.key, pod.uid, pod.candidates)  # shadow too (see above)
+            row = self._clear_among(pod.key, pod.uid, self.candidates.as_set(names))  # shadow too
             if self.decisions is not None:
                 self.decisions.scored(pod.key)
             if row is None and self.active:
@@ -421,21 +421,14 @@ class Extender:
 
     # ---- clearing ----------------------------------------------------------------------------
 
-    def _clear_among(
-        self, key: str, uid: str | None, offered: frozenset[str] | None
-    ) -> Cleared | None:
+    def _clear_among(self, key: str, uid: str | None, offered: frozenset[str]) -> Cleared | None:
         """The pod's row for kube-scheduler's candidates ``offered``: its batch cleared now if
         still pending, and cleared again over ``offered`` when its cleared node is not among
         them (counted): scores from that row would rank what is left, not carry a clearing's
         choice, and the record would judge the binding against a node never offered."""
         assert self.batcher is not None
         row = self.batcher.clear_for(key, uid)
-        if (
-            row is not None
-            and row.node is not None
-            and offered is not None
-            and row.node not in offered
-        ):
+        if row is not None and row.node is not None and row.node not in offered:
             self.metrics.reclearings.inc()
             row = self.batcher.clear_again(row, offered)
         return row
