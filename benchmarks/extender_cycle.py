@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 from eams.datasets import data_file  # noqa: E402
 from eams.scheduler.bench.kube_cycle import ExtenderConfig, KubeCycle  # noqa: E402
 from eams.scheduler.bench.kube_wire import KeepAliveConnection  # noqa: E402
+from eams.scheduler.record.metrics import CPU_PARTS  # noqa: E402
 from tests.extender.apiserver import FakeApiServer  # noqa: E402
 from tests.extender.conftest import sample, write_calibration  # noqa: E402
 from tests.servers.uvicorn import ExtenderServer  # noqa: E402
@@ -268,17 +269,24 @@ async def bench_nodes(
         idle_share = (_cpu_s(server.process.pid) - idle0_s) / args.idle_s
         ref = await reference(server.port, server.process.pid)
         spies = _py_spy(args.py_spy, count, server.process.pid, args.duration_s)
+        before = await asyncio.to_thread(_metrics, server.port)
         load = await run_load(
             api, server, pod_template, names, f"p{count}", args.rate, args.duration_s
         )
         for spy in spies:
             await asyncio.to_thread(spy.wait)
         metrics = await asyncio.to_thread(_metrics, server.port)
+        load["record_cpu_ms"] = _record_cpu_ms(before, metrics, load["created"])
         saturated = None
         if args.saturate_s > 0:
             saturated = await run_load(
                 api, server, pod_template, names, f"s{count}", args.saturate_rate, args.saturate_s
             )
+            if record and args.annotate:  # the rate-limited patches trail the bindings
+                bound = sum(run["created"] - run["unbound"] for run in (load, saturated))
+                await _settled(server.port, bound)
+            after = await asyncio.to_thread(_metrics, server.port)
+            saturated["record_cpu_ms"] = _record_cpu_ms(metrics, after, saturated["created"])
     finally:
         server.stop()
         await api.close()
@@ -312,6 +320,34 @@ def _py_spy(folder: Path | None, count: int, pid: int, duration_s: float) -> lis
         argv += ["-p", str(target), "-o", str(out)]
         runs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return runs
+
+
+def _record_cpu_ms(
+    before: dict[str, float], after: dict[str, float], pods: int
+) -> dict[str, float]:
+    """The record's own CPU per pod between two scrapes, ms, by part
+    (``eams_record_cpu_seconds_total{part}``, each thread's ``time.thread_time``); empty with
+    the record off."""
+    out = {}
+    for part in CPU_PARTS:
+        series = f'eams_record_cpu_seconds_total{{part="{part}"}}'
+        if series in after:
+            out[part] = 1e3 * (after[series] - before.get(series, 0.0)) / max(1, pods)
+    return out
+
+
+async def _settled(port: int, bound: int, timeout_s: float = 30.0) -> None:
+    """Wait until every bound pod's annotation patch is answered (the annotator sends at
+    most ``MAX_PER_S`` a second, so after a saturating run its backlog trails), or timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        m = await asyncio.to_thread(_metrics, port)
+        answered = sum(
+            v for k, v in m.items() if k.startswith("eams_extender_annotation_patches_total")
+        )
+        if answered >= bound:
+            return
+        await asyncio.sleep(0.2)
 
 
 def _server_share(metrics: dict[str, float], le: str) -> float:
@@ -367,6 +403,8 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
         f"  clearings                       : {clearings:.0f}, {pods / max(1, clearings):.1f}"
         f" pods each, mean {clearing_ms:.2f} ms",
     ]
+    if load["record_cpu_ms"]:
+        lines.append(f"  the record's own CPU per pod    : {_parts(load)}")
     sat = result["saturated"]
     if sat is not None:
         lines.append(
@@ -377,7 +415,19 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
             f" {sat['cycle_ms'][0]:.2f}/{sat['cycle_ms'][1]:.2f} ms, errors {sat['errors']},"
             f" client {sat['client_cpu_ms_per_pod']:.2f} ms CPU/pod"
         )
+        if sat["record_cpu_ms"]:
+            lines.append(f"    the record's own CPU per pod  : {_parts(sat)} (patches settled)")
     print("\n" + "\n".join(lines), flush=True)
+
+
+def _parts(run: dict[str, Any]) -> str:
+    """The record's CPU per pod of one run, its total and its share of the extender's."""
+    parts = run["record_cpu_ms"]
+    total = sum(parts.values())
+    each = ", ".join(f"{part} {ms:.3f}" for part, ms in parts.items())
+    return (
+        f"{total:.3f} ms ({each}) = {100 * total / run['cpu_ms_per_pod']:.1f} % of the extender's"
+    )
 
 
 def summary(results: list[dict[str, Any]]) -> None:
@@ -412,7 +462,32 @@ def summary(results: list[dict[str, Any]]) -> None:
         ]
         if per_core:
             lines.append(f"    saturating pods/s per core  : {spread(per_core, 0)}")
+        if key[1]:
+            own = [sum(run["record_cpu_ms"].values()) for run in runs]
+            lines.append(f"    the record's own CPU per pod: {spread(own, 3)} ms")
+            off = [r["load"] for r in results if (r["nodes"], r["record"]) == (key[0], False)]
+            if off:
+                lines += _paired(off, runs)
         print("\n".join(lines))
+
+
+def _paired(off: list[dict[str, Any]], on: list[dict[str, Any]]) -> list[str]:
+    """Record on against off, run by run (each pair ran back to back): the difference of the
+    extender's CPU per pod, and of its ratio to the emulated kube-scheduler's, beside the
+    record-off runs' own spread (max − min: the noise a difference is read against)."""
+    cpu = [b["cpu_ms_per_pod"] - a["cpu_ms_per_pod"] for a, b in zip(off, on, strict=False)]
+    ratio = [
+        b["cpu_ms_per_pod"] / b["client_cpu_ms_per_pod"]
+        - a["cpu_ms_per_pod"] / a["client_cpu_ms_per_pod"]
+        for a, b in zip(off, on, strict=False)
+    ]
+    noise = max(r["cpu_ms_per_pod"] for r in off) - min(r["cpu_ms_per_pod"] for r in off)
+    low, mid, high = min(cpu), float(np.median(cpu)), max(cpu)
+    return [
+        f"    on − off, pair by pair      : {low:+.2f} / {mid:+.2f} / {high:+.2f} ms CPU per pod;"
+        f" ratio to kube-scheduler {min(ratio):+.2f} / {float(np.median(ratio)):+.2f} /"
+        f" {max(ratio):+.2f}; record-off runs' spread {noise:.2f} ms",
+    ]
 
 
 def main() -> None:

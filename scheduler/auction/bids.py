@@ -6,6 +6,8 @@ and returns arrays. No I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -98,6 +100,22 @@ def gate(nodes: Readings, params: AuctionParams) -> np.ndarray:
     open_ = 0.5 * (1.0 + np.tanh(0.5 * x))  # σ(x) without overflow
     capped = nodes.headroom <= 0  # NaN compares False: unknown is not "capped"
     return np.where(capped, 0.0, open_)
+
+
+@dataclass(frozen=True)
+class _Arrays:
+    headroom: np.ndarray
+    age_s: np.ndarray
+
+
+def gate_of(params: AuctionParams) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """:func:`gate` of bare arrays: ``gate_of(params)(headroom, age_s)``, any one shape (the
+    decision record's ``GateOf``, evaluated at the few nodes a record keeps)."""
+
+    def gate_at(headroom: np.ndarray, age_s: np.ndarray) -> np.ndarray:
+        return gate(_Arrays(headroom, age_s), params)
+
+    return gate_at
 
 
 def bid_values(

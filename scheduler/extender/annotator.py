@@ -27,7 +27,8 @@ over one keep-alive connection:
   Requests a closing server left unanswered are sent again on a new connection (a merge
   patch applied twice is applied once);
 * **rate-limited**: at most ``max_per_s`` patches a second (a token bucket holding one
-  second's worth), so a burst of bindings cannot flood the API server;
+  second's worth), so a burst of bindings cannot flood the API server; at the limit the thread
+  waits for :data:`GATHER_S`' worth of tokens and sends them as one run;
 * **bounded**: with ``max_queue`` pods waiting a new one is dropped and counted
   (``eams_extender_annotation_patches_total{outcome="dropped"}``); nothing blocks or raises
   into the caller. Answers are counted ``ok`` or ``error`` (any status ≥ 300 or a transport
@@ -165,6 +166,9 @@ class PodAnnotator:
         Pods waiting at most (:data:`MAX_QUEUE`).
     max_per_s : float
         Patches a second at most (:data:`MAX_PER_S`).
+    cpu : prometheus_client.Counter, optional
+        Where the thread adds its CPU time, s, after each run it sends
+        (``eams_record_cpu_seconds_total{part="annotator"}``).
 
     Raises
     ------
@@ -178,12 +182,14 @@ class PodAnnotator:
         outcomes: Counter,
         max_queue: int = MAX_QUEUE,
         max_per_s: float = MAX_PER_S,
+        cpu: Counter | None = None,
     ) -> None:
         if max_queue < 1 or not max_per_s > 0:
             raise ValueError(f"max_queue = {max_queue} (≥ 1), max_per_s = {max_per_s} (> 0)")
         self._send = send
         self._ok, self._error = outcomes.labels("ok"), outcomes.labels("error")
         self._dropped = outcomes.labels("dropped")
+        self._cpu = cpu
         self._max_queue, self._per_s = max_queue, float(max_per_s)
         self._waiting: dict[str, Placement] = {}  # pod key → its latest decision, in order
         self._lock = threading.Lock()  # the loop inserts, the thread pops
@@ -218,7 +224,13 @@ class PodAnnotator:
         self._thread.join(timeout_s)
 
     def _run(self) -> None:
-        tokens, last = self._per_s, time.monotonic()
+        per_s = self._per_s
+        # at the rate limit, wait for a run's worth of tokens, not one: a patch at a time would
+        # cost a wake-up and a round trip each (measured: 0.10 ms of CPU a patch, not 0.04)
+        run = max(1, min(MAX_BATCH, int(per_s * GATHER_S)))
+        capacity = max(per_s, float(run))
+        tokens, last = capacity, time.monotonic()
+        counted_s = 0.0
         while True:
             self._wake.wait()
             if not self._closed:
@@ -226,14 +238,19 @@ class PodAnnotator:
             self._wake.clear()
             while self._waiting:
                 now = time.monotonic()
-                tokens = min(self._per_s, tokens + (now - last) * self._per_s)
+                tokens = min(capacity, tokens + (now - last) * per_s)
                 last = now
-                if tokens < 1.0:
-                    time.sleep((1.0 - tokens) / self._per_s)
+                wanted = min(run, len(self._waiting))
+                if tokens < wanted:
+                    time.sleep((wanted - tokens) / per_s)
                     continue
                 batch = self._pop(min(MAX_BATCH, int(tokens)))
                 tokens -= len(batch)
                 self._send_all(batch)
+            if self._cpu is not None:
+                spent_s = time.thread_time()  # this thread's CPU so far, wake-ups included
+                self._cpu.inc(spent_s - counted_s)
+                counted_s = spent_s
             if self._closed:
                 return
 

@@ -5,7 +5,9 @@ The wiring of ``eams.scheduler.record`` (that folder's README, "Wiring") into th
 * after each cleared batch, in both modes, one ``placement`` line per pod
   (:func:`~eams.scheduler.record.build.windows_records`: pod namespace/name/UID, clearing id,
   mode, the candidates with bid, price, headroom, telemetry age, gate and score, the gated nodes
-  by reason, the cleared node, the method and its certificate). The batch is queued and its
+  by reason, the cleared node, the method and its certificate; a node is under the headroom
+  floor by the same fresh headroom, net of every reservation, that the batch's bids read). The
+  batch is queued and its
   lines are built on the event loop with every batch queued meanwhile, in one pass (with
   kube-scheduler serial nearly every batch is one pod: built alone, its ~40 small numpy calls
   cost more than its structs), :data:`FLUSH_AFTER_S` after the first was queued, or once the
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -64,11 +67,13 @@ from eams.scheduler.record.schema import Bound
 
 KEEP_PODS = 100_000
 """Pods whose latest clearing (and scoring) is remembered at most, the oldest forgotten first."""
-FLUSH_AFTER_S = 0.1
+FLUSH_AFTER_S = 0.25
 """The longest a cleared batch waits for its placement lines, s. Built together, batches of one
-pod over 1,000 nodes cost ~270 µs a pod alone, ~100 five together, ~75 ten, ~60 twenty (a
-microbenchmark, 2 shared cores): at 100 pods/s 0.1 s gathers ten; a line (and a pod's
-annotations) comes 0.1 s late at most, far inside kube-scheduler's and the watch's own delays."""
+pod over 1,000 nodes cost ~215 µs a pod alone, ~65 five together, ~50 ten, ~45 sixteen (a
+microbenchmark, 2 shared cores; in the server, caches colder, 0.10 ms a pod in tens and 0.07 in
+sixteens): at 100 pods/s :data:`FLUSH_PODS` are queued first (0.16 s); a line (and a pod's
+annotations) comes 0.25 s late at most, far inside kube-scheduler's and the watch's own
+delays."""
 FLUSH_PODS = 16
 """Queued pods whose lines are built at once (once the answer is written) instead of waiting:
 a pass of 16 holds the loop ~1 ms, and a longer one would delay the requests behind it more
@@ -118,6 +123,9 @@ class Decisions:
         Only pods of this profile are joined.
     params : AuctionParams
         The engine's (the gate σ(k(ĥ − h0)) and AR-6's staleness limit of each record).
+    headroom_floor : float
+        The extender's floor (0–1, ``floor.py``): a node whose fresh headroom in the batch's
+        snapshot is below it is gated ``headroom_floor``.
     clock : callable
         Epoch seconds.
     annotate : bool
@@ -142,14 +150,19 @@ class Decisions:
         mode: str,
         scheduler_name: str,
         params: AuctionParams,
+        headroom_floor: float,
         clock: Callable[[], float],
         annotate: bool = True,
     ) -> None:
         self.annotate = annotate
         self.mode = "active" if mode == "active" else "shadow"
         self.params = params
+        self.headroom_floor = headroom_floor
+        self._gate_of = bids.gate_of(params)
         self.folder = settings.folder
         self.metrics = RecordMetrics(registry)
+        self._cpu_lines = self.metrics.cpu.labels("lines")
+        self._cpu_join = self.metrics.cpu.labels("join")
         self.recorder = Recorder(settings, self.metrics, clock)
         self.outcomes = OutcomeJoin(
             self.recorder.submit,
@@ -161,9 +174,6 @@ class Decisions:
         )
         self._cleared_in: OrderedDict[str, str] = OrderedDict()  # pod key → latest clearing id
         self._scored_in: OrderedDict[str, str] = OrderedDict()  # pod key → clearing it scored
-        # the floor's mask kept while the node list and the floor's set are the same objects
-        # (each keeps one object while unchanged): one O(N) pass per change, not per clearing
-        self._floor_mask: tuple[list[str], frozenset[str], np.ndarray] | None = None
         self._queue: list[_Queued] = []  # cleared batches whose lines are not built yet
         self._queued_pods = 0
         self._queued_keys: set[str] = set()  # their pods (``namespace/name``)
@@ -181,22 +191,21 @@ class Decisions:
         """Send the annotations through ``api_client`` (a ``kubernetes.client.ApiClient``,
         the watch's) from a :class:`PodAnnotator`; nothing with ``annotate`` off."""
         if self.annotate and self.annotator is None:
-            self.annotator = PodAnnotator(api_sender(api_client), self.annotations)
+            self.annotator = PodAnnotator(
+                api_sender(api_client), self.annotations, cpu=self.metrics.cpu.labels("annotator")
+            )
 
     def cleared(
         self,
         snapshot: BatchSnapshot,
         clearing: Clearing,
         scores: np.ndarray,
-        below_floor: Callable[[float], frozenset[str]],
         at_s: float,
     ) -> None:
         """Record a cleared batch: queued, its records built with the others queued (one
         pass, :func:`~eams.scheduler.record.build.windows_records`) at most
         :data:`FLUSH_AFTER_S` later, or once the loop is free when :data:`FLUSH_PODS` pods
-        are queued, or at :meth:`close`; at once when no loop runs. ``below_floor(at_s)``
-        names the nodes under the headroom floor (``HeadroomFloor.below``), asked once the
-        answer that cleared the batch is written (a floor refresh is off the request's path)."""
+        are queued, or at :meth:`close`; at once when no loop runs."""
         clearing_id = new_clearing_id()
         cleared_in = self._cleared_in
         for pod in snapshot.pods:
@@ -206,7 +215,7 @@ class Decisions:
             cleared_in.move_to_end(pod.key)
             self._queued_keys.add(pod.key)
         _bound_size(cleared_in)
-        queued = _Queued(snapshot, clearing, scores, below_floor, at_s, clearing_id)
+        queued = _Queued(snapshot, clearing, scores, at_s, clearing_id)
         self._queue.append(queued)
         self._queued_pods += len(snapshot.pods)
         try:
@@ -214,7 +223,6 @@ class Decisions:
         except RuntimeError:  # no running loop (a direct call)
             self.flush()
             return
-        loop.call_soon(queued.below)  # after the answer is written, before any flush
         if self._queued_pods >= FLUSH_PODS:
             if self._flush_at is not None:
                 self._flush_at.cancel()
@@ -225,6 +233,7 @@ class Decisions:
     def flush(self) -> None:
         """Build the queued batches' records (one pass per run of batches over the same
         nodes) and hand them to the recorder and the outcome join, in clearing order."""
+        started_s = time.thread_time()
         if self._flush_at is not None:
             self._flush_at.cancel()
             self._flush_at = None
@@ -248,18 +257,23 @@ class Decisions:
             self.outcomes.decided(
                 [r for r in records if latest.get(r.pod.key, r.clearing_id) == r.clearing_id]
             )
+        self._cpu_lines.inc(time.thread_time() - started_s)
 
     def _records(self, group: list[_Queued]) -> list[Placement]:
         """The ``placement`` records of batches cleared over the same nodes. The per-node
         arrays of every batch are taken as (W, N) rows and the per-pod ones as (ΣJ, N), so
-        the gate and the free-slot test are a few numpy calls for all of them."""
+        the floor and the free-slot test are a few numpy calls for all of them."""
         names = group[0].snapshot.names
         snapshots = [q.snapshot for q in group]
         sizes = [len(s.pods) for s in snapshots]
         window_of = np.repeat(np.arange(len(group)), sizes)
         nodes = [s.node_arrays for s in snapshots]
-        headroom = np.stack([n.headroom for n in nodes])
-        gate = bids.gate(_Readings(headroom, np.stack([n.age_s for n in nodes])), self.params)
+        with np.errstate(invalid="ignore"):  # NaN (unknown) is neither fresh nor under
+            fresh = np.stack([n.age_s for n in nodes]) <= self.params.stale_after_s
+            below = np.logical_and(
+                fresh, np.stack([n.headroom for n in nodes]) < self.headroom_floor
+            )
+        with_below = set(np.flatnonzero(below.any(axis=1)).tolist())
         room = (
             np.stack([n.slots for n in nodes])[window_of]
             >= np.concatenate([s.pod_arrays.slots for s in snapshots])[:, None]
@@ -269,9 +283,8 @@ class Decisions:
         start = 0
         for i, q in enumerate(group):
             excluded: dict[str, np.ndarray] = {}
-            below = q.below()
-            if below:
-                excluded["headroom_floor"] = self._below_floor_mask(names, below)
+            if i in with_below:
+                excluded["headroom_floor"] = below[i]
             listed = self._candidate_masks(q.snapshot)
             if listed is not None:
                 excluded["filter"] = ~listed  # tested before no_fit (GATE_REASONS' order)
@@ -288,7 +301,6 @@ class Decisions:
                     at_s=q.at_s,
                     clearing_id=q.clearing_id,
                     excluded=excluded,
-                    gate=gate[i],
                     scores=q.scores,
                 )
             )
@@ -296,6 +308,7 @@ class Decisions:
             windows,
             names=names,
             mode=self.mode,  # type: ignore[arg-type]
+            gate_of=self._gate_of,
             stale_after_s=self.params.stale_after_s,
         )
 
@@ -314,14 +327,6 @@ class Decisions:
         key = decision.pod.key
         self._cleared_in.pop(key, None)  # bound: no longer needed
         return self._scored_in.pop(key, None) == decision.clearing_id
-
-    def _below_floor_mask(self, names: list[str], below: frozenset[str]) -> np.ndarray:
-        """(N,) bool: the node is under the headroom floor."""
-        kept = self._floor_mask
-        if kept is None or kept[0] is not names or kept[1] is not below:
-            mask = np.fromiter((n in below for n in names), bool, len(names))
-            kept = self._floor_mask = (names, below, mask)
-        return kept[2]
 
     def _candidate_masks(self, snapshot: BatchSnapshot) -> np.ndarray | None:
         """(J, N) bool: node n was among pod j's candidates (kube-scheduler's filters passed
@@ -350,10 +355,12 @@ class Decisions:
             meta = pod.metadata
             if f"{meta.namespace}/{meta.name}" in self._queued_keys:
                 self.flush()  # the join emits an end only after the pod's decision
+        started_s = time.thread_time()
         try:
             self.outcomes.observe_pod(kind, pod)
         except Exception as exc:
             log.warning("pod event not joined to the record: %s", exc)
+        self._cpu_join.inc(time.thread_time() - started_s)
 
     def _bound(self, decision: Placement, _bound: Bound) -> None:
         annotator = self.annotator
@@ -378,24 +385,8 @@ class _Queued:
     snapshot: BatchSnapshot
     clearing: Clearing
     scores: np.ndarray
-    below_floor: Callable[[float], frozenset[str]]
     at_s: float
     clearing_id: str
-    _below: frozenset[str] | None = None
-
-    def below(self) -> frozenset[str]:
-        """The nodes under the floor as first asked (``below_floor(at_s)``, then kept)."""
-        if self._below is None:
-            self._below = self.below_floor(self.at_s)
-        return self._below
-
-
-@dataclass(frozen=True)
-class _Readings:
-    """(W, N) headroom and telemetry age of W batches' nodes (``bids.gate`` of all at once)."""
-
-    headroom: np.ndarray
-    age_s: np.ndarray
 
 
 def _same(a: list[str], b: list[str]) -> bool:

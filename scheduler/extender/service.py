@@ -137,6 +137,7 @@ class Extender:
                 settings.mode,
                 settings.scheduler_name,
                 self.market.params,
+                settings.headroom_floor,
                 clock,
                 settings.annotate,
             )
@@ -458,7 +459,7 @@ class Extender:
             m.fallbacks.labels("greedy").inc()
         m.prices.update(snapshot.names, clearing.prices)
         if self.decisions is not None:
-            self.decisions.cleared(snapshot, clearing, scores, self.floor.below, now_s)
+            self.decisions.cleared(snapshot, clearing, scores, now_s)
         self._after_clearing(rows)
         return rows
 

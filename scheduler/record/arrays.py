@@ -61,15 +61,6 @@ def gate_codes(
     return codes
 
 
-def gate_counts(codes: np.ndarray) -> list[list[int]]:
-    """Per row, how many nodes each reason gated: (R, len(GATE_REASONS)) as lists."""
-    rows = len(codes)
-    width = len(GATE_REASONS) + 1
-    offsets = (np.arange(rows, dtype=np.int64) * width)[:, None]
-    counts = np.bincount((codes + offsets).ravel(), minlength=rows * width)
-    return counts.reshape(rows, width)[:, 1:].tolist()  # type: ignore[no-any-return]
-
-
 def picked_columns(
     values: np.ndarray, codes: np.ndarray, assignment: np.ndarray, k: int
 ) -> list[list[int]]:
@@ -87,16 +78,23 @@ def picked_columns(
     return out
 
 
-def gated_columns(codes: np.ndarray, keep: int) -> list[list[tuple[int, int]]]:
-    """Per row, its first ``keep`` gated columns with their codes (in column order), found
-    for every row at once."""
+def gated_columns(
+    codes: np.ndarray, keep: int
+) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+    """Per row, how many nodes each reason gated ((R, len(GATE_REASONS)) as lists), and its
+    first ``keep`` gated columns with their codes (in column order): one pass over the gated
+    (row, column) pairs of every row at once."""
+    n_rows, width = len(codes), len(GATE_REASONS) + 1
     rows, columns = np.nonzero(codes)  # row-major: each row's columns ascending
+    code = codes[rows, columns]
+    counts = np.bincount(rows * width + code, minlength=n_rows * width)
     rank = np.arange(rows.size) - np.searchsorted(rows, rows)  # position within its row
     kept = rank < keep
-    rows, columns = rows[kept], columns[kept]
-    ends = np.cumsum(np.bincount(rows, minlength=len(codes))).tolist()
-    pairs = list(zip(columns.tolist(), codes[rows, columns].tolist(), strict=True))
-    return [pairs[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+    rows, columns, code = rows[kept], columns[kept], code[kept]
+    ends = np.cumsum(np.bincount(rows, minlength=n_rows)).tolist()
+    pairs = list(zip(columns.tolist(), code.tolist(), strict=True))
+    listed = [pairs[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+    return counts.reshape(n_rows, width)[:, 1:].tolist(), listed
 
 
 def stacked_masks(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,7 +23,6 @@ import numpy as np
 
 from eams.scheduler.record.arrays import (
     gate_codes,
-    gate_counts,
     gated_columns,
     number,
     picked_columns,
@@ -50,6 +49,12 @@ def new_clearing_id() -> str:
     """A clearing id unique to this process run: 6 hex digits chosen at start, ``-``, a counter
     (``"3fa2c1-42"``)."""
     return f"{_PROCESS}-{next(_SEQUENCE)}"
+
+
+GateOf = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""``gate_of(headroom, age_s)``: σ(k(ĥ − h0)) of nodes' headroom and telemetry age, arrays of
+one shape (``eams.scheduler.auction.bids.gate`` through the caller, which holds the engine's
+parameters); evaluated at the nodes a record keeps only, not at every node."""
 
 
 class ClearingLike(Protocol):
@@ -148,8 +153,6 @@ class Window:
     excluded : reason → (N,) or (J, N) bool, optional
         The caller's gates (:func:`~.arrays.gate_codes`), e.g. ``{"headroom_floor":
         floor_mask, "filter": ~candidate_mask, "no_fit": ~fits}``.
-    gate : (N,) float, optional
-        σ(k(ĥ − h0)) per node (``bids.gate``).
     scores : (J, N) int, optional
         The 0–10 scores answered to kube-scheduler.
     """
@@ -162,7 +165,6 @@ class Window:
     at_s: float
     clearing_id: str | None = None
     excluded: Mapping[str, np.ndarray] | None = None
-    gate: np.ndarray | None = None
     scores: np.ndarray | None = None
 
 
@@ -178,8 +180,8 @@ def placement_records(
     at_s: float,
     clearing_id: str | None = None,
     excluded: Mapping[str, np.ndarray] | None = None,
-    gate: np.ndarray | None = None,
     scores: np.ndarray | None = None,
+    gate_of: GateOf | None = None,
     stale_after_s: float | None = None,
     keep_candidates: int = 5,
     keep_gated: int = 8,
@@ -205,13 +207,13 @@ def placement_records(
         at_s=at_s,
         clearing_id=clearing_id,
         excluded=excluded,
-        gate=gate,
         scores=scores,
     )
     return windows_records(
         [window],
         names=names,
         mode=mode,
+        gate_of=gate_of,
         stale_after_s=stale_after_s,
         keep_candidates=keep_candidates,
         keep_gated=keep_gated,
@@ -223,6 +225,7 @@ def windows_records(
     *,
     names: Sequence[str],
     mode: Mode,
+    gate_of: GateOf | None = None,
     stale_after_s: float | None = None,
     keep_candidates: int = 5,
     keep_gated: int = 8,
@@ -238,6 +241,8 @@ def windows_records(
     names : sequence of str, length N
         The nodes (columns of every window's arrays).
     mode : {"shadow", "active"}
+    gate_of : GateOf, optional
+        Each kept node's gate (:data:`GateOf`); ``null`` in the records without it.
     stale_after_s : float, optional
         AR-6's staleness limit the bids used (recorded, so ``explain`` can say a bid was
         discounted for an old reading).
@@ -267,20 +272,12 @@ def windows_records(
     )
     assignment = np.concatenate([np.asarray(w.clearing.assignment, np.int64) for w in windows])
     window_of = np.repeat(np.arange(len(windows)), sizes)
-    unknown = np.full(n_nodes, np.nan)
-    # (W, 4, N): each window's price, headroom, age and gate rows
-    per_node = np.array(
-        [
-            [w.clearing.prices, w.headroom, w.age_s, unknown if w.gate is None else w.gate]
-            for w in windows
-        ],
-        dtype=float,
-    )
+    # (W, 3, N): each window's price, headroom and age rows
+    per_node = np.array([[w.clearing.prices, w.headroom, w.age_s] for w in windows], dtype=float)
     masks = stacked_masks([w.excluded for w in windows], sizes, n_nodes)
     codes = gate_codes(values, per_node[window_of, 1], masks)
-    counts = gate_counts(codes)
     picked = picked_columns(values, codes, assignment, min(keep_candidates, n_nodes))
-    gated = gated_columns(codes, keep_gated)
+    counts, gated = gated_columns(codes, keep_gated)
     # every kept (row, column) — the candidates', then the gated nodes' — read at once
     rows = [r for r, row in enumerate(picked) for _ in row]
     kept = len(rows)
@@ -289,12 +286,16 @@ def windows_records(
     columns += [c for row in gated for c, _ in row]
     at_rows = np.asarray(rows, dtype=np.intp)
     at_columns = np.asarray(columns, dtype=np.intp)
-    bid_at = rounded(values[at_rows[:kept], at_columns[:kept]])
     scores = stacked_scores([w.scores for w in windows], sizes, n_nodes)
     score_at = scores[at_rows[:kept], at_columns[:kept]].tolist() if scores is not None else []
-    at_nodes = rounded(per_node[window_of[at_rows], :, at_columns].T)
+    kept_nodes = per_node[window_of[at_rows], :, at_columns].T  # (3, entries)
+    kept_bids = values[at_rows[:kept], at_columns[:kept]]
+    # a gate for the candidates only (a gated node's entry has none)
+    gate_at = np.full(kept, np.nan) if gate_of is None else gate_of(*kept_nodes[1:, :kept])
+    numbers = rounded(np.concatenate([kept_nodes.ravel(), kept_bids, gate_at]))
     entries = len(rows)
-    price, headroom, age_s, gate = (at_nodes[i * entries : (i + 1) * entries] for i in range(4))
+    price, headroom, age_s = (numbers[i * entries : (i + 1) * entries] for i in range(3))
+    bid_at, gate = numbers[3 * entries : 3 * entries + kept], numbers[3 * entries + kept :]
     assigned = assignment.tolist()
     records = []
     row = at = 0

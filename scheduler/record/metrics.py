@@ -26,6 +26,13 @@ writer and the outcome join increment them; callers increment nothing.
     Records waiting for the writer thread (sampled at each write).
 ``eams_record_rotations_total``, ``eams_record_deleted_files_total`` (counters)
     Files rotated by size or age, and old files deleted to keep the folder under its bound.
+``eams_record_cpu_seconds_total{part}`` (counter)
+    CPU time the record itself spent, s (``time.thread_time``, so only the thread doing it),
+    by :data:`CPU_PARTS`: ``lines`` (placement lines built on the event loop), ``join`` (pod
+    events joined to decisions, on the loop), ``writer`` (the writer thread: encoding, writing,
+    rotating) and ``annotator`` (the annotation thread). What the record costs a process,
+    measured rather than inferred from two noisy runs; not counted are a pod's few dict stores
+    at each clearing and ``/prioritize``, and the watch events the annotations cause.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ DROP_REASONS = ("queue_full", "disk_full", "write_error", "closed")
 """Values of ``eams_record_dropped_total``'s ``reason`` label."""
 HONOURED = ("yes", "no", "no_choice", "not_scored")
 """Values of ``eams_record_bindings_total``'s ``honoured`` label."""
+CPU_PARTS = ("lines", "join", "writer", "annotator")
+"""Values of ``eams_record_cpu_seconds_total``'s ``part`` label."""
 
 
 class RecordMetrics:
@@ -84,5 +93,12 @@ class RecordMetrics:
         self.deleted_files = Counter(
             "eams_record_deleted_files",
             "Old record files deleted to keep the folder under its bound.",
+            registry=r,
+        )
+        self.cpu = Counter(
+            "eams_record_cpu_seconds",
+            "CPU time the record spent, s, by part (lines, join: on the event loop; writer, "
+            "annotator: their threads).",
+            ["part"],
             registry=r,
         )

@@ -234,6 +234,7 @@ class Recorder:
 
     def _run(self) -> None:
         interval = self.settings.flush_interval_s
+        cpu, counted_s = self.metrics.cpu.labels("writer"), 0.0
         while True:
             self._wake.wait(interval)
             self._wake.clear()
@@ -244,6 +245,9 @@ class Recorder:
                 self._rotate_if_old()
             except Exception:  # a bug must not kill the thread and stall every caller
                 log.exception("record writer: unexpected error (records may be lost)")
+            spent_s = time.thread_time()  # this thread's CPU so far, wake-ups included
+            cpu.inc(spent_s - counted_s)
+            counted_s = spent_s
             for waiter in waiters:
                 waiter.set()
             if closing and not self._queue:

@@ -244,23 +244,30 @@ def test_coalesced_bounded_and_an_error_answer_counted(api: _Api) -> None:
 
 
 def test_rate_limited_and_a_refused_connection_counted() -> None:
+    """At the limit the patches go in runs of GATHER_S' worth (2 at 20/s), not one by one,
+    and the thread's CPU is counted."""
     sent: list[float] = []
+    runs: list[int] = []
     counter, registry = _counter()
+    cpu = Counter("cpu_seconds", "the annotator's CPU", registry=registry)
 
     def send(patches: list[tuple[str, str, bytes]]) -> list[int | Exception]:
         sent.extend(time.monotonic() for _ in patches)
+        runs.append(len(patches))
         return [ConnectionRefusedError("refused") if n == "down" else 200 for _, n, _ in patches]
 
-    annotator = PodAnnotator(send, counter, max_per_s=20.0)
+    annotator = PodAnnotator(send, counter, max_per_s=20.0, cpu=cpu)
     try:
-        for i in range(30):  # one second's worth goes at once, the rest at 20 a second
+        for i in range(32):  # one second's worth goes at once, the rest at 20 a second
             annotator.submit(_decision(f"p{i}"))
         annotator.submit(_decision("down"))
-        _until(lambda: len(sent) == 31)
+        _until(lambda: len(sent) == 33)
     finally:
         annotator.close()
-    assert sent[-1] - sent[0] >= 0.4  # 11 beyond the burst at 20/s: ≥ 0.5 s, less the timer
-    assert _count(registry, "ok") == 30 and _count(registry, "error") == 1
+    assert sent[-1] - sent[0] >= 0.5  # 13 beyond the burst at 20/s: ≥ 0.65 s, less the timer
+    assert sum(runs) == 33 and min(runs[:-1]) >= 2  # the burst, then runs of 2 (or more)
+    assert _count(registry, "ok") == 32 and _count(registry, "error") == 1
+    assert registry.get_sample_value("cpu_seconds_total") > 0
 
 
 def test_bad_limits_are_refused() -> None:

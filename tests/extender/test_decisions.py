@@ -20,9 +20,12 @@ from eams.scheduler.extender.pending import PendingPod, pending_pod
 from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.record import decode_pod, read_records
 from eams.scheduler.record.schema import Placement
+from eams.telemetry import TelemetrySample
 from tests.extender.conftest import node_object, pod_object, post_json, sample
 
 NAMES = ["node-a", "node-b", "node-c"]
+FLOOR = 0.25
+"""The record's headroom floor here: node-b's 0.3 is above it."""
 pytestmark = pytest.mark.anyio
 
 
@@ -48,6 +51,7 @@ def _decisions(extender, folder: Path) -> Decisions:  # type: ignore[no-untyped-
         "active",
         "eams-scheduler",
         extender.market.params,
+        FLOOR,
         time.time,
     )
 
@@ -64,31 +68,34 @@ def _placed(decisions: Decisions) -> float:
 async def test_queued_batches_are_built_together_as_each_alone(make_client, clock, tmp_path):
     """Four batches — one pod; two pods, one too big for node-c, one with a shorter candidate
     list; one pod
-    over a shorter node list (its own pass); one pod with a node under the floor — queued
-    give, at close(), the lines each gives built alone, and none before."""
+    over a shorter node list (its own pass); one pod after node-c's headroom fell under the
+    floor — queued give, at close(), the lines each gives built alone, and none before."""
     extender = await _extender(make_client, clock)
     market, now_s = extender.market, clock()
     batches = [
-        ([_pod("p0")], NAMES, frozenset()),
-        ([_pod("p1", cpu="6"), _pod("p2", ["node-a", "node-c"])], NAMES, frozenset()),
-        ([_pod("p3")], NAMES[:2], frozenset()),
-        ([_pod("p4")], NAMES, frozenset({"node-c"})),
+        ([_pod("p0")], NAMES),
+        ([_pod("p1", cpu="6"), _pod("p2", ["node-a", "node-c"])], NAMES),
+        ([_pod("p3")], NAMES[:2]),
+        ([_pod("p4")], NAMES),
     ]
     cleared = []
-    for i, (pods, names, below) in enumerate(batches):
+    for i, (pods, names) in enumerate(batches):
+        if pods[0].key == "default/p4":
+            low = sample("node-c", now_s, FLOOR - 0.05)
+            extender.ingest([TelemetrySample.from_json(low, now_ns=int(now_s * 1e9))])
         snapshot = market.snapshot(pods, list(names), now_s + i)
         clearing, scores = market.solve(snapshot)
-        cleared.append((snapshot, clearing, scores, below, now_s + i))
+        cleared.append((snapshot, clearing, scores, now_s + i))
 
     alone, together = _decisions(extender, tmp_path / "alone"), _decisions(extender, tmp_path / "t")
     built = 0
-    for snapshot, clearing, scores, below, at_s in cleared:
-        alone.cleared(snapshot, clearing, scores, lambda _, b=below: b, at_s)
+    for snapshot, clearing, scores, at_s in cleared:
+        alone.cleared(snapshot, clearing, scores, at_s)
         alone.flush()
         built += len(snapshot.pods)
         assert _placed(alone) == built
-    for snapshot, clearing, scores, below, at_s in cleared:
-        together.cleared(snapshot, clearing, scores, lambda _, b=below: b, at_s)
+    for snapshot, clearing, scores, at_s in cleared:
+        together.cleared(snapshot, clearing, scores, at_s)
     assert _placed(together) == 0  # queued: nothing built yet
     together.close()
     alone.close()
@@ -114,7 +121,7 @@ async def test_a_queued_pods_end_builds_its_line_first(make_client, clock, tmp_p
     snapshot = extender.market.snapshot([_pod("p0")], NAMES, clock())
     clearing, scores = extender.market.solve(snapshot)
     decisions = _decisions(extender, tmp_path / "rec")
-    decisions.cleared(snapshot, clearing, scores, lambda _: frozenset(), clock())
+    decisions.cleared(snapshot, clearing, scores, clock())
     bound = pod_object("p0")
     bound["spec"]["nodeName"] = "node-a"
     bound["status"] = {"phase": "Running"}

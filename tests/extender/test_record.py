@@ -153,6 +153,8 @@ async def test_every_decision_is_on_record_with_its_outcome_and_annotations(
     series = f'eams_record_bindings_total{{honoured="{label}",mode="{mode}"}}'
     assert _metric(metrics, series) == 1.0
     assert _metric(metrics, 'eams_extender_annotation_patches_total{outcome="ok"}') == 2.0
+    for part in ("lines", "join", "writer", "annotator"):  # each measured where it ran
+        assert _metric(metrics, f'eams_record_cpu_seconds_total{{part="{part}"}}') > 0, part
     key, patch = patched
     annotations = patch["metadata"]["annotations"]
     assert key == "default/job-1" and annotations["eams.io/cleared-node"] == cleared
