@@ -247,10 +247,10 @@ class PodAnnotator:
                 batch = self._pop(min(MAX_BATCH, int(tokens)))
                 tokens -= len(batch)
                 self._send_all(batch)
-            if self._cpu is not None:
-                spent_s = time.thread_time()  # this thread's CPU so far, wake-ups included
-                self._cpu.inc(spent_s - counted_s)
-                counted_s = spent_s
+                if self._cpu is not None:
+                    spent_s = time.thread_time()  # this thread's CPU so far, wake-ups included
+                    self._cpu.inc(spent_s - counted_s)
+                    counted_s = spent_s
             if self._closed:
                 return
 

@@ -72,8 +72,8 @@ FLUSH_AFTER_S = 0.25
 pod over 1,000 nodes cost ~215 µs a pod alone, ~65 five together, ~50 ten, ~45 sixteen (a
 microbenchmark, 2 shared cores; in the server, caches colder, 0.10 ms a pod in tens and 0.07 in
 sixteens): at 100 pods/s :data:`FLUSH_PODS` are queued first (0.16 s); a line (and a pod's
-annotations) comes 0.25 s late at most, far inside kube-scheduler's and the watch's own
-delays."""
+annotations, which the annotator gathers 0.1 s more and rate-limits) comes 0.25 s late at
+most, far inside kube-scheduler's and the watch's own delays."""
 FLUSH_PODS = 16
 """Queued pods whose lines are built at once (once the answer is written) instead of waiting:
 a pass of 16 holds the loop ~1 ms, and a longer one would delay the requests behind it more
@@ -234,6 +234,12 @@ class Decisions:
         """Build the queued batches' records (one pass per run of batches over the same
         nodes) and hand them to the recorder and the outcome join, in clearing order."""
         started_s = time.thread_time()
+        try:
+            self._flush()
+        finally:
+            self._cpu_lines.inc(time.thread_time() - started_s)
+
+    def _flush(self) -> None:
         if self._flush_at is not None:
             self._flush_at.cancel()
             self._flush_at = None
@@ -257,7 +263,6 @@ class Decisions:
             self.outcomes.decided(
                 [r for r in records if latest.get(r.pod.key, r.clearing_id) == r.clearing_id]
             )
-        self._cpu_lines.inc(time.thread_time() - started_s)
 
     def _records(self, group: list[_Queued]) -> list[Placement]:
         """The ``placement`` records of batches cleared over the same nodes. The per-node
@@ -340,11 +345,14 @@ class Decisions:
     def observe(self, event: Mapping[str, Any] | bytes) -> None:
         """One pod watch event (``{"type", "object"}``, a dict or the raw line) into the
         outcome join; a malformed one is logged and skipped."""
+        started_s = time.thread_time()
         try:
             kind, pod = decode_event(event)
         except Exception as exc:
             log.warning("pod event not joined to the record: %s", exc)
             return
+        finally:
+            self._cpu_join.inc(time.thread_time() - started_s)
         if pod is not None:
             self.observe_pod(kind, pod)
 

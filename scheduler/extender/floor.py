@@ -150,7 +150,7 @@ class HeadroomFloor:
         return cols["headroom"][i] - reserved_w / cols["power_cap_w"][i]
 
     def below(self, now_s: float) -> frozenset[str]:
-        """Nodes under the floor now, every reservation counted (``/filter``, the record)."""
+        """Nodes under the floor now, every reservation counted (``/filter``)."""
         self.herd.expire(now_s)
         return self._refresh(self._all, self.herd.version, now_s).below
 

@@ -2,7 +2,8 @@
 
 The extender passes its own registry (``RecordMetrics(extender_metrics.registry)``), so the
 names below appear on its ``/metrics``; the power manager does the same with its own. The
-writer and the outcome join increment them; callers increment nothing.
+writer and the outcome join increment them; callers increment only ``cpu`` (the CPU their own
+parts of the record spent: the extender's lines, join and annotator).
 
 ``eams_record_decisions_total{kind,mode}`` (counter)
     Decisions handed to the writer: ``kind`` ``placement`` or ``power``, ``mode`` ``shadow``

@@ -27,7 +27,7 @@ from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
 from eams.telemetry import TelemetrySample
 from tests.servers.influxdb import INFLUXD, InfluxDB
-from tests.servers.victoriametrics import VICTORIA_METRICS, VictoriaMetrics
+from tests.servers.victoriametrics import victoriametrics  # noqa: F401 (the fixture)
 
 P_IDLE_W, P_MAX_W = 12.0, 50.0
 
@@ -118,21 +118,6 @@ def influxdb(tmp_path: Path) -> Iterator[InfluxDB]:
     try:
         server.start()
         server.create_database("eams")
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def victoriametrics(tmp_path: Path) -> Iterator[VictoriaMetrics]:
-    """A fresh VictoriaMetrics; stopped after the test."""
-    if VICTORIA_METRICS is None:
-        pytest.skip("victoria-metrics is not installed (Debian package victoria-metrics)")
-    root = tmp_path / "vm"
-    root.mkdir()
-    server = VictoriaMetrics(root)
-    try:
-        server.start()
         yield server
     finally:
         server.stop()

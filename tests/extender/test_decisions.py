@@ -114,6 +114,30 @@ async def test_queued_batches_are_built_together_as_each_alone(make_client, cloc
     assert built_alone[3].candidates_total == 2
 
 
+async def test_the_floor_is_read_as_the_bids_saw_it(make_client, clock, tmp_path):
+    """A pod cleared onto node-b leaves a reservation that puts node-b under the floor: the
+    next pod's line gates node-b ``headroom_floor`` at its lowered headroom, while the first
+    pod's line does not gate its own cleared node (the floor before its reservation)."""
+    extender = await _extender(make_client, clock)
+    market, now_s = extender.market, clock()
+    decisions = _decisions(extender, tmp_path / "rec")
+    first = market.snapshot([_pod("p0", ["node-b"])], NAMES, now_s)
+    clearing, scores = market.solve(first)
+    market.apply(first, clearing, scores, now_s, reserve=True)
+    decisions.cleared(first, clearing, scores, now_s)
+    second = market.snapshot([_pod("p1")], NAMES, now_s + 1)
+    decisions.cleared(second, *market.solve(second), now_s + 1)
+    decisions.close()
+    p0, p1 = read_records(tmp_path / "rec").records
+    assert p0.cleared_node == "node-b"  # type: ignore[union-attr]
+    assert {g.node: g.reason for g in p0.gated} == {  # type: ignore[union-attr]
+        "node-a": "filter",
+        "node-c": "filter",
+    }
+    gated = {g.node: (g.reason, g.headroom) for g in p1.gated}  # type: ignore[union-attr]
+    assert gated["node-b"][0] == "headroom_floor" and gated["node-b"][1] < FLOOR < 0.3
+
+
 async def test_a_queued_pods_end_builds_its_line_first(make_client, clock, tmp_path):
     """A pod bound and deleted while its batch waits: the join still has its decision when the
     end comes (placement, bound, ended), instead of forgetting the pod unjoined."""

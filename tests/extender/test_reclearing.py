@@ -42,7 +42,7 @@ async def _scores(client: httpx.AsyncClient, pod: dict[str, Any], names: list[st
 
 
 async def _records(client: httpx.AsyncClient, kinds: list[str]) -> list[dict[str, Any]]:
-    """The pod's records once their kinds are ``kinds`` (the lines are built ≤ 0.1 s late)."""
+    """The pod's records once their kinds are ``kinds`` (the lines are built ≤ 0.25 s late)."""
     for _ in range(200):
         got = (await client.get("/decisions", params={"pod": "uid-p"})).json()["records"]
         if [r["kind"] for r in got] == kinds:
@@ -66,7 +66,7 @@ async def test_a_pod_whose_cleared_node_is_no_longer_offered_is_cleared_again(
     make_client, clock, tmp_path, first_line_built: bool
 ) -> None:
     """Cleared again whether the first clearing's line was already handed to the join or both
-    lines are still queued (built ≤ 0.1 s late, together, when the binding comes between)."""
+    lines are still queued (built ≤ 0.25 s late, together, when the binding comes between)."""
     client = await _cluster(make_client, clock, tmp_path)
     pod = pod_object("p")
     first = await _scores(client, pod, NAMES)

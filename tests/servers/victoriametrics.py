@@ -3,16 +3,21 @@
 It accepts ``POST /api/v2/write`` line protocol (what influxdb-client's WriteApi sends) and
 stores field ``f`` of measurement ``m`` as series ``m_f`` with the tags as labels; read back
 with ``/api/v1/export`` (raw samples, millisecond timestamps). Readiness: ``GET /health``.
+PromQL (MetricsQL) at ``/api/v1/query``; Prometheus text with timestamps imported at
+``/api/v1/import/prometheus``. The ``victoriametrics`` fixture starts a fresh one per test
+(imported by the conftest of each folder that uses it).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import free_port
 from tests.servers._process import ServerProcess
@@ -55,3 +60,18 @@ class VictoriaMetrics(ServerProcess):
         response = httpx.post(f"{self.url}/api/v1/export", data={"match[]": match}, timeout=10)
         response.raise_for_status()
         return [json.loads(line) for line in response.text.splitlines() if line]
+
+
+@pytest.fixture
+def victoriametrics(tmp_path: Path) -> Iterator[VictoriaMetrics]:
+    """A fresh VictoriaMetrics; stopped after the test."""
+    if VICTORIA_METRICS is None:
+        pytest.skip("victoria-metrics is not installed (Debian package victoria-metrics)")
+    root = tmp_path / "vm"
+    root.mkdir()
+    server = VictoriaMetrics(root)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
