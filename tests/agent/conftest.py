@@ -26,6 +26,7 @@ from eams.agent.runner import Agent
 from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
 from eams.telemetry import TelemetrySample
+from tests.servers._process import fresh
 from tests.servers.influxdb import INFLUXD, InfluxDB
 from tests.servers.victoriametrics import victoriametrics  # noqa: F401 (the fixture)
 
@@ -110,17 +111,9 @@ def metric(port: int, name: str, **labels: str) -> float | None:
 @pytest.fixture
 def influxdb(tmp_path: Path) -> Iterator[InfluxDB]:
     """A fresh influxd 1.6 with database ``eams``; stopped after the test."""
-    if INFLUXD is None:
-        pytest.skip("influxd is not installed (Debian package influxdb)")
-    root = tmp_path / "influxd"
-    root.mkdir()
-    server = InfluxDB(root)
-    try:
-        server.start()
+    with fresh(InfluxDB, tmp_path / "influxd", INFLUXD, "influxdb") as server:
         server.create_database("eams")
         yield server
-    finally:
-        server.stop()
 
 
 def jsonl_samples(path: Path) -> list[TelemetrySample]:

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import httpx
+import pytest
+
+S = TypeVar("S", bound="ServerProcess")
 
 
 class ServerProcess:
@@ -76,3 +82,15 @@ class ServerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+@contextmanager
+def fresh(make: Callable[[Path], S], root: Path, binary: str | None, package: str) -> Iterator[S]:
+    """A fresh server with its files in ``root`` (created), started and, whatever the test
+    did, stopped; the test is skipped when ``binary`` is not installed (Debian ``package``)."""
+    if binary is None:
+        pytest.skip(f"{package} is not installed (Debian package {package})")
+    root.mkdir()
+    server = make(root)
+    with server:
+        yield server

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from tests.conftest import free_port
-from tests.servers._process import ServerProcess
+from tests.servers._process import ServerProcess, fresh
 
 VICTORIA_METRICS = shutil.which("victoria-metrics")
 
@@ -65,13 +65,5 @@ class VictoriaMetrics(ServerProcess):
 @pytest.fixture
 def victoriametrics(tmp_path: Path) -> Iterator[VictoriaMetrics]:
     """A fresh VictoriaMetrics; stopped after the test."""
-    if VICTORIA_METRICS is None:
-        pytest.skip("victoria-metrics is not installed (Debian package victoria-metrics)")
-    root = tmp_path / "vm"
-    root.mkdir()
-    server = VictoriaMetrics(root)
-    try:
-        server.start()
+    with fresh(VictoriaMetrics, tmp_path / "vm", VICTORIA_METRICS, "victoria-metrics") as server:
         yield server
-    finally:
-        server.stop()
