@@ -50,6 +50,7 @@ from prometheus_client import Counter
 
 from eams.scheduler.extender.keepalive import KeepAlive, tls_context
 from eams.scheduler.record import PATCH_CONTENT_TYPE, Placement, annotation_patch
+from eams.scheduler.record.metrics import ThreadCpu
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ class PodAnnotator:
         run = max(1, min(MAX_BATCH, int(per_s * GATHER_S)))
         capacity = max(per_s, float(run))
         tokens, last = capacity, time.monotonic()
-        counted_s = 0.0
+        cpu = None if self._cpu is None else ThreadCpu(self._cpu)
         while True:
             self._wake.wait()
             if not self._closed:
@@ -247,10 +248,8 @@ class PodAnnotator:
                 batch = self._pop(min(MAX_BATCH, int(tokens)))
                 tokens -= len(batch)
                 self._send_all(batch)
-                if self._cpu is not None:
-                    spent_s = time.thread_time()  # this thread's CPU so far, wake-ups included
-                    self._cpu.inc(spent_s - counted_s)
-                    counted_s = spent_s
+                if cpu is not None:
+                    cpu.count()
             if self._closed:
                 return
 

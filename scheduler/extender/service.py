@@ -401,12 +401,13 @@ class Extender:
         """
         _, names = self._candidates(args)
         assert args.Pod is not None  # parse_args refused a null Pod
-        pod = pending_pod(args.Pod, self.candidates.as_set(names))
+        offered = self.candidates.as_set(names)
+        pod = pending_pod(args.Pod, offered)
         self.step_aside_if_blind(names)
         row = None
         if self.batcher is not None:
             self.batcher.submit(pod)
-            row = self._clear_among(pod.key, pod.uid, self.candidates.as_set(names))  # shadow too
+            row = self._clear_among(pod.key, pod.uid, offered)  # shadow too (see above)
             if self.decisions is not None:
                 self.decisions.scored(pod.key)
             if row is None and self.active:

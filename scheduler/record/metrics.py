@@ -38,6 +38,8 @@ parts of the record spent: the extender's lines, join and annotator).
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 DROP_REASONS = ("queue_full", "disk_full", "write_error", "closed")
@@ -103,3 +105,26 @@ class RecordMetrics:
             ["part"],
             registry=r,
         )
+
+
+class ThreadCpu:
+    """Adds the CPU time of the thread that calls :meth:`count` since its last call (since the
+    thread started, the first time) to ``counter``: a background thread's whole cost, its
+    wake-ups included, counted once a pass of its loop.
+
+    Parameters
+    ----------
+    counter : prometheus_client.Counter
+        A child of a labelled counter, e.g. ``RecordMetrics.cpu.labels("writer")``; seconds
+        are added.
+    """
+
+    def __init__(self, counter: Counter) -> None:
+        self._counter = counter
+        self._counted_s = 0.0
+
+    def count(self) -> None:
+        """Add this thread's CPU time since the last call (``time.thread_time``), s."""
+        spent_s = time.thread_time()
+        self._counter.inc(spent_s - self._counted_s)
+        self._counted_s = spent_s

@@ -36,7 +36,7 @@ from types import TracebackType
 
 from eams.scheduler.record import files
 from eams.scheduler.record.errors import RecordConfigError
-from eams.scheduler.record.metrics import RecordMetrics
+from eams.scheduler.record.metrics import RecordMetrics, ThreadCpu
 from eams.scheduler.record.schema import Placement, Power, Record, encode_lines
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ class Recorder:
 
     def _run(self) -> None:
         interval = self.settings.flush_interval_s
-        cpu, counted_s = self.metrics.cpu.labels("writer"), 0.0
+        cpu = ThreadCpu(self.metrics.cpu.labels("writer"))
         while True:
             self._wake.wait(interval)
             self._wake.clear()
@@ -245,9 +245,7 @@ class Recorder:
                 self._rotate_if_old()
             except Exception:  # a bug must not kill the thread and stall every caller
                 log.exception("record writer: unexpected error (records may be lost)")
-            spent_s = time.thread_time()  # this thread's CPU so far, wake-ups included
-            cpu.inc(spent_s - counted_s)
-            counted_s = spent_s
+            cpu.count()
             for waiter in waiters:
                 waiter.set()
             if closing and not self._queue:
