@@ -72,7 +72,7 @@ FLUSH_AFTER_S = 0.25
 pod over 1,000 nodes cost ~215 µs a pod alone, ~65 five together, ~50 ten, ~45 sixteen (a
 microbenchmark, 2 shared cores; in the server, caches colder, 0.10 ms a pod in tens and 0.07 in
 sixteens): at 100 pods/s :data:`FLUSH_PODS` are queued first (0.16 s); a line (and a pod's
-annotations, which the annotator gathers 0.1 s more and rate-limits) comes 0.25 s late at
+annotations, which the annotator gathers 0.5 s more and rate-limits) comes 0.25 s late at
 most, far inside kube-scheduler's and the watch's own delays."""
 FLUSH_PODS = 16
 """Queued pods whose lines are built at once (once the answer is written) instead of waiting:
