@@ -66,9 +66,9 @@ run of bindings costs one wake-up of it, not one each (the annotations trail the
 at most this much more). On the 2-core test VM a thread's wake-up costs ~0.1 ms of CPU:
 0.1 → 0.5 s took this thread from 0.042 to 0.025 ms a patch at 100 bindings/s
 (``benchmarks/extender_cycle.py``, 2026-12-04)."""
-MAX_BATCH = 100
-"""Patches pipelined in one write at most (≈ 60 kB of requests: a run of :data:`GATHER_S` at
-:data:`MAX_PER_S`)."""
+MAX_BATCH = int(GATHER_S * MAX_PER_S)
+"""Patches pipelined in one write at most: a run of :data:`GATHER_S` at :data:`MAX_PER_S` (100,
+≈ 60 kB of requests)."""
 _LOG_EVERY_S = 60.0
 _encode = msgspec.json.Encoder().encode
 

@@ -71,9 +71,10 @@ FLUSH_AFTER_S = 0.25
 """The longest a cleared batch waits for its placement lines, s. Built together, batches of one
 pod over 1,000 nodes cost ~215 µs a pod alone, ~65 five together, ~50 ten, ~45 sixteen (a
 microbenchmark, 2 shared cores; in the server, caches colder, 0.10 ms a pod in tens and 0.07 in
-sixteens): at 100 pods/s :data:`FLUSH_PODS` are queued first (0.16 s); a line (and a pod's
-annotations, which the annotator gathers 0.5 s more and rate-limits) comes 0.25 s late at
-most, far inside kube-scheduler's and the watch's own delays."""
+sixteens): at 100 pods/s :data:`FLUSH_PODS` are queued first (0.16 s). A line goes to the
+writer 0.25 s late at most (and reaches the file within its ``flush_interval_s`` more); a pod's
+annotations, which the annotator gathers 0.5 s more and rate-limits, trail its binding by
+under a second, far inside kube-scheduler's and the watch's own delays."""
 FLUSH_PODS = 16
 """Queued pods whose lines are built at once (once the answer is written) instead of waiting:
 a pass of 16 holds the loop ~1 ms, and a longer one would delay the requests behind it more
