@@ -19,8 +19,9 @@ S = TypeVar("S", bound="ServerProcess")
 class ServerProcess:
     """Run ``argv`` with output to ``log_path``; ready when GET ``ready_url`` answers 2xx.
 
-    Subclasses set ``argv``, ``ready_url`` and ``log_path``. Usable as a context manager;
-    :meth:`stop` is idempotent, so fixtures can always call it in their finalizer.
+    Subclasses set ``argv``, ``ready_url`` and ``log_path``, and override :meth:`answers` when
+    readiness is not a plain GET (TLS with a CA, a token, no port at all). Usable as a context
+    manager; :meth:`stop` is idempotent, so fixtures can always call it in their finalizer.
     """
 
     argv: list[str]
@@ -37,7 +38,8 @@ class ServerProcess:
         Raises
         ------
         RuntimeError
-            It exited or did not answer within ``start_timeout_s``; names the log file.
+            It exited or did not answer within ``start_timeout_s``; names the log file and
+            quotes its last lines.
         """
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT)
@@ -46,15 +48,31 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(
                     f"{self.argv[0]} exited ({self.process.returncode}); see {self.log_path}"
+                    f"{self.log_tail()}"
                 )
-            try:
-                if httpx.get(self.ready_url, timeout=1.0).is_success:
-                    return
-            except httpx.TransportError:
-                pass  # not listening yet
+            if self.answers():
+                return
             time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"{self.argv[0]} did not answer {self.ready_url}; see {self.log_path}")
+        raise RuntimeError(
+            f"{self.argv[0]} did not answer {self.ready_url}; see {self.log_path}{self.log_tail()}"
+        )
+
+    def answers(self) -> bool:
+        """True once the server serves: GET ``ready_url`` answers 2xx."""
+        try:
+            return httpx.get(self.ready_url, timeout=1.0).is_success
+        except httpx.TransportError:
+            return False  # not listening yet
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The log's last ``lines`` lines, quoted after a newline ("" when there is no log)."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        tail = "\n".join(text.splitlines()[-lines:])
+        return f"\n--- last lines of {self.log_path.name} ---\n{tail}" if tail else ""
 
     def kill(self) -> None:
         """SIGKILL the server (no clean shutdown) and reap it."""
