@@ -1,0 +1,5 @@
+"""Fixtures of the tests that run the real Kubernetes control plane (``tests/servers/kube_*``):
+the unpacked binaries (once per machine), a control plane per test module, and on request a
+controller-manager, kube-schedulers and emulated nodes."""
+
+from tests.servers.kube_binaries import kube_binaries  # noqa: F401 (the fixture)
