@@ -2,4 +2,6 @@
 the unpacked binaries (once per machine), a control plane per test module, and on request a
 controller-manager, kube-schedulers and emulated nodes."""
 
-from tests.servers.kube_binaries import kube_binaries  # noqa: F401 (the fixture)
+from tests.servers.kube_binaries import kube_binaries  # noqa: F401 (the fixtures)
+from tests.servers.kube_control_plane import control_plane  # noqa: F401
+from tests.servers.kube_node import emulated_nodes  # noqa: F401
