@@ -6,3 +6,4 @@ from tests.servers.kube_binaries import kube_binaries  # noqa: F401 (the fixture
 from tests.servers.kube_control_plane import control_plane  # noqa: F401
 from tests.servers.kube_controller_manager import controller_manager  # noqa: F401
 from tests.servers.kube_node import emulated_nodes  # noqa: F401
+from tests.servers.kube_scheduler import kube_scheduler  # noqa: F401
