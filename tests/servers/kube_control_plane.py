@@ -22,7 +22,7 @@ binding, so a verb missing from a shipped role fails the test that needs it. Eve
 has a kubeconfig (``certificate-authority`` = that CA, the token), usable by kubectl, the
 kubernetes Python client and kube-scheduler; :meth:`ControlPlane.client` is an httpx client.
 
-The ``control_plane`` fixture starts one per test module (~2-4 s) in a temp dir that keeps
+The ``control_plane`` fixture starts one per test module (~4 s here) in a temp dir that keeps
 the logs (``*.log``), and stops it after the module's last test. Tests of one module share it:
 they use node and pod names of their own and delete what they create.
 """
