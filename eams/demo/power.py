@@ -301,6 +301,7 @@ class DemoObserver:
     ) -> None:
         self.testbed, self.cluster = testbed, cluster
         self.calibrations, self.figures, self.pending = calibrations, figures, pending
+        self._heartbeat_s: dict[str, float] = {}
 
     def observe(self, now_s: float) -> Observation:
         """The fleet at ``now_s`` (epoch s)."""
@@ -315,7 +316,10 @@ class DemoObserver:
             pods = tuple(p.cores for p in list(node.pods.values()))
             taints = objects[name]["spec"]["taints"]
             marked.append(any(t.get("key") == ASLEEP_TAINT_KEY for t in taints))
-            ready.append(sim.state(i + 1).node == "running")
+            running = sim.state(i + 1).node == "running"
+            ready.append(running)
+            if running:  # the emulated kubelet heartbeats while its node runs
+                self._heartbeat_s[name] = now_s
             seen.append(math.nan if vnode.last_read_s is None else vnode.last_read_s)
             views.append(
                 NodePowerView(
@@ -341,8 +345,13 @@ class DemoObserver:
         ]
         fleet = FleetState.from_views(now_s, views, pending)
         fleet = replace(fleet, state=np.full(fleet.size, AWAKE, dtype=np.int8))
+        heartbeat = [self._heartbeat_s.get(v.spec.name, math.nan) for v in self.testbed.nodes]
         return Observation(
-            fleet, np.array(ready), np.array(seen, dtype=float), np.array(marked, dtype=bool)
+            fleet,
+            np.array(ready),
+            np.array(seen, dtype=float),
+            np.array(marked, dtype=bool),
+            np.array(heartbeat, dtype=float),
         )
 
 

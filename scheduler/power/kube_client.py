@@ -5,6 +5,9 @@ wording as the power-state actions' safety check, whose ``node`` view it also se
 
 * ``GET /api/v1/nodes`` (a ``v1.NodeList``) and ``GET /api/v1/pods`` (a ``v1.PodList``, every
   namespace: bound and pending pods);
+* ``GET /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases`` (a ``LeaseList``):
+  each kubelet renews its node's Lease every ~10 s, the heartbeat that says the kubelet is
+  alive (Kubernetes docs: Nodes, heartbeats);
 * ``PATCH /api/v1/nodes/NAME`` with ``Content-Type: application/merge-patch+json`` (RFC 7386,
   what ``kubectl patch --type merge`` sends). ``spec.taints`` is a list without a patch merge
   key, so a patch replaces it whole: the marker reads the node, edits only its own taint and
@@ -24,6 +27,8 @@ from eams.scheduler.power.errors import KubeApiError
 MERGE_PATCH = "application/merge-patch+json"
 """RFC 7386 JSON merge patch (``kubectl patch --type merge``)."""
 CONFLICT = 409
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+"""Where each kubelet keeps its node's heartbeat Lease (named after the node)."""
 
 
 class KubeClient(Cluster):
@@ -48,6 +53,14 @@ class KubeClient(Cluster):
         """Every ``v1.Pod`` of every namespace (JSON)."""
         data = self._call("the pods", self._core.list_pod_for_all_namespaces)
         return _items(data, "PodList", self.server)
+
+    def list_node_leases(self) -> list[dict[str, Any]]:
+        """Every kubelet's ``coordination.k8s.io/v1`` Lease in ``kube-node-lease`` (JSON)."""
+        from kubernetes import client
+
+        api = client.CoordinationV1Api(self._core.api_client)
+        data = self._call("the node leases", api.list_namespaced_lease, NODE_LEASE_NAMESPACE)
+        return _items(data, "LeaseList", self.server)
 
     def read_node(self, name: str) -> dict[str, Any]:
         """The ``v1.Node`` ``name`` (JSON)."""

@@ -1,16 +1,18 @@
 """The manager's :class:`~.ports.FleetObserver` on a real cluster: the Kubernetes API, the
 calibration files, the power inventory and the nodes' agents.
 
-Per tick: ``GET /api/v1/nodes`` and ``GET /api/v1/pods`` (:mod:`.kube_client`), and each
-node's agent metrics URL (:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the
-inventory's ``agent_url``; polled in parallel, a short timeout) — the agent answering is when
-it last reported. The fleet is the nodes that are in the inventory, known to the API,
-calibrated and with allocatable cpu and memory; the others are left out and named once in the
-log (a node without a calibration cannot be weighed, one outside the inventory cannot be
+Per tick: ``GET /api/v1/nodes``, ``GET /api/v1/pods`` and the node Leases (:mod:`.kube_client`),
+and each node's agent metrics URL (:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the
+inventory's ``agent_url``; polled in parallel, a short timeout) — the agent answering is when it
+last reported. The fleet is the nodes that are in the inventory, known to the API, calibrated and
+with allocatable cpu and memory; the others are left out and named once in the log (a node without
+a calibration cannot be weighed, one outside the inventory cannot be
 switched). Per node: allocatable
 ``cpu`` and ``memory``, the requests of the pods that keep it awake (:mod:`.kube_pods`: no
 DaemonSet pods, no mirrors, no finished pods), since when it has had none (remembered between
-ticks; a node first seen empty is empty since then), the Ready condition, the
+ticks; a node first seen empty is empty since then), the Ready condition and the kubelet's
+last heartbeat (the later of the Lease's ``renewTime`` and the Ready condition's
+``lastHeartbeatTime``: a Ready read after a short sleep is still the one from before it), the
 ``eams.io/asleep`` taint, the roles from the inventory (``k3s_server``, ``pdu_owner``) and
 the calibration's figures (:mod:`.calibrations`). Pending pods carry their requests and the
 managed nodes their static predicates admit.
@@ -31,7 +33,7 @@ from eams.calibrate.powerstates.inventory import PowerInventory
 from eams.calibrate.powerstates.probes import AgentProbe
 from eams.scheduler.power.calibrations import node_figures
 from eams.scheduler.power.kube_client import KubeClient
-from eams.scheduler.power.kube_pods import MIB, PodInfo, admits, pod_info, quantity
+from eams.scheduler.power.kube_pods import MIB, PodInfo, admits, epoch_s, pod_info, quantity
 from eams.scheduler.power.policy_fleet import FleetState, NodePowerView, PendingPod, PowerState
 from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, Observation, guess_state
 
@@ -47,6 +49,16 @@ def _ready(node: dict[str, Any]) -> bool:
         if condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return False
+
+
+def _heartbeat_s(node: dict[str, Any], lease: dict[str, Any] | None) -> float:
+    """The kubelet's last heartbeat (epoch s, its clock), NaN when neither says."""
+    stamps = [((lease or {}).get("spec") or {}).get("renewTime")]
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            stamps.append(condition.get("lastHeartbeatTime"))
+    times = [t for t in map(epoch_s, stamps) if t is not None]
+    return max(times) if times else math.nan
 
 
 def _allocatable(node: dict[str, Any]) -> bool:
@@ -103,6 +115,10 @@ class KubeObserver:
         """The fleet now (module docstring)."""
         docs = {str((n.get("metadata") or {}).get("name")): n for n in self.client.list_nodes()}
         pods = [pod_info(p) for p in self.client.list_pods()]
+        leases = {
+            str((lease.get("metadata") or {}).get("name")): lease
+            for lease in self.client.list_node_leases()
+        }
         names = [
             n
             for n in docs
@@ -142,7 +158,8 @@ class KubeObserver:
         ]
         fleet = FleetState.from_views(now_s, views, pending)
         seen = np.array([self._agent_seen.get(n, math.nan) for n in names], dtype=float)
-        return Observation(fleet, ready, seen, marked)
+        heartbeat = np.array([_heartbeat_s(docs[n], leases.get(n)) for n in names], dtype=float)
+        return Observation(fleet, ready, seen, marked, heartbeat)
 
     def _view(self, name: str, doc: dict[str, Any], pods: list[PodInfo], state: int, now_s):
         allocatable = (doc.get("status") or {}).get("allocatable") or {}

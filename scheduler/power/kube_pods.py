@@ -15,7 +15,11 @@
   ``NoExecute`` taints against the pod's tolerations (taint-and-toleration matching), leaving
   out the taints a sleep itself puts on a node: ``eams.io/asleep``, the cordon's
   ``node.kubernetes.io/unschedulable`` and the node-lifecycle controller's ``unreachable`` /
-  ``not-ready``, which go when the node is back.
+  ``not-ready``, which go when the node is back. A cordon that is not the manager's (a node
+  cordoned by a person: ``spec.unschedulable`` without the ``eams.io/asleep`` taint, or with
+  the ``eams.io/was-cordoned`` mark of a cordon that was there before the sleep) stays when
+  the node is back, so it admits only a pod that tolerates
+  ``node.kubernetes.io/unschedulable:NoSchedule`` (kube-scheduler's NodeUnschedulable filter).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 from kubernetes.utils.quantity import parse_quantity
 
 from eams.calibrate.powerstates.kube import MIRROR_ANNOTATION, SCHEDULING_EFFECTS, PodRef
+from eams.scheduler.power.kube_marker import WAS_CORDONED
 from eams.scheduler.power.ports import ASLEEP_TAINT_KEY
 
 SLEEP_TAINTS = frozenset(
@@ -39,6 +44,8 @@ SLEEP_TAINTS = frozenset(
 )
 """Taints a sleeping node carries because it sleeps (ignored when asking where a pod fits)."""
 MIB = 2**20
+CORDON_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+"""The taint a cordon stands for (kube-scheduler's NodeUnschedulable plugin)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,16 @@ def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool
     return False
 
 
+def cordoned_by_a_person(node: dict[str, Any]) -> bool:
+    """True when ``node`` is cordoned and the cordon stays once the manager releases it
+    (module docstring)."""
+    meta, node_spec = node.get("metadata") or {}, node.get("spec") or {}
+    if not node_spec.get("unschedulable"):
+        return False
+    ours = any(t.get("key") == ASLEEP_TAINT_KEY for t in node_spec.get("taints") or [])
+    return not ours or (meta.get("annotations") or {}).get(WAS_CORDONED) == "true"
+
+
 def admits(node: dict[str, Any], pod: dict[str, Any]) -> bool:
     """True when ``pod``'s node selector and tolerations admit ``node`` once awake."""
     labels = (node.get("metadata") or {}).get("labels") or {}
@@ -136,6 +153,8 @@ def admits(node: dict[str, Any], pod: dict[str, Any]) -> bool:
     if any(labels.get(k) != v for k, v in selector.items()):
         return False
     tolerations = spec.get("tolerations") or []
+    if cordoned_by_a_person(node) and not _tolerates(tolerations, CORDON_TAINT):
+        return False
     for taint in (node.get("spec") or {}).get("taints") or []:
         if taint.get("key") in SLEEP_TAINTS or taint.get("effect") not in SCHEDULING_EFFECTS:
             continue

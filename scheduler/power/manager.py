@@ -8,20 +8,21 @@ suspending, asleep, waking; since when; last wake and sleep; suspect; failed wak
 Each :meth:`PowerManager.step` does, in order:
 
 1. **Observe** (an observer error: nothing is decided this tick, counted and logged).
-2. **Sync the phases with the facts**: a waking node that is Ready and whose agent reported
-   after the wake was sent has re-registered — the wake counts (never when the command was
-   sent) and, in active mode, the node is untainted and uncordoned; a waking node whose agent
-   reports again but stays NotReady for ``restart_agent_after_s`` gets one
-   ``systemctl restart k3s-agent`` per wake (k3s may need it after a resume); a suspending node
-   whose agent has been silent for ``agent_silent_s`` and whose measured suspend time has
-   passed is asleep (a magic packet sent while it is still going down is lost); an asleep node
-   (suspect or not) that re-registers is awake again (a late wake, or a person's). A node
-   NotReady with no sleep of ours to explain it is *unmanaged* this tick (left out of the
-   fleet: a failed node is not the manager's to sleep or wake), and so is a node that is not
-   awake but runs pods. The
-   node-lifecycle taints (``node.kubernetes.io/unreachable``, ``not-ready``) the controller adds
-   while a node sleeps are not the manager's: a woken node keeps them until its kubelet
-   reports, and the manager never removes them.
+2. **Sync the phases with the facts**: a waking node that is Ready, whose kubelet heartbeat
+   (``Observation.heartbeat_s``) is newer than the one seen when the wake was sent and whose agent
+   reported after the wake was sent has re-registered — the wake counts (never when the command was
+   sent; never on a ``Ready=True`` left from before the sleep, which the node-lifecycle controller
+   keeps for its grace period) and, in active mode, the node is untainted and uncordoned; a waking
+   node whose agent reports again but stays NotReady (or without a new heartbeat) for
+   ``restart_agent_after_s`` gets one ``systemctl restart k3s-agent`` per wake (k3s may need it
+   after a resume); a suspending node whose agent has been silent for ``agent_silent_s`` and whose
+   measured suspend time has passed is asleep (a magic packet sent while it is still going down is
+   lost); an asleep node (suspect or not) that re-registers is awake again (a late wake, or a
+   person's). A node NotReady with no sleep of ours to explain it is *unmanaged* this tick (left
+   out of the fleet: a failed node is not the manager's to sleep or wake), and so is a node that is
+   not awake but runs pods. The node-lifecycle taints (``node.kubernetes.io/unreachable``,
+   ``not-ready``) the controller adds while a node sleeps are not the manager's: a woken node keeps
+   them until its kubelet reports, and the manager never removes them.
 3. **Decide** with the phases as the fleet's state columns.
 4. **Apply** (active mode): ``sleep`` — the node is marked first (cordon, taint
    ``eams.io/asleep:NoSchedule``, annotate), then told to sleep; a refusal (the actuator's
@@ -113,6 +114,9 @@ class NodePhase:
     suspect: bool = False
     failed_wakes: int = 0
     agent_restarted: bool = False
+    heartbeat_then_s: float = math.nan
+    """The kubelet heartbeat seen when the node was last told to sleep or wake, or first seen
+    asleep (kubelet's clock): it is back only with a newer one."""
 
 
 def _nan_lt(a: float, b: float) -> bool:
@@ -166,6 +170,7 @@ class PowerManager:
         self.last_plan: Plan | None = None
         self._standing: set[tuple[str, str]] = set()
         self._seen: dict[str, float] = {}
+        self._heartbeat: dict[str, float] = {}
 
     @property
     def active(self) -> bool:
@@ -209,6 +214,7 @@ class PowerManager:
         """Update the phases from ``obs``; returns the (N,) bool mask of managed nodes."""
         fleet, cfg = obs.fleet, self.config
         self._seen = dict(zip(fleet.names, obs.agent_seen_s.tolist(), strict=True))
+        self._heartbeat = dict(zip(fleet.names, obs.heartbeat_s.tolist(), strict=True))
         managed = np.ones(fleet.size, dtype=bool)
         for i, name in enumerate(fleet.names):
             ready, seen = bool(obs.ready[i]), float(obs.agent_seen_s[i])
@@ -216,9 +222,12 @@ class PowerManager:
             if phase is None:  # first seen: a node we (or an earlier run) marked is asleep
                 start = ASLEEP if obs.marked_asleep[i] else int(fleet.state[i])
                 phase = self.phases[name] = NodePhase(start, now_s)
+                phase.heartbeat_then_s = float(obs.heartbeat_s[i])
             was = phase.state
+            # Ready on a heartbeat from after the last sleep or wake we sent, not a stale one
+            ready_now = ready and _nan_lt(float(obs.heartbeat_s[i]), phase.heartbeat_then_s)
             if phase.state == WAKING:
-                if ready and _nan_lt(seen, phase.last_wake_s):
+                if ready_now and _nan_lt(seen, phase.last_wake_s):
                     self._back(name, phase, now_s, f"after {now_s - phase.since_s:.3g} s")
                 elif (
                     _nan_lt(seen, phase.last_wake_s)
@@ -237,7 +246,7 @@ class PowerManager:
                     self._annotate(name, SUSPECT if phase.suspect else "asleep", "agent silent")
             elif phase.state == ASLEEP:
                 last = np.nanmax([phase.last_wake_s, phase.last_sleep_s, phase.since_s])
-                if ready and _nan_lt(seen, float(last)):
+                if ready_now and _nan_lt(seen, float(last)):
                     self._back(name, phase, now_s, "asleep node back")
             if was == AWAKE and obs.marked_asleep[i] and ready and self.active:
                 self._release(name, "awake but still marked")  # a release that failed before
@@ -304,6 +313,7 @@ class PowerManager:
             t = self._sleep(d, fleet, phase, now_s, reason)
         elif d.action is Action.WAKE:
             t = self.actuator.wake(d.node, reason)
+            phase.heartbeat_then_s = self._heartbeat.get(d.node, math.nan)
             if t.result == "ok":
                 phase.state, phase.since_s, phase.last_wake_s = WAKING, now_s, now_s
                 phase.agent_restarted = False
@@ -338,6 +348,7 @@ class PowerManager:
         else:  # ok, or failed part-way: the node may be going down, so it stays marked and the
             # suspend timeout (or its agent reporting again) resolves it
             phase.state, phase.since_s, phase.last_sleep_s = SUSPENDING, now_s, now_s
+            phase.heartbeat_then_s = self._heartbeat.get(d.node, math.nan)
         return t
 
     def _suspect(self, name: str, phase: NodePhase, now_s: float, *, wake: bool, why: str) -> None:

@@ -64,6 +64,14 @@ class Observation:
     marked_asleep : (N,) bool
         The node carries the ``eams.io/asleep`` taint (a manager put it to sleep, perhaps an
         earlier run of it).
+    heartbeat_s : (N,) float
+        The node's last kubelet heartbeat as the API shows it (the later of its Lease's
+        ``renewTime`` and its Ready condition's ``lastHeartbeatTime``), epoch s on the
+        kubelet's clock; NaN when none. Only compared with earlier values of itself: a
+        ``Ready=True`` read after a wake may be the stale one from before the sleep (the
+        node-lifecycle controller marks a silent node Unknown only after its grace period,
+        40 s by default), so a wake counts only once the heartbeat has advanced past the one
+        seen when the wake was sent.
 
     Raises
     ------
@@ -75,10 +83,11 @@ class Observation:
     ready: NDArray[np.bool_]
     agent_seen_s: NDArray[np.float64]
     marked_asleep: NDArray[np.bool_]
+    heartbeat_s: NDArray[np.float64]
 
     def __post_init__(self) -> None:
         n = self.fleet.size
-        for column in ("ready", "agent_seen_s", "marked_asleep"):
+        for column in ("ready", "agent_seen_s", "marked_asleep", "heartbeat_s"):
             shape = np.shape(getattr(self, column))
             if shape != (n,):
                 raise FleetInputError(f"observation.{column}: shape {shape}, expected ({n},)")

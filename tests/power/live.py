@@ -113,7 +113,13 @@ class Follow:
 
     def __call__(self) -> dict[str, Any]:
         up = self.sim.state(self.outlet).node == "running" and not self.hold
-        return ready_as(self.doc, up)
+        doc = ready_as(self.doc, up)
+        if up:  # a kubelet heartbeats while its node runs
+            for condition in doc["status"]["conditions"]:
+                if condition["type"] == "Ready":
+                    stamp = datetime.now(UTC).isoformat(timespec="microseconds")
+                    condition["lastHeartbeatTime"] = stamp.replace("+00:00", "Z")
+        return doc
 
 
 def workload_pod(name: str, node: str | None, cpu: str, **spec: Any) -> dict[str, Any]:

@@ -78,4 +78,5 @@ def test_rbac_grants_what_the_manager_calls_and_no_eviction() -> None:
     assert rules == {
         ("", "nodes"): {"get", "list", "watch", "patch"},
         ("", "pods"): {"get", "list", "watch"},
+        ("coordination.k8s.io", "leases"): {"get", "list", "watch"},
     }

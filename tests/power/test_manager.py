@@ -19,7 +19,9 @@ from tests.power.conftest import node, pod
 
 @dataclass
 class Host:
-    """One node of the scripted world: up or down, Ready, the agent's last report."""
+    """One node of the scripted world: up or down, Ready, the agent's last report, the
+    kubelet's last heartbeat (``kubelet_alive=False``: up and Ready as last reported, but no
+    heartbeat: a stale Ready)."""
 
     name: str
     up: bool = True
@@ -32,6 +34,8 @@ class Host:
     sleeps_ok: bool = True
     boot_s: float = 5.0
     woken_at_s: float | None = None
+    heartbeat_s: float = 0.0
+    kubelet_alive: bool = True
 
 
 @dataclass
@@ -50,6 +54,8 @@ class World:
                 h.up, h.ready, h.woken_at_s = True, True, None
             if h.up:
                 h.seen_s = now_s
+                if h.kubelet_alive:
+                    h.heartbeat_s = now_s
         views = [
             node(h.name, pods=h.pods, empty_since_s=None if h.pods else 0.0)
             for h in self.hosts.values()
@@ -58,8 +64,9 @@ class World:
         ready = np.array([h.ready for h in self.hosts.values()])
         marked = np.array([h.tainted for h in self.hosts.values()])
         seen = np.array([h.seen_s for h in self.hosts.values()])
+        heartbeat = np.array([h.heartbeat_s for h in self.hosts.values()])
         fleet = fleet.__class__(**{**fleet.__dict__, "state": guess_state(ready, marked)})
-        return Observation(fleet, ready, seen, marked)
+        return Observation(fleet, ready, seen, marked, heartbeat)
 
     def mark_asleep(self, node_name: str, reason: str) -> None:
         self.calls.append(("mark", node_name))
@@ -148,6 +155,25 @@ def test_active_marks_before_the_sleep_and_releases_only_once_back() -> None:
     assert world.calls[-1] == ("release", "b") and not world.hosts["b"].tainted
     assert m.phases["b"].state == 0
     assert [r.reason for r in records.items][-1] == "re-registered"
+
+
+def test_a_ready_condition_older_than_the_wake_does_not_release_the_node() -> None:
+    """Issue 31: a node asleep for less than the node-monitor grace period still reads
+    ``Ready=True`` (the heartbeat from before the sleep); its agent answering is not enough."""
+    world = World({"a": Host("a", pods=(1.0,)), "b": Host("b")})
+    m = manager(world, "active")
+    m.step(100.0)
+    m.step(104.0)  # asleep
+    world.hosts["b"].ready = True  # the controller has not marked it Unknown yet
+    world.hosts["b"].kubelet_alive = False  # the agent comes back, the kubelet does not
+    world.pending = [pod("p", 4.0, since_s=104.0)]
+    m.step(110.0)  # wake sent
+    for t in (116.0, 120.0, 124.0):  # (the wake times out at 130 s)
+        m.step(t)
+        assert ("release", "b") not in world.calls and m.phases["b"].state == 2
+    world.hosts["b"].kubelet_alive = True  # a fresh heartbeat: now it counts
+    m.step(126.0)
+    assert world.calls[-1] == ("release", "b") and m.phases["b"].state == 0
 
 
 def test_a_wake_that_never_gets_ready_makes_the_node_suspect_and_wakes_the_next() -> None:

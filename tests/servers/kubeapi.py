@@ -118,6 +118,11 @@ def _handler(api: KubeApi) -> type[BaseHTTPRequestHandler]:
                 self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {},
                                  "items": items})  # fmt: skip
                 return
+            if url.path == "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases":
+                # no Leases here: the heartbeat is the Ready condition's (live.Follow)
+                self._send(200, {"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
+                                 "metadata": {}, "items": []})  # fmt: skip
+                return
             if parts == ["api", "v1", "pods"]:
                 selector = parse_qs(url.query).get("fieldSelector", [""])[0]
                 if selector:
