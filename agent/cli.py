@@ -11,7 +11,7 @@ import click
 from eams.agent import stop
 from eams.agent.config import load_config
 from eams.agent.runner import Agent
-from eams.cli import log_level_option
+from eams.cli import configure_logging, log_level_option
 from eams.meter.url import parse_meter_url
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,7 @@ def run(config_file: Path, log_level: str) -> None:
     The stop request is :mod:`eams.agent.stop`.
     """
     requested = stop.install()  # again for `eams agent run`; python -m eams.agent did it first
-    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if log_level != "DEBUG":  # httpx logs every request at INFO: one journal line per write
-        logging.getLogger("httpx").setLevel(logging.WARNING)
+    configure_logging(log_level, "%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = load_config(config_file)
     if requested.is_set():
         log.info("stop requested while starting: not started")

@@ -30,6 +30,7 @@ and :func:`log_level_option`.
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 import re
 import sys
@@ -287,6 +288,18 @@ def log_level_option(what: str = "Logging level") -> Callable[[F], F]:
         type=click.Choice(LOG_LEVELS, case_sensitive=False),
         help=what,
     )
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    """Log at ``level`` (a :data:`LOG_LEVELS` name) in ``fmt`` on stderr, for a service.
+
+    httpx logs every request at INFO; a service that polls (the agent's writes, the power
+    manager's agent probes) would write one line per request, so below DEBUG it is held to
+    WARNING.
+    """
+    logging.basicConfig(level=level, format=fmt)
+    if level != "DEBUG":
+        logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def _one_line(text: str) -> str:

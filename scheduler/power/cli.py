@@ -13,7 +13,7 @@ import click
 from eams.calibrate.powerstates.actions import PowerActions
 from eams.calibrate.powerstates.inventory import load_inventory
 from eams.calibrate.powerstates.transitions import Transition, echo_transitions
-from eams.cli import FiniteFloatRange, log_level_option
+from eams.cli import FiniteFloatRange, configure_logging, log_level_option
 from eams.meter.errors import BadMacAddress
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_nic_mac
 from eams.scheduler.power.errors import ManagerConfigError
@@ -263,7 +263,7 @@ def manage(
         # checked here, not by click.Path(exists=True): the Deployment's arguments name the
         # mounted ConfigMap's path, and tests parse them where it is not mounted
         raise click.BadParameter(f"{config_path} is not a file", param_hint="'--config'")
-    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(message)s")
+    configure_logging(log_level, "%(asctime)s %(levelname)s %(message)s")
     power_log = logging.getLogger("eams.power")  # a service: every line timed, on stderr
     for handler in list(power_log.handlers):
         power_log.removeHandler(handler)  # the by-hand commands' echo to stdout
