@@ -164,15 +164,16 @@ class Records:
 
 
 def build(
-    api: KubeApi,
+    kubeconfig: Path,
     inventory: dict[str, Any],
     calibrations: Path,
     mode: str,
     records: Records | None = None,
 ) -> tuple[PowerManager, PowerInventory]:
-    """The live manager on the stand-ins (what ``eams power manage`` builds)."""
+    """The live manager on the API server of ``kubeconfig`` (what ``eams power manage``
+    builds)."""
     inv = parse_inventory(inventory, Path("."), "power.yaml")
-    client = KubeClient(api.kubeconfig)
+    client = KubeClient(kubeconfig)
     manager = PowerManager(
         PowerPolicy(POLICY),
         KubeObserver(client, inv, read_folder(calibrations)),

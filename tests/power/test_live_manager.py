@@ -87,7 +87,7 @@ def test_active_cordons_and_taints_before_the_sleep_and_releases_only_when_back(
     clock, records = Clock(), Records()
     with kube_api(nodes, pods) as api:
         data = inventory_data(sim, node1, kubeconfig=api.kubeconfig, agent_url=agents[1].url)
-        manager, _ = build(api, data, cals, "active", records)
+        manager, _ = build(api.kubeconfig, data, cals, "active", records)
         manager.step(clock())  # empty since now: not yet past its break-even
         assert node1.calls() == [] and not api.patches
         clock.skew += 60.0
@@ -140,7 +140,7 @@ def test_shadow_mode_records_but_patches_switches_and_sends_nothing(
         data["nodes"]["duckboat-02"] = {
             **data["nodes"][A], "mac": sim.mac(2), "outlet": 2, "agent_url": agents[2].url
         }  # fmt: skip
-        manager, _ = build(api, data, cals, "shadow", records)
+        manager, _ = build(api.kubeconfig, data, cals, "shadow", records)
         manager.step(clock())
         clock.skew += 60.0
         only_b = {"kubernetes.io/hostname": "duckboat-02"}  # fits no awake node
@@ -174,7 +174,7 @@ def test_a_wake_that_never_gets_ready_makes_the_node_suspect_and_wakes_the_next(
         data["nodes"]["duckboat-02"] = {
             **data["nodes"][A], "mac": sim.mac(2), "outlet": 2, "agent_url": agents[2].url
         }  # fmt: skip
-        manager, _ = build(api, data, cals, "active", records)
+        manager, _ = build(api.kubeconfig, data, cals, "active", records)
         manager.step(clock())  # A is the cheaper wake (60 J against 90 J)
         assert manager.phases[A].state == WAKING and manager.phases["duckboat-02"].state == ASLEEP
         clock.skew += 30.0  # past 5 × its 2 s wake
@@ -199,7 +199,7 @@ def test_never_sleeps_a_node_with_pods_that_are_not_daemonsets(
     clock = Clock()
     with kube_api(nodes, pods_by_node) as api:
         data = inventory_data(sim, node1, kubeconfig=api.kubeconfig, agent_url=agents[1].url)
-        manager, _ = build(api, data, cals, "active")
+        manager, _ = build(api.kubeconfig, data, cals, "active")
         observed = manager.observer.observe(clock())
         assert observed.fleet.pods.tolist() == [6, 1]  # DaemonSet pods do not count
         for _ in range(3):
@@ -218,7 +218,7 @@ def test_a_woken_node_that_stays_notready_gets_its_k3s_agent_restarted(
     clock = Clock()
     with kube_api(nodes, pods, [workload_pod("job", None, "2", tolerations=HOUND)]) as api:
         data = inventory_data(sim, node1, kubeconfig=api.kubeconfig, agent_url=agents[1].url)
-        manager, _ = build(api, data, cals, "active")
+        manager, _ = build(api.kubeconfig, data, cals, "active")
         step_until(manager, clock, lambda: "restart k3s-agent" in node1.calls())
         assert manager.phases[A].state == WAKING and ASLEEP_TAINT_KEY in taint_keys(api, A)
         assert node1.calls().count("restart k3s-agent") == 1  # once per wake
