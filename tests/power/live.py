@@ -1,19 +1,15 @@
-"""The live power manager's world for tests: the PDU simulator's virtual nodes (switched
-outlets, suspend, Wake-on-LAN), sshd with a ``systemctl`` stand-in, stand-in agents, and the
-stand-in Kubernetes API (``tests/servers/kubeapi.py``: no kube-apiserver runs here, so it
-serves the published Node / NodeList / PodList shapes and applies merge patches as RFC 7386
-says) — the same parts the power-state action tests use.
-
-Each node's Ready condition follows its virtual node (Ready while the simulator says running,
-unless the test holds it NotReady). The manager's clock is real time plus a skew the test can
-advance, so an idle stretch or a phase timeout need not be waited for in real time.
+"""Pieces of the live power manager's world for tests: the manager's settings and clock (real
+time plus a skew the test can advance, so an idle stretch or a phase timeout need not be waited
+for in real time), calibrations with measured power states, the manager built as ``eams power
+manage`` builds it, a record sink, and node and pod documents for the tests that serve them
+(``test_kube_adapters.py``, ``test_manage_cli.py``). The world on the real control plane is
+:mod:`tests.power.kube_world`.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +19,6 @@ from eams.calibrate.calfile import load_calibration, save_calibration
 from eams.calibrate.powerstates.estimate import estimate
 from eams.calibrate.powerstates.inventory import PowerInventory, parse_inventory
 from eams.calibrate.powerstates.record import PowerStates, TransitionCost
-from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.actuator import PowerActuator
 from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.kube_client import KubeClient
@@ -32,7 +27,6 @@ from eams.scheduler.power.kube_observer import KubeObserver
 from eams.scheduler.power.manager import ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from tests.calibrate.powerstates.test_measure import line_calibration
-from tests.servers.kubeapi import KubeApi
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 POLICY = PolicyConfig(
@@ -101,27 +95,6 @@ def ready_as(doc: dict[str, Any], ready: bool) -> dict[str, Any]:
     return doc
 
 
-@dataclass
-class Follow:
-    """A node document whose Ready follows the simulator's node on ``outlet`` (``hold``
-    keeps it NotReady: a kubelet that did not come back)."""
-
-    sim: PduSimulator
-    outlet: int
-    doc: dict[str, Any]
-    hold: bool = False
-
-    def __call__(self) -> dict[str, Any]:
-        up = self.sim.state(self.outlet).node == "running" and not self.hold
-        doc = ready_as(self.doc, up)
-        if up:  # a kubelet heartbeats while its node runs
-            for condition in doc["status"]["conditions"]:
-                if condition["type"] == "Ready":
-                    stamp = datetime.now(UTC).isoformat(timespec="microseconds")
-                    condition["lastHeartbeatTime"] = stamp.replace("+00:00", "Z")
-        return doc
-
-
 def workload_pod(name: str, node: str | None, cpu: str, **spec: Any) -> dict[str, Any]:
     """A ReplicaSet's pod requesting ``cpu``: bound to ``node`` (Running) or pending."""
     status: dict[str, Any] = {"phase": "Running" if node else "Pending"}
@@ -184,27 +157,3 @@ def build(
         config=MANAGER,
     )
     return manager, inv
-
-
-def step_until(
-    manager: PowerManager,
-    clock: Clock,
-    done: Callable[[], bool],
-    timeout_s: float = 20.0,
-    each: Callable[[], None] | None = None,
-) -> None:
-    """Tick every 0.1 s until ``done()`` (calling ``each()`` after every tick); fail after
-    ``timeout_s`` of real time."""
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        assert time.monotonic() < deadline, f"not done after {timeout_s} s: {manager.phases}"
-        manager.step(clock())
-        if each is not None:
-            each()
-        time.sleep(0.1)
-
-
-def taint_keys(api: KubeApi, node: str) -> list[str]:
-    doc = api.node(node)
-    assert doc is not None
-    return [t["key"] for t in doc["spec"].get("taints") or []]

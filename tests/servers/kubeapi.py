@@ -119,7 +119,7 @@ def _handler(api: KubeApi) -> type[BaseHTTPRequestHandler]:
                                  "items": items})  # fmt: skip
                 return
             if url.path == "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases":
-                # no Leases here: the heartbeat is the Ready condition's (live.Follow)
+                # no Leases here: a heartbeat is the Ready condition's, as the test's documents say
                 self._send(200, {"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
                                  "metadata": {}, "items": []})  # fmt: skip
                 return

@@ -1,0 +1,186 @@
+"""The live power manager's world on the real control plane (``../shared/k8s``).
+
+kube-apiserver with the shipped RBAC: the manager runs as the ``eams-power-manager`` service
+account, so a verb its ClusterRole lacks fails the test. The nodes are API objects kept alive
+by emulated kubelets (:class:`~tests.servers.kube_node.NodeEmulator`: Lease and Ready
+heartbeats) that follow the PDU simulator's virtual machines: a kubelet beats while its machine
+runs, unless the test holds it dead (a machine and agent that came back, a kubelet that did
+not). ``systemctl`` runs over a real sshd (a stand-in script: a CI machine cannot suspend) and
+the agents are stand-ins answering while their machine runs — the parts a CI machine cannot be.
+
+Nodes: ``duckboat-01`` (:data:`A`, outlet 1, 4 cores) and, on request, ``duckboat-02``
+(:data:`B`, outlet 2) may sleep; the k3s server ``mini1`` (1 core) is full with one workload pod
+and never sleeps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from eams.meter.simulator import PduSimulator
+from eams.scheduler.power.manager import PowerManager
+from eams.scheduler.power.policy_fleet import ASLEEP
+from eams.scheduler.power.ports import ASLEEP_TAINT_EFFECT, ASLEEP_TAINT_KEY
+from tests.calibrate.powerstates.conftest import AgentStandIn, inventory_data
+from tests.power.live import Clock, Records, build, calibrate
+from tests.servers.kube_control_plane import ControlPlane, eventually
+from tests.servers.kube_node import NOT_READY, NodeEmulator, remove_taint
+
+A, B, SERVER = "duckboat-01", "duckboat-02", "mini1"
+OUTLETS = {A: 1, B: 2}
+MANAGER_ACCOUNT = "kube-system/eams-power-manager"
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+@dataclass
+class Kubelet:
+    """A node's kubelet: beats while the simulator's machine on ``outlet`` runs and
+    ``alive``."""
+
+    sim: PduSimulator
+    outlet: int
+    node: NodeEmulator
+    alive: bool = True
+    beating: bool = True
+
+    def follow(self) -> None:
+        should = self.alive and self.sim.state(self.outlet).node == "running"
+        if should and not self.beating:
+            self.node.wake()
+        elif not should and self.beating:
+            self.node.sleep()
+        self.beating = should
+
+
+@dataclass
+class World:
+    """The manager, its clock (real time plus a skew the test advances), the kubelets, an
+    admin client and the decision records."""
+
+    manager: PowerManager
+    clock: Clock
+    kubelets: dict[str, Kubelet]
+    admin: httpx.Client
+    records: Records
+    sim: PduSimulator
+    inventory: dict[str, Any] = field(default_factory=dict)
+
+    def step(self) -> None:
+        """One manager tick; then the kubelets follow their machines."""
+        self.manager.step(self.clock())
+        for kubelet in self.kubelets.values():
+            kubelet.follow()
+
+    def tick_until(
+        self, done: Callable[[], bool], what: str, timeout_s: float = 40.0,
+        each: Callable[[], None] | None = None,
+    ) -> None:  # fmt: skip
+        """Tick every 0.2 s until ``done()``; fail naming ``what`` after ``timeout_s`` of real
+        time."""
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            assert time.monotonic() < deadline, f"{what}: not within {timeout_s} s"
+            self.step()
+            if each is not None:
+                each()
+            time.sleep(0.2)
+
+    def node(self, name: str = A) -> dict[str, Any]:
+        answer = self.admin.get(f"/api/v1/nodes/{name}")
+        answer.raise_for_status()
+        return dict(answer.json())
+
+    def taint_keys(self, name: str = A) -> set[str]:
+        return {t["key"] for t in self.node(name)["spec"].get("taints") or []}
+
+    def annotations(self, name: str = A) -> dict[str, str]:
+        return dict(self.node(name)["metadata"].get("annotations") or {})
+
+    def machine(self, name: str = A) -> str:
+        """The simulator's state of ``name``'s machine (``running``, ``suspended``, …)."""
+        return str(self.sim.state(OUTLETS[name]).node)
+
+    def pending_pod(self, name: str, cpu: str, **spec: Any) -> None:
+        """A pod for a scheduler that does not run here: it stays Pending."""
+        create_pod(self.admin, name, None, cpu, schedulerName="eams-scheduler", **spec)
+
+    def sleep_a(self) -> None:
+        """Let A's idle time pass its break-even; tick until the manager has put it to sleep."""
+        self.step()
+        self.clock.skew += 60.0
+        self.tick_until(lambda: self.manager.phases[A].state == ASLEEP, "A asleep")
+        assert self.machine(A) == "suspended"
+
+
+def create_pod(admin: httpx.Client, name: str, node: str | None, cpu: str, **spec: Any) -> None:
+    """A bare pod (no controller: a workload pod) requesting ``cpu``, bound to ``node`` or
+    pending."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+           "spec": {**({"nodeName": node} if node else {}), **spec,
+                    "containers": [{"name": "c", "image": "pause",
+                                    "resources": {"requests": {"cpu": cpu}}}]}}  # fmt: skip
+    admin.post("/api/v1/namespaces/default/pods", json=pod).raise_for_status()
+
+
+def mark_asleep(admin: httpx.Client, sim: PduSimulator, name: str, kubelet: Kubelet) -> None:
+    """``name`` as an earlier run of the manager left it: machine suspended, kubelet silent,
+    cordoned and tainted ``eams.io/asleep``."""
+    sim.suspend(OUTLETS[name])
+    eventually(lambda: sim.state(OUTLETS[name]).node == "suspended" or None, 10.0, "suspended")
+    kubelet.follow()
+    taint = {"key": ASLEEP_TAINT_KEY, "effect": ASLEEP_TAINT_EFFECT}
+    admin.patch(f"/api/v1/nodes/{name}", json={"spec": {"unschedulable": True, "taints": [taint]}},
+                headers=MERGE).raise_for_status()  # fmt: skip
+
+
+def make_world(
+    plane: ControlPlane,
+    up: Callable[..., NodeEmulator],
+    admin: httpx.Client,
+    sim: PduSimulator,
+    ssh_node: Any,
+    agents: dict[int, AgentStandIn],
+    folder: Path,
+    *,
+    mode: str = "active",
+    with_b: bool = False,
+    lifecycle: bool = False,
+    edit_inventory: Callable[[dict[str, Any]], None] | None = None,
+) -> World:
+    """Nodes up and Ready (the not-ready taint lifted: by the controller with ``lifecycle``,
+    here otherwise), the server's workload pod, calibrations, the inventory (edited by
+    ``edit_inventory`` before the manager reads it) and the manager, as its service account."""
+    names = [A, SERVER, *([B] if with_b else [])]
+    emulated = {n: up(n, cpu="1" if n == SERVER else "4", period_s=1.0) for n in names}
+    for name in names:
+        if not lifecycle:
+            remove_taint(admin, name, NOT_READY)
+        eventually(lambda n=name: NOT_READY not in {
+            t["key"] for t in admin.get(f"/api/v1/nodes/{n}").json()["spec"].get("taints") or []
+        } or None, 30.0, f"{name} without the not-ready taint")  # fmt: skip
+    create_pod(admin, "db", SERVER, "1")
+    calibrate(folder, A)
+    calibrate(folder, B, wake_energy_j=90.0)
+    calibrate(folder, SERVER, wake_energy_j=None)
+    kubeconfig = plane.kubeconfig(MANAGER_ACCOUNT)
+    data = inventory_data(sim, ssh_node, kubeconfig=kubeconfig, agent_url=agents[1].url)
+    if with_b:
+        data["nodes"][B] = {**data["nodes"][A], "mac": sim.mac(2), "outlet": 2,
+                            "agent_url": agents[2].url}  # fmt: skip
+    if edit_inventory is not None:
+        edit_inventory(data)
+    records = Records()
+    manager, _ = build(kubeconfig, data, folder, mode, records)
+    kubelets = {n: Kubelet(sim, OUTLETS[n], emulated[n]) for n in names if n in OUTLETS}
+    return World(manager, Clock(), kubelets, admin, records, sim, data)
+
+
+def delete_pods(admin: httpx.Client) -> None:
+    """Every pod of ``default``, at once (nothing runs them)."""
+    admin.delete("/api/v1/namespaces/default/pods", params={"gracePeriodSeconds": 0})
