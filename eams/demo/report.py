@@ -116,6 +116,8 @@ def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
             "prioritize_calls": eams.prioritize_calls,
             "prioritize_answered": eams.extender_prioritize,
             "unscored_binds": eams.unscored_binds,
+            "unanswered_pods": eams.unanswered,
+            "call_errors": eams.call_errors,
             "decisions": len(eams.decisions),
             "bound_to_highest_score": sum(
                 1 for d in eams.decisions if d.scores[d.node] == max(d.scores.values())
