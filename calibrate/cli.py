@@ -282,7 +282,7 @@ def _seconds(flag: str, default: float, text: str, *, zero_ok: bool = False):  #
 )
 @click.option(
     "--calibration",
-    type=_FILE,
+    type=_INPUT,
     required=True,
     help="The node's calibration file (its line, from `eams calibrate sweep`) to add them to.",
 )

@@ -29,6 +29,7 @@ and :func:`log_level_option`.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import math
@@ -163,6 +164,21 @@ class Context(click.Context):
         super().__init__(*args, **kwargs)
 
 
+def short_help(text: str) -> str:
+    """The first sentence of ``text``'s first paragraph (click's rule for a command list's
+    line), whole: click would cut it at 45 columns and mark the cut with "...".
+
+    A period ends the sentence when the text ends there or the next word does not start in
+    lower case (so "vs." does not)."""
+    words = text.partition("\n\n")[0].split()
+    if words and words[0] == "\b":
+        words = words[1:]
+    for i, word in enumerate(words):
+        if word.endswith(".") and (i == len(words) - 1 or not words[i + 1][0].islower()):
+            return " ".join(words[: i + 1])
+    return " ".join(words)
+
+
 def conform(command: click.Command) -> click.Command:
     """Give ``command`` and every sub-command it already holds the ``eams`` context.
 
@@ -176,6 +192,8 @@ def conform(command: click.Command) -> click.Command:
         ``command`` itself.
     """
     command.context_class = Context
+    if not command.short_help and command.help:  # a group's list shows it whole, never "..."
+        command.short_help = short_help(command.help)
     # click (>= 8.1.8) caches each command's help option, built with the names of the first
     # context it saw: one made before this (a test invoking the command directly) has no -h
     command._help_option = None
@@ -200,6 +218,23 @@ class _LazyGroup(click.Group):
             return None
         module, attribute = target.split(":")
         return conform(getattr(importlib.import_module(module), attribute))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click's, but an unknown command's usage error suggests the nearest names."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            if name.startswith("-") or name in COMMANDS:
+                raise
+            near = difflib.get_close_matches(name, sorted(COMMANDS), n=2, cutoff=0.6)
+            if not near:
+                raise
+            raise click.UsageError(
+                f"No such command {name!r}; did you mean {' or '.join(map(repr, near))}?", ctx
+            ) from exc
 
 
 @click.group(cls=_LazyGroup)

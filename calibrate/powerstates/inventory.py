@@ -270,4 +270,9 @@ def load_inventory(path: str | Path) -> PowerInventory:
         Unreadable, not YAML, or any bad field (all named in one line).
     """
     path = Path(path)
+    if not path.exists():  # most often the default path on a machine ansible did not set up
+        raise InventoryError(
+            f"{path}: cannot read: no such file (the power inventory: give yours with "
+            "--inventory FILE or EAMS_POWER_INVENTORY)"
+        )
     return parse_inventory(read_yaml(path, InventoryError), path.parent, str(path))

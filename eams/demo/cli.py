@@ -15,16 +15,31 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from eams.cli import ValueType
+
+
+def _output_folder(text: str) -> Path:
+    """The demo's output folder: made if missing, but only in a folder that exists (a typo in
+    the path is a usage error, not a tree of folders made behind the user's back)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{text}: is a file, not a folder")
+    parent = path.resolve().parent
+    if not parent.exists():
+        raise ValueError(f"{text}: the folder {parent} does not exist")
+    return path
+
 
 @click.command()
 @click.option("--quick", is_flag=True, help="Shorter sweeps and runs, one offered load (CI).")
 @click.option(
     "--out",
     "out_dir",
-    default=Path("eams-demo"),
+    default="eams-demo",
     show_default=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where calibration files, telemetry and the report go.",
+    type=ValueType(_output_folder, "DIR"),
+    help="Where calibration files, telemetry and the report go (made if missing, in a folder "
+    "that exists).",
 )
 def demo(quick: bool, out_dir: Path) -> None:
     """Run the toolkit end to end on a virtual six-node testbed (no hardware, no server).
@@ -36,8 +51,9 @@ def demo(quick: bool, out_dir: Path) -> None:
     the decision record are. Every thread and server it starts is stopped on exit and on Ctrl-C.
 
     Exit status 0 whatever the verdict (it is printed), 1 on an error (one line on stderr),
-    130 on Ctrl-C. The real data is read from EAMS_DATA_DIR (default ../shared/data next to
-    the repository); without it the demo says which files it wanted and uses built-in ones.
+    2 on a bad invocation (an --out whose parent folder does not exist), 130 on Ctrl-C. The
+    real data is read from EAMS_DATA_DIR (default ../shared/data next to the repository);
+    without it the demo says at the start which files it wanted and uses built-in ones.
     """
     from eams.demo.run import run_demo
 

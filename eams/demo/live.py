@@ -48,6 +48,12 @@ NO_EXTENDER = ExtenderConfig(url_prefix="http://127.0.0.1", filter_verb=None, pr
 """kube-scheduler with no extender (the default profile): no call is ever made."""
 SCHEDULER_NAMES = {"default": "default-scheduler", "eams": "eams-scheduler"}
 POLL_S = 0.05
+UNSCHEDULABLE_MAX_S = 300.0
+"""kube-scheduler's ``podMaxInUnschedulablePodsDuration`` (5 min), trace s: a pod left among
+the unschedulable pods that long goes back to the queue even without a cluster event (its
+``flushUnschedulablePodsLeftover``). Without it, a pod the extender's /filter refused after the
+last pod ended (no event left to come: the demo's extender runs without a watch, so its floor
+taint and its recovery, node events in a cluster, never happen) would wait forever."""
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +153,13 @@ class LiveRun:
         then binds it without scoring), or, in the default run, every pod.
     binds : dict of str to str
         Pod → node.
+    unanswered : list of str
+        Pods the extender never answered a /filter for (the call failed or outlasted
+        kube-scheduler's ``httpTimeout``, every time it was scheduled): bound by the in-tree
+        path alone, as kube-scheduler does with an ignorable extender; absent from the
+        extender's record. Empty in runs without it.
+    call_errors : list of str
+        The failed extender calls' reasons (a few, in order).
     decisions : list of Decision
     transitions : dict of str to int
         ``{"sleep": n, "wake": n}`` the power manager carried out (empty without one).
@@ -165,6 +178,8 @@ class LiveRun:
     extender_prioritize: int | None = None
     unscored_binds: int = 0
     binds: dict[str, str] = field(default_factory=dict)
+    unanswered: list[str] = field(default_factory=list)
+    call_errors: list[str] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     transitions: dict[str, int] = field(default_factory=dict)
     power_lines: list[str] = field(default_factory=list)
@@ -242,7 +257,8 @@ class LiveLoop:
             self.cycle.connection = self.answers
         self.scheduler = SCHEDULER_NAMES[scheduler]
         self.pending: dict[str, float] = {}  # pod → pending since (epoch s)
-        self._unschedulable: dict[str, tuple[dict[str, Any], float]] = {}
+        # pod → (pod object, created at, parked at (monotonic s))
+        self._unschedulable: dict[str, tuple[dict[str, Any], float, float]] = {}
         self._index = {name: j for j, name in enumerate(workload.names)}
         self._arrived_s: dict[str, float] = {}
         self._ended_s: dict[str, float] = {}
@@ -293,6 +309,7 @@ class LiveLoop:
                         f"{len(left)} pods had not ended {timeout_s:.0f} s into the run "
                         f"(e.g. {', '.join(left[:3])}); {len(self.pending)} still pending"
                     )
+                self._flush_leftover()
                 try:
                     pod, created_s = await asyncio.wait_for(self.cycle.next_pod(), POLL_S)
                 except TimeoutError:
@@ -327,8 +344,16 @@ class LiveLoop:
         """A cluster event (a pod ended, a node was released): every unschedulable pod goes
         back to the queue (kube-scheduler's ``MoveAllToActiveOrBackoffQueue``)."""
         waiting, self._unschedulable = self._unschedulable, {}
-        for pod, created_s in waiting.values():
+        for pod, created_s, _ in waiting.values():
             self.cycle.add(pod, created_s)
+
+    def _flush_leftover(self) -> None:
+        """Pods unschedulable for :data:`UNSCHEDULABLE_MAX_S` (trace s) back to the queue."""
+        oldest = time.monotonic() - UNSCHEDULABLE_MAX_S / self.speedup
+        for name, (pod, created_s, parked_s) in list(self._unschedulable.items()):
+            if parked_s <= oldest:
+                del self._unschedulable[name]
+                self.cycle.add(pod, created_s)
 
     async def _schedule(self, pod: dict[str, Any], created_s: float) -> None:
         name = pod["metadata"]["name"]
@@ -337,7 +362,7 @@ class LiveLoop:
             self.answers.last.clear()
         record = await self.cycle.schedule_one(pod, created_s)
         if record.node is None:
-            self._unschedulable[name] = (pod, created_s)
+            self._unschedulable[name] = (pod, created_s, time.monotonic())
             return
         self._note(pod, record)
         j = self._index[name]
@@ -441,6 +466,11 @@ class LiveLoop:
             1 for r in self.cycle.records if r.node is not None and r.prioritize_s == 0
         )
         run.binds = dict(self.binds)
+        if self.answers is not None:
+            answered = {r.key.rsplit("/", 1)[-1] for r in self.cycle.records if r.filter_s and
+                        not any(e.startswith("filter:") for e in r.errors)}  # fmt: skip
+            run.unanswered = sorted(set(self.binds) - answered)
+            run.call_errors = [e for r in self.cycle.records for e in r.errors][:5]
         run.decisions = list(self.decisions)
         return run
 

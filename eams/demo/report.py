@@ -48,9 +48,62 @@ def sd_of(parts: dict[str, float]) -> float:
     return math.sqrt(sum(v * v for v in parts.values()))
 
 
+RUN_NAMES = {
+    "default": "the default scheduler alone",
+    "default+pm": "the default scheduler with the power manager",
+    "eams+pm": "EAMS's placement with the power manager",
+}
+"""How the answer names each run."""
+
+
+def headline(saving_eams: float, sd_eams: float, saving_pm: float, sd_pm: float, rho: float) -> str:
+    """The report's and the terminal's first sentence: which run used the least energy per
+    unit of work at the wall, by how much against the default scheduler, and the other run
+    beside it — whichever run that is, EAMS's placement or not.
+
+    Parameters
+    ----------
+    saving_eams, sd_eams : float
+        ``eams+pm`` against ``default``: metered saving (fraction; > 0 less energy) and its 1σ.
+    saving_pm, sd_pm : float
+        ``default+pm`` against ``default``, the same.
+    rho : float
+    """
+    s, u = saving_eams * 100, K_SIGMA * sd_eams * 100
+    s_pm, u_pm = saving_pm * 100, K_SIGMA * sd_pm * 100
+    savings = {"default": 0.0, "default+pm": s_pm, "eams+pm": s}
+    best = max(savings, key=lambda label: savings[label])
+
+    def against_default(value: float, sd: float) -> str:
+        word = "less" if value >= 0 else "more"
+        clear = "" if abs(value) > sd else ", not distinguishable from none"
+        return f"{abs(value):.1f} % {word} than the default scheduler alone (±{sd:.1f}{clear})"
+
+    where = f"At the wall (offered load ρ = {rho:g}; ± at 2σ), "
+    if best == "default":
+        return (
+            f"{where}{RUN_NAMES['default']} used the least energy per unit of work: "
+            f"{RUN_NAMES['default+pm']} used {against_default(s_pm, u_pm)}, "
+            f"{RUN_NAMES['eams+pm']} {against_default(s, u)}."
+        )
+    other = "eams+pm" if best == "default+pm" else "default+pm"
+    ours, theirs = (s_pm, u_pm) if best == "default+pm" else (s, u)
+    gap = savings[best] - savings[other]
+    gap_sd = math.hypot(u, u_pm)  # the two share the baseline: an upper bound
+    close = " (within the uncertainty)" if gap <= gap_sd else ""
+    placement = s - s_pm
+    return (
+        f"{where}{RUN_NAMES[best]} used the least energy per unit of work: "
+        f"{against_default(ours, theirs)}; {RUN_NAMES[other]}: "
+        f"{against_default(savings[other], u if other == 'eams+pm' else u_pm)}, "
+        f"{gap:.1f} points behind{close}. The power manager alone accounts for {s_pm:+.1f} "
+        f"points, EAMS's placement for {placement:+.1f}."
+    )
+
+
 def answer(full: SavingCheck, pm: SavingCheck, rho: float) -> str:
-    """The report's first sentences: what EAMS saved (or not) against default at the wall with
-    its uncertainty, the power manager's and the placement's shares, then VT-5, and ρ.
+    """The report's first sentences: :func:`headline` (which run did best, and by how much
+    against default at the wall), then VT-5 (the model's agreement on ``eams+pm``).
 
     Parameters
     ----------
@@ -60,19 +113,9 @@ def answer(full: SavingCheck, pm: SavingCheck, rho: float) -> str:
         ``default+pm`` against ``default``.
     rho : float
     """
-    s, sd = full.saving_metered * 100, K_SIGMA * sd_of(full.sd_metered) * 100
-    s_pm, sd_pm = pm.saving_metered * 100, K_SIGMA * sd_of(pm.sd_metered) * 100
-    placement = s - s_pm
-    if s >= 0:
-        what = f"used {s:.1f} % less energy per unit of work"
-    else:
-        what = f"used {-s:.1f} % more energy per unit of work"
-    clear = "" if abs(s) > sd else " — not distinguishable from no saving"
-    first = (
-        f"At the wall, EAMS with the power manager {what} than the default scheduler "
-        f"(±{sd:.1f} points at 2σ{clear}; offered load ρ = {rho:g}): the power manager alone "
-        f"(default scheduler + power manager) accounts for {s_pm:+.1f} points (±{sd_pm:.1f}) "
-        f"and EAMS's placement for the other {placement:+.1f}."
+    s = full.saving_metered * 100
+    first = headline(
+        full.saving_metered, sd_of(full.sd_metered), pm.saving_metered, sd_of(pm.sd_metered), rho
     )
     shown = shown_verdict(full)
     figures = (
@@ -116,6 +159,8 @@ def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
             "prioritize_calls": eams.prioritize_calls,
             "prioritize_answered": eams.extender_prioritize,
             "unscored_binds": eams.unscored_binds,
+            "unanswered_pods": eams.unanswered,
+            "call_errors": eams.call_errors,
             "decisions": len(eams.decisions),
             "bound_to_highest_score": sum(
                 1 for d in eams.decisions if d.scores[d.node] == max(d.scores.values())

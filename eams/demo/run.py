@@ -34,14 +34,14 @@ from eams.calibrate.sweep import SweepProgress
 from eams.demo.calibrate import calibrate_fleet
 from eams.demo.errors import DemoError
 from eams.demo.fleet import DemoNode, demo_fleet
-from eams.demo.live import LiveRun
+from eams.demo.live import EXTENDER_TIMEOUT_S, LiveRun
 from eams.demo.power import NODE_POWER
 from eams.demo.record import Saved, write_energy
 from eams.demo.report import check_and_report
 from eams.demo.runs import PERIOD_S, Band, bands
 from eams.demo.runs import record_dir as runs_record_dir
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
-from eams.demo.workload import RHO, harness_cluster
+from eams.demo.workload import RHO, harness_cluster, missing_trace
 from eams.meter.blocking import BlockingMeter
 
 
@@ -122,6 +122,12 @@ def _live(
             asked = (
                 f"; the extender answered {run.extender_prioritize} /prioritize calls "
                 f"for {len(run.binds)} pods, {len(run.decisions)} placed on its best score"
+            )
+        if run.unanswered:
+            why = (run.call_errors or ["no answer"])[0]
+            asked += (
+                f"; {len(run.unanswered)} pods placed without it (its /filter answer failed or "
+                f"came after the {EXTENDER_TIMEOUT_S:g} s httpTimeout: {why})"
             )
         console.print(
             f"    {band} {run.label}: {len(run.binds)} pods placed live in {run.cycles} "
@@ -208,6 +214,9 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
 
     nodes, source = demo_fleet()
     stage(1, f"PDU simulator for six virtual nodes: {source}")
+    note = missing_trace(quick)
+    if note is not None:  # said now, not after the runs it changes
+        console.print(f"    workload: {note}", soft_wrap=True, markup=False)
     with ExitStack() as stack:
         testbed = stack.enter_context(Testbed(nodes, NODE_POWER[quick]))
         _read_back(console, testbed, nodes)

@@ -288,7 +288,7 @@ def _bands(testbed, harness, calibrations, out_dir, quick, rhos, on_run, progres
         speedup = speedup_for(workload, quick)
         band = Band(rho, source, speedup, [])
         extender = ExtenderServer(
-            out_dir / "calibration", record=record_dir(out_dir, band.name)
+            out_dir / "calibration", record=record_dir(out_dir, band.name), period_s=PERIOD_S[quick]
         ).start()
         try:
             band.extender_url = extender.url

@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -29,6 +30,15 @@ from eams.scheduler.extender.settings import Mode, Settings
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 10.0
+HERD_SETTLE_PERIODS = 3
+"""The extender's herding settle time in agent periods: a demo pod loads its node as it is
+bound (milliseconds after its clearing); the node's agent reads its utilisation and the PDU
+owner the meter every period, so a sample measured 3 periods after the clearing holds the pod.
+The production 10 s would hold, in the quick demo's 6-second run, every reservation to the
+end: the nodes' headroom went below the floor on reservations alone (issue 35, item 1)."""
+HERD_TTL_PERIODS = 36
+"""The reservation's upper bound in agent periods: 12 settle times, as in production (120 s
+against 10 s)."""
 
 
 class ExtenderServer:
@@ -47,6 +57,12 @@ class ExtenderServer:
     record : Path or None
         Its decision record's folder (``eams extender serve --record DIR --no-annotate``: no
         API server runs here to annotate pods on); ``None``: no record.
+    period_s : float or None
+        The agents' sample period, s: the herding guard's settle time and TTL are
+        :data:`HERD_SETTLE_PERIODS` and :data:`HERD_TTL_PERIODS` of it (a demo pod loads its
+        node when it is bound, and the next samples show it); ``None``: the production
+        defaults (10 s, 120 s), which in a run compressed to seconds hold every pod's
+        reservation for the whole run.
 
     Raises
     ------
@@ -61,6 +77,7 @@ class ExtenderServer:
         port: int = 0,
         mode: Mode = "active",
         record: Path | None = None,
+        period_s: float | None = None,
     ) -> None:
         self.mode = mode
         try:
@@ -70,6 +87,12 @@ class ExtenderServer:
                 record=None if record is None else record_settings(record),
                 annotate=False,
             )
+            if period_s is not None:
+                settings = replace(
+                    settings,
+                    herd_settle_s=HERD_SETTLE_PERIODS * period_s,
+                    herd_ttl_s=HERD_TTL_PERIODS * period_s,
+                )
             self.app = create_app(settings)
         except EamsError as exc:
             raise DemoError(f"the extender did not start: {exc}") from exc

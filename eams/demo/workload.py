@@ -33,6 +33,17 @@ MAX_DURATION_S = 600.0
 SEED = 1
 
 
+def missing_trace(quick: bool) -> str | None:
+    """Said before anything runs when the trace is missing: which file, and what replaces it
+    (:func:`demo_workload`); ``None`` when the trace is there."""
+    if data_file(DEFAULT_PATHS[TRACE]) is not None:
+        return None
+    return (
+        f"{not_found(DEFAULT_PATHS[TRACE])}: the runs will place {PODS[quick]} synthetic "
+        "pods instead of the trace's first tasks"
+    )
+
+
 def harness_cluster(nodes: list[DemoNode], calibrations: list[Calibration]) -> Cluster:
     """The harness's view of the testbed: hidden curves measured, the rest calibrated.
 

@@ -21,16 +21,18 @@ built) asks the server to stop as soon as it has started.
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import signal
+import socket
 from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
 
 import click
 
-from eams.cli import ValueType, log_level_option
+from eams.cli import FiniteFloatRange, ValueType, log_level_option
 from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.extender.errors import ExtenderConfigError
 from eams.scheduler.extender.settings import Settings
@@ -78,6 +80,39 @@ def check_one_process(workers: int, web_concurrency: str | None) -> None:
         )
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` for uvicorn to serve on (it listens on it).
+
+    Bound here rather than by uvicorn so that an address in use or not available is this
+    command's one error line (exit 1), not uvicorn's log lines and its startup-failure status.
+
+    Raises
+    ------
+    ExtenderConfigError
+        It cannot be bound: names the address and why.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except OSError as exc:
+        raise ExtenderConfigError(f"cannot listen on {host}:{port}: {exc}") from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ExtenderConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server holds "
+            "the port? choose another with --port)"
+            if exc.errno == errno.EADDRINUSE
+            else f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
+
+
 def _workers(text: str) -> int:
     workers = int(text)
     check_one_process(workers, None)
@@ -116,7 +151,7 @@ class _Stop:
 @click.option(
     "--calibrations",
     "calibrations_dir",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
     default=None,
     help="Folder of per-node calibration files (NAME.json); needed for readiness.",
 )
@@ -124,7 +159,7 @@ class _Stop:
     "--window-ms",
     default=200.0,
     show_default=True,
-    type=float,
+    type=FiniteFloatRange(min=0),
     help="Batch window W, ms (0: none).",
 )
 @click.option(
@@ -207,8 +242,10 @@ def serve(
     ------
     ExtenderConfigError, RecordConfigError
         A bad setting, calibration file or record folder, more than one worker asked for by
-        ``WEB_CONCURRENCY``, or a server that did not start (a port in use: uvicorn logs why);
-        printed as one line by the ``eams`` command. ``--workers`` above 1 is a usage error.
+        ``WEB_CONCURRENCY``, or an address it cannot listen on (a port in use), said before
+        uvicorn starts; printed as one line by the ``eams`` command (exit 1). ``--workers``
+        above 1, a missing ``--calibrations`` folder and a negative ``--window-ms`` are usage
+        errors (exit 2).
     """
     stop = _Stop()
     previous = signal.signal(signal.SIGTERM, stop)
@@ -249,6 +286,7 @@ def _serve(
     from eams.scheduler.extender.watch import start_watch
 
     app = create_app(settings, on_startup=start_watch if watch else None)
+    listening = listen(host, port)  # before uvicorn: a port in use is one line, exit 1
     # Everything loaded so far (FastAPI, pydantic, numpy/scipy, calibrations) lives as long as
     # the process: frozen out of the collector's sight, a full collection no longer walks it on
     # the request path (the tail of /filter and /prioritize). Collected first so no garbage
@@ -268,7 +306,11 @@ def _serve(
     )
     stop.server = server = uvicorn.Server(config)
     server.should_exit = stop.requested
-    server.run()  # uvicorn restores `stop` as the SIGTERM handler, then re-raises into it
+    try:
+        server.run(sockets=[listening])  # uvicorn restores `stop` as the SIGTERM handler,
+        # then re-raises into it
+    finally:
+        listening.close()
     if not server.started and not stop.requested:
         raise ExtenderConfigError(
             f"the extender did not start on {host}:{port} (the log above says why)"

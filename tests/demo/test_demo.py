@@ -17,9 +17,14 @@ pytestmark = pytest.mark.integration
 EAMS = str(Path(sys.executable).with_name("eams"))  # the console script of this venv
 
 
-def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("data", ["shared", "none"])
+def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
+    """As a new user runs it, with the shared data folder and without it (built-in curves and
+    a synthetic workload: every pod must end there too, issue 35)."""
     out = tmp_path / "my demo, run?1"  # what a run SPEC would split on
     env = {**os.environ, "COLUMNS": "80"}  # a default terminal, and what a pipe gets
+    if data == "none":
+        env["EAMS_DATA_DIR"] = str(tmp_path / "no-data-here")
     result = subprocess.run(
         [EAMS, "demo", "--quick", "--out", str(out)],
         capture_output=True,
@@ -32,6 +37,11 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
     stdout = result.stdout
     for stage in ("1/4", "2/4", "3/4", "4/4"):
         assert stage in stdout
+    before_the_sweeps = stdout.split("2/4", 1)[0]
+    trace = "alibaba_v2017_batch_task_head20000.csv not found in"
+    # what the missing data changes is said at the start, not after the runs
+    assert (trace in before_the_sweeps) is (data == "none"), before_the_sweeps
+    assert ("built-in" in before_the_sweeps) is (data == "none")
     assert "read through driver apc_rpdu2" in stdout
     assert sorted(p.name for p in (out / "calibration").glob("*.json")) == [
         f"mini-{i}.json" for i in range(1, 7)
@@ -73,7 +83,7 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
     html = out / "report" / "wallpower_report.html"
     assert f"report: {html}" in stdout
     assert html.read_text().count("data:image/png;base64,") == 3
-    _check_record(out, summary, tmp_path)
+    _check_record(out, summary, tmp_path, complete=data == "shared")
     if CHROMIUM is not None:  # the report as a reader sees it, rendered by Chromium
         with Browser(tmp_path / "profile") as browser:
             text = browser.evaluate(html, "document.body.innerText")
@@ -81,10 +91,11 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
             first = browser.evaluate(html, "document.getElementById('answer').innerText")
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         assert lines[1] == first.strip()  # the first thing under the title
-        assert first.startswith("At the wall, EAMS with the power manager used ")
-        assert "than the default scheduler" in first and "at 2σ" in first
-        assert "ρ = 0.3" in first and "the power manager alone" in first
-        assert "EAMS's placement for the other" in first and "VT-5" in first
+        assert first.startswith("At the wall (offered load ρ = 0.3; ± at 2σ), ")
+        assert f"{_best(summary)} used the least energy per unit of work" in first, first
+        assert "than the default scheduler alone" in first and "VT-5" in first
+        assert "The power manager alone accounts for" in first or _best(summary) == "default"
+        assert " ".join(first.split()) in " ".join(stdout.split())  # the terminal says the same
         measured = text.split("What was measured", 1)[1].split("Does the modelled", 1)[0]
         assert "setup\tsimulated: no hardware was metered" in measured
         assert "PDU simulator" in measured and "virtual" in measured
@@ -97,7 +108,16 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path) -> None:
     assert ingested > 0  # the agents pushed telemetry to the running extender
 
 
-def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
+def _best(summary: dict) -> str:
+    """How the answer names the run that used the least energy per unit of work."""
+    from eams.demo.report import RUN_NAMES
+
+    savings = {"default": 0.0, "default+pm": summary["saving_power_manager"],
+               "eams+pm": summary["saving_metered"]}  # fmt: skip
+    return RUN_NAMES[max(savings, key=lambda label: savings[label])]
+
+
+def _check_record(out: Path, summary: dict, tmp_path: Path, complete: bool = True) -> None:
     """The decision record beside the report: the three decisions that saved the most are
     linked, and ``eams explain`` names the reasons of one of them and of a slept node."""
     record = out / "record" / "rho-0.3" / "eams+pm"
@@ -106,7 +126,17 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
     # the extender's own lines: every EAMS pod it cleared (at /filter, so the unscored ones
     # too), with its bid and price; their bindings and ends told by POST /pending
     placements = [x for x in lines if x["kind"] == "placement"]
-    assert len({p["pod"]["name"] for p in placements}) == summary["extender"]["pods"]
+    # every pod whose /filter the extender answered; one it did not answer in kube-scheduler's
+    # httpTimeout (a busy 2-core host) was bound without it, counted and said (ignorable)
+    unanswered = set(summary["extender"]["unanswered_pods"])
+    assert len(unanswered) <= summary["extender"]["pods"] // 4, summary["extender"]
+    names = {p["pod"]["name"] for p in placements}
+    assert not names & unanswered
+    # without the data folder, a pod for which one node alone passed kube-scheduler's filters
+    # (bound unscored) may have no line: a known gap of the record (issue 35), so there the
+    # missing ones must be among the unscored binds
+    missing = summary["extender"]["pods"] - len(unanswered) - len(names)
+    assert missing == 0 or (not complete and 0 < missing <= summary["extender"]["unscored_binds"])
     cleared = [p for p in placements if p["cleared_node"] is not None]  # null: no node could
     assert cleared and all(p["bid"] is not None and p["price"] is not None for p in cleared)
     assert all(c["bid"] is not None for p in placements for c in p["candidates"])
@@ -120,7 +150,7 @@ def _check_record(out: Path, summary: dict, tmp_path: Path) -> None:
     live = summary["extender"]
     scored = [b for b in bound.values() if b["scored"]]
     assert len(scored) == live["decisions"]
-    assert sum(b["scored"] is False for b in bound.values()) == live["unscored_binds"]
+    assert sum(b["scored"] is False for b in bound.values()) + missing == live["unscored_binds"]
     for b in scored:  # null only where the clearing had no node for the pod
         assert b["honoured"] is (True if b["cleared_node"] is not None else None), b
     assert all(b["honoured"] is None for b in bound.values() if not b["scored"])
