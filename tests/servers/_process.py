@@ -31,6 +31,7 @@ class ServerProcess:
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
+        self.env: dict[str, str] | None = None  # the process's environment; None: ours
 
     def start(self) -> None:
         """Start the server and wait until it answers.
@@ -42,7 +43,9 @@ class ServerProcess:
             quotes its last lines.
         """
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env
+            )
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
