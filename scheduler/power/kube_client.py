@@ -6,11 +6,10 @@ wording as the power-state actions' safety check, whose ``node`` view it also se
 * ``GET /api/v1/nodes`` (a ``v1.NodeList``) and ``GET /api/v1/pods`` (a ``v1.PodList``, every
   namespace: bound and pending pods);
 * ``PATCH /api/v1/nodes/NAME`` with ``Content-Type: application/merge-patch+json`` (RFC 7386,
-  what ``kubectl patch --type merge`` sends). ``spec.taints`` is a list without a patch merge
-  key, so a patch replaces it whole: the marker reads the node, edits only its own taint and
-  sends the list with ``metadata.resourceVersion`` — the API answers 409 Conflict when the
-  node changed in between (the node-lifecycle controller adding ``unreachable``, say), and the
-  marker reads again (optimistic concurrency, Kubernetes API concepts).
+  what ``kubectl patch --type merge`` sends), the Kubernetes layer's
+  :class:`~eams.kube.patch.NodeApi`: the marker's taint patches carry
+  ``metadata.resourceVersion`` and are read and sent again on 409 Conflict
+  (:mod:`eams.kube.patch`).
 """
 
 from __future__ import annotations
@@ -19,11 +18,8 @@ from typing import Any
 
 from eams.calibrate.powerstates.errors import ClusterUnreachable
 from eams.calibrate.powerstates.kube import Cluster
+from eams.kube.names import MERGE_PATCH
 from eams.scheduler.power.errors import KubeApiError
-
-MERGE_PATCH = "application/merge-patch+json"
-"""RFC 7386 JSON merge patch (``kubectl patch --type merge``)."""
-CONFLICT = 409
 
 
 class KubeClient(Cluster):

@@ -1,19 +1,19 @@
 """The manager's :class:`~.ports.FleetObserver` on a real cluster: the Kubernetes API, the
 calibration files, the power inventory and the nodes' agents.
 
-Per tick: ``GET /api/v1/nodes`` and ``GET /api/v1/pods`` (:mod:`.kube_client`), and each
-node's agent metrics URL (:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the
-inventory's ``agent_url``; polled in parallel, a short timeout) — the agent answering is when
-it last reported. The fleet is the nodes that are in the inventory, known to the API,
-calibrated and with allocatable cpu and memory; the others are left out and named once in the
-log (a node without a calibration cannot be weighed, one outside the inventory cannot be
-switched). Per node: allocatable
-``cpu`` and ``memory``, the requests of the pods that keep it awake (:mod:`.kube_pods`: no
-DaemonSet pods, no mirrors, no finished pods), since when it has had none (remembered between
-ticks; a node first seen empty is empty since then), the Ready condition, the
-``eams.io/asleep`` taint, the roles from the inventory (``k3s_server``, ``pdu_owner``) and
-the calibration's figures (:mod:`.calibrations`). Pending pods carry their requests and the
-managed nodes their static predicates admit.
+Per tick: ``GET /api/v1/nodes`` and ``GET /api/v1/pods`` (:mod:`.kube_client`), and each node's
+agent metrics URL (:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the inventory's
+``agent_url``; polled in parallel, a short timeout) — the agent answering is when it last reported.
+The fleet is the nodes that are in the inventory, known to the API, calibrated and with allocatable
+cpu and memory; the others are left out and named once in the log (a node without a calibration
+cannot be weighed, one outside the inventory cannot be switched). Per node: allocatable ``cpu`` and
+``memory`` (:func:`eams.kube.nodes.node_capacity`, ``status.capacity`` when a node publishes no
+``allocatable``, as kube-scheduler reads it), the requests of the pods that keep it awake
+(:mod:`.kube_pods`: no DaemonSet pods, no mirrors, no finished pods), since when it has had none
+(remembered between ticks; a node first seen empty is empty since then), the Ready condition, the
+``eams.io/asleep`` taint, the roles from the inventory (``k3s_server``, ``pdu_owner``) and the
+calibration's figures (:mod:`.calibrations`). Pending pods carry their requests and the managed
+nodes their static predicates admit.
 """
 
 from __future__ import annotations
@@ -29,11 +29,15 @@ import numpy as np
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.powerstates.inventory import PowerInventory
 from eams.calibrate.powerstates.probes import AgentProbe
+from eams.kube.names import ASLEEP_TAINT
+from eams.kube.nodes import node_capacity, ready_condition
+from eams.kube.requests import MIB
+from eams.kube.taints import has_taint
 from eams.scheduler.power.calibrations import node_figures
 from eams.scheduler.power.kube_client import KubeClient
-from eams.scheduler.power.kube_pods import MIB, PodInfo, admits, pod_info, quantity
+from eams.scheduler.power.kube_pods import PodInfo, admits, pod_info
 from eams.scheduler.power.policy_fleet import FleetState, NodePowerView, PendingPod, PowerState
-from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, Observation, guess_state
+from eams.scheduler.power.ports import Observation, guess_state
 
 log = logging.getLogger("eams.power.manager")
 
@@ -42,21 +46,9 @@ AGENT_TIMEOUT_S = 0.5
 MAX_PROBE_THREADS = 16
 
 
-def _ready(node: dict[str, Any]) -> bool:
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return condition.get("status") == "True"
-    return False
-
-
 def _allocatable(node: dict[str, Any]) -> bool:
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
-    return quantity(allocatable.get("cpu")) > 0 and quantity(allocatable.get("memory")) > 0
-
-
-def _marked(node: dict[str, Any]) -> bool:
-    taints = (node.get("spec") or {}).get("taints") or []
-    return any(t.get("key") == ASLEEP_TAINT_KEY for t in taints)
+    capacity = node_capacity(node, f"node {(node.get('metadata') or {}).get('name')}")
+    return bool(capacity.cpu_milli) and bool(capacity.memory_bytes)
 
 
 class KubeObserver:
@@ -118,8 +110,8 @@ class KubeObserver:
         for pod in pods:
             if pod.workload and pod.node in on_node:
                 on_node[pod.node].append(pod)
-        ready = np.array([_ready(docs[n]) for n in names], dtype=bool)
-        marked = np.array([_marked(docs[n]) for n in names], dtype=bool)
+        ready = np.array([ready_condition(docs[n]) is True for n in names], dtype=bool)
+        marked = np.array([has_taint(docs[n], ASLEEP_TAINT) for n in names], dtype=bool)
         state = guess_state(ready, marked)
         views = []
         for i, name in enumerate(names):
@@ -145,15 +137,15 @@ class KubeObserver:
         return Observation(fleet, ready, seen, marked)
 
     def _view(self, name: str, doc: dict[str, Any], pods: list[PodInfo], state: int, now_s):
-        allocatable = (doc.get("status") or {}).get("allocatable") or {}
+        capacity = node_capacity(doc, f"node {name}")
         entry = self.inventory.nodes[name]
         roles = {r for r, on in (("k3s-server", entry.k3s_server), ("pdu-owner", entry.pdu_owner))
                  if on}  # fmt: skip
         return NodePowerView(
             name=name,
             state=PowerState(PowerState.AWAKE if pods else state),
-            allocatable_cores=quantity(allocatable.get("cpu")),
-            allocatable_mem_mib=quantity(allocatable.get("memory")) / MIB,
+            allocatable_cores=(capacity.cpu_milli or 0) / 1000,
+            allocatable_mem_mib=(capacity.memory_bytes or 0) / MIB,
             state_since_s=now_s,
             pod_cores=tuple(p.cores for p in pods),
             pod_mem_mib=sum(p.mem_mib for p in pods),

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from eams.kube.names import ASLEEP_TAINT, POWER_REASON_ANNOTATION, POWER_STATE_ANNOTATION
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
-from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, REASON_ANNOTATION, STATE_ANNOTATION
 from tests.calibrate.powerstates.conftest import AgentStandIn, drained, inventory_data
 from tests.power.live import (
     HOUND,
@@ -63,7 +63,7 @@ def world(sim, k8s, pods_on_a=None, *, a_asleep: bool = False):
     _, drained_pods = drained(base, pods)
     taints = list(base["spec"]["taints"])
     if a_asleep:
-        taints.append({"key": ASLEEP_TAINT_KEY, "effect": "NoSchedule"})
+        taints.append({"key": ASLEEP_TAINT, "effect": "NoSchedule"})
     nodes = {
         A: Follow(sim, 1, node_doc(base, A, taints=taints)),
         SERVER: node_doc(base, SERVER, cpu="1", taints=[]),
@@ -95,9 +95,10 @@ def test_active_cordons_and_taints_before_the_sleep_and_releases_only_when_back(
         assert node1.calls() == ["--no-block suspend"]
         mark = api.patches_of(A)[0]  # the first change: cordon, taint, annotate
         assert mark["spec"]["unschedulable"] is True
-        assert [t["key"] for t in mark["spec"]["taints"]] == ["type", ASLEEP_TAINT_KEY]
-        assert mark["metadata"]["annotations"][STATE_ANNOTATION] == "suspending"
-        assert mark["metadata"]["annotations"][REASON_ANNOTATION].startswith("idle-past-break-even")
+        assert [t["key"] for t in mark["spec"]["taints"]] == ["type", ASLEEP_TAINT]
+        assert mark["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "suspending"
+        reason = mark["metadata"]["annotations"][POWER_REASON_ANNOTATION]
+        assert reason.startswith("idle-past-break-even")
         patched = api.requests.index(f"PATCH /api/v1/nodes/{A}")
         assert f"/api/v1/nodes/{A}" in api.requests[patched + 1 :]  # the safety check read it
         assert api.patches[0].content_type == "application/merge-patch+json"
@@ -108,7 +109,7 @@ def test_active_cordons_and_taints_before_the_sleep_and_releases_only_when_back(
 
         def still_marked_while_down() -> None:
             if sim.state(1).node != "running":
-                assert ASLEEP_TAINT_KEY in taint_keys(api, A)
+                assert ASLEEP_TAINT in taint_keys(api, A)
 
         step_until(
             manager, clock, lambda: manager.phases[A].state == AWAKE, each=still_marked_while_down
@@ -118,8 +119,8 @@ def test_active_cordons_and_taints_before_the_sleep_and_releases_only_when_back(
         assert doc is not None
         assert taint_keys(api, A) == ["type"]  # ours gone, the node's own kept
         assert doc["spec"]["unschedulable"] is False
-        assert doc["metadata"]["annotations"][STATE_ANNOTATION] == "awake"
-        assert doc["metadata"]["annotations"][REASON_ANNOTATION].startswith("re-registered")
+        assert doc["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "awake"
+        assert doc["metadata"]["annotations"][POWER_REASON_ANNOTATION].startswith("re-registered")
     assert records.reasons(A) == ["idle-past-break-even", "pending-unfit", "re-registered"]
     assert [(r.action, r.result) for r in records.items[:2]] == [("wol", "ok"), ("wol", "ok")]
     assert SERVER not in {r.node for r in records.items}  # the k3s server never sleeps
@@ -132,7 +133,7 @@ def test_shadow_mode_records_but_patches_switches_and_sends_nothing(
     suspend(sim, 2)  # another node asleep already: the pending pod would wake it
     nodes, pods = world(sim, k8s)
     base = k8s[0]
-    taints = [*base["spec"]["taints"], {"key": ASLEEP_TAINT_KEY, "effect": "NoSchedule"}]
+    taints = [*base["spec"]["taints"], {"key": ASLEEP_TAINT, "effect": "NoSchedule"}]
     nodes["duckboat-02"] = Follow(sim, 2, node_doc(base, "duckboat-02", taints=taints))
     clock, records = Clock(), Records()
     with kube_api(nodes, pods) as api:
@@ -165,7 +166,7 @@ def test_a_wake_that_never_gets_ready_makes_the_node_suspect_and_wakes_the_next(
     suspend(sim, 2)
     nodes, pods = world(sim, k8s, a_asleep=True)
     base = k8s[0]
-    taints = [*base["spec"]["taints"], {"key": ASLEEP_TAINT_KEY, "effect": "NoSchedule"}]
+    taints = [*base["spec"]["taints"], {"key": ASLEEP_TAINT, "effect": "NoSchedule"}]
     nodes["duckboat-02"] = Follow(sim, 2, node_doc(base, "duckboat-02", taints=taints))
     clock, records = Clock(), Records()
     with kube_api(nodes, pods, [workload_pod("job", None, "2", tolerations=HOUND)]) as api:
@@ -183,9 +184,9 @@ def test_a_wake_that_never_gets_ready_makes_the_node_suspect_and_wakes_the_next(
         assert manager.phases[A].state == ASLEEP
         assert manager.phases["duckboat-02"].state == WAKING  # the next node, in the same tick
         step_until(manager, clock, lambda: manager.phases["duckboat-02"].state == AWAKE)
-        assert api.node(A)["metadata"]["annotations"][STATE_ANNOTATION] == "asleep-suspect"
-        assert ASLEEP_TAINT_KEY in taint_keys(api, A)  # still kept off: it never came back
-        assert ASLEEP_TAINT_KEY not in taint_keys(api, "duckboat-02")
+        assert api.node(A)["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "asleep-suspect"
+        assert ASLEEP_TAINT in taint_keys(api, A)  # still kept off: it never came back
+        assert ASLEEP_TAINT not in taint_keys(api, "duckboat-02")
     assert sim.state(1).node == "suspended" and sim.state(2).node == "running"
     assert records.reasons(A) == ["pending-unfit", "wake-timeout"]
     assert manager.metrics.failed_wakes.labels(A)._value.get() == 1
@@ -220,9 +221,9 @@ def test_a_woken_node_that_stays_notready_gets_its_k3s_agent_restarted(
         data = inventory_data(sim, node1, kubeconfig=api.kubeconfig, agent_url=agents[1].url)
         manager, _ = build(api, data, cals, "active")
         step_until(manager, clock, lambda: "restart k3s-agent" in node1.calls())
-        assert manager.phases[A].state == WAKING and ASLEEP_TAINT_KEY in taint_keys(api, A)
+        assert manager.phases[A].state == WAKING and ASLEEP_TAINT in taint_keys(api, A)
         assert node1.calls().count("restart k3s-agent") == 1  # once per wake
         nodes[A].hold = False  # the restarted kubelet reports Ready
         step_until(manager, clock, lambda: manager.phases[A].state == AWAKE)
-        assert ASLEEP_TAINT_KEY not in taint_keys(api, A)
+        assert ASLEEP_TAINT not in taint_keys(api, A)
         assert node1.calls().count("restart k3s-agent") == 1
