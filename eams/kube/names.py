@@ -12,31 +12,19 @@ from typing import Final
 # ---- Kubernetes ------------------------------------------------------------------------------
 
 NO_SCHEDULE: Final = "NoSchedule"
-PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
 NO_EXECUTE: Final = "NoExecute"
 FILTERING_EFFECTS: Final = (NO_SCHEDULE, NO_EXECUTE)
 """Taint effects that keep new pods off a node: kube-scheduler's TaintToleration filter reads
-these two only (``PreferNoSchedule`` only lowers a score)."""
+these two only (the third, ``PreferNoSchedule``, only lowers a score)."""
 
+# Taints the node-lifecycle controller sets and removes itself (kube-controller-manager
+# ``nodelifecycle`` ``doNoScheduleTaintingPass`` / ``doNoExecuteTaintingPass``), from the node's
+# conditions (these two, and memory-, disk-, pid-pressure, network-unavailable) and from
+# ``spec.unschedulable``.
 UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
-"""``NoSchedule``, mirrored from ``spec.unschedulable`` (the cordon) by the node-lifecycle
-controller."""
+"""``NoSchedule``, mirrored from ``spec.unschedulable`` (the cordon)."""
 NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
-CONTROLLER_TAINTS: Final = frozenset(
-    {
-        UNSCHEDULABLE_TAINT,
-        NOT_READY_TAINT,
-        UNREACHABLE_TAINT,
-        "node.kubernetes.io/memory-pressure",
-        "node.kubernetes.io/disk-pressure",
-        "node.kubernetes.io/pid-pressure",
-        "node.kubernetes.io/network-unavailable",
-    }
-)
-"""The taints the node-lifecycle controller sets and removes itself, from the node's conditions
-and ``spec.unschedulable`` (kube-controller-manager ``nodelifecycle``
-``doNoScheduleTaintingPass`` / ``doNoExecuteTaintingPass``)."""
 
 MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 """A static pod's mirror on the API server carries this annotation; the kubelet, not the API,
