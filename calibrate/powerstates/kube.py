@@ -5,8 +5,10 @@ The kubernetes Python client reads ``GET /api/v1/nodes/NAME`` (a ``v1.Node``) an
 before it evicts. The JSON is read as published (``_preload_content=False``), so only the fields
 named here matter: ``spec.unschedulable``, ``spec.taints[].effect``, ``status.conditions[]``
 (type Ready), and per pod ``metadata.ownerReferences[].kind``, the mirror-pod annotation and
-``status.phase``. Credentials: the given kubeconfig, else the in-cluster service account, else
-``$KUBECONFIG`` / ``~/.kube/config``.
+``status.phase`` (:func:`eams.kube.pods.pod_ref`, whose :attr:`~eams.kube.pods.PodRef.is_workload`
+is the rule for a pod that keeps its node awake). Credentials:
+:func:`eams.kube.client.load_configuration` (the given kubeconfig, else ``$KUBECONFIG`` /
+``~/.kube/config``, else the in-cluster service account).
 """
 
 from __future__ import annotations
@@ -16,39 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from eams.calibrate.powerstates.errors import ClusterUnreachable
-
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-"""A static pod's mirror on the API server carries this annotation; kubelet, not the API, runs
-it (``kubectl drain`` skips it too)."""
-SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
-"""Taint effects that keep new pods off a node (kubernetes.io/docs: taint-and-toleration)."""
-FINISHED_PHASES = ("Succeeded", "Failed")
-"""Pod phases that hold no running container."""
-
-
-@dataclass(frozen=True, slots=True)
-class PodRef:
-    """One pod bound to the node: ``namespace/name``, its controller's kind, phase, mirror."""
-
-    namespace: str
-    name: str
-    owner_kind: str | None
-    phase: str | None
-    mirror: bool
-
-    @property
-    def is_workload(self) -> bool:
-        """True for a pod that sleeping the node would stop: running or pending, not owned by
-        a DaemonSet (those run on every node and come back with it), not a static pod's mirror."""
-        return (
-            self.owner_kind != "DaemonSet" and not self.mirror and self.phase not in FINISHED_PHASES
-        )
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"
+from eams.kube.client import core_api, load_configuration
+from eams.kube.errors import KubeConfigError
+from eams.kube.names import FILTERING_EFFECTS
+from eams.kube.nodes import ready_condition
+from eams.kube.pods import PodRef, pod_ref
+from eams.kube.taints import Taint, node_taints
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +53,7 @@ class NodeView:
     @property
     def tainted(self) -> bool:
         """True when a NoSchedule or NoExecute taint keeps new pods off."""
-        return any(taint.rsplit(":", 1)[-1] in SCHEDULING_EFFECTS for taint in self.taints)
+        return any(taint.rsplit(":", 1)[-1] in FILTERING_EFFECTS for taint in self.taints)
 
     @property
     def workload_pods(self) -> tuple[PodRef, ...]:
@@ -97,35 +73,12 @@ def parse_node(node: dict[str, Any], pods: dict[str, Any]) -> NodeView:
         raise ClusterUnreachable(f"the API answered a {node.get('kind')!r}, not a Node")
     if pods.get("kind") not in (None, "PodList") or not isinstance(pods.get("items"), list):
         raise ClusterUnreachable(f"the API answered a {pods.get('kind')!r}, not a PodList")
-    spec, status = node.get("spec") or {}, node.get("status") or {}
-    taints = tuple(
-        f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}"
-        for t in spec.get("taints") or []
-    )
-    ready = None
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "Ready":
-            ready = condition.get("status") == "True"
-    refs = []
-    for pod in pods["items"]:
-        meta = pod.get("metadata") or {}
-        owners = meta.get("ownerReferences") or []
-        controller = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
-        refs.append(
-            PodRef(
-                namespace=meta.get("namespace") or "default",
-                name=meta.get("name") or "?",
-                owner_kind=controller.get("kind"),
-                phase=(pod.get("status") or {}).get("phase"),
-                mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
-            )
-        )
     return NodeView(
         name=node["metadata"].get("name", "?"),
-        unschedulable=bool(spec.get("unschedulable")),
-        taints=taints,
-        ready=ready,
-        pods=tuple(refs),
+        unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
+        taints=tuple(str(Taint.from_json(t)) for t in node_taints(node)),
+        ready=ready_condition(node),
+        pods=tuple(pod_ref(pod) for pod in pods["items"]),
     )
 
 
@@ -135,8 +88,8 @@ class Cluster:
     Parameters
     ----------
     kubeconfig : path, optional
-        A kubeconfig file; default: the in-cluster account, else ``$KUBECONFIG`` /
-        ``~/.kube/config``.
+        A kubeconfig file; default: ``$KUBECONFIG`` / ``~/.kube/config``, else the in-cluster
+        account (:func:`eams.kube.client.load_configuration`).
     timeout_s : float
         Bound on each request (s); connection errors are not retried.
 
@@ -147,24 +100,13 @@ class Cluster:
     """
 
     def __init__(self, kubeconfig: str | Path | None = None, *, timeout_s: float = 5.0) -> None:
-        from kubernetes import client, config
-
-        configuration = client.Configuration()
         try:
-            if kubeconfig is not None:
-                config.load_kube_config(str(kubeconfig), client_configuration=configuration)
-            else:
-                try:
-                    config.load_incluster_config(client_configuration=configuration)
-                except config.ConfigException:
-                    config.load_kube_config(client_configuration=configuration)
-        except (config.ConfigException, OSError, yaml.YAMLError) as exc:
-            where = kubeconfig or "in-cluster, $KUBECONFIG or ~/.kube/config"
-            reason = " ".join(str(exc).split())  # a YAML error spans lines; the CLI prints one
-            raise ClusterUnreachable(f"no Kubernetes API configured ({where}): {reason}") from exc
+            configuration = load_configuration(kubeconfig)
+        except KubeConfigError as exc:
+            raise ClusterUnreachable(str(exc)) from exc
         configuration.retries = 0
         self.server = configuration.host
-        self._core = client.CoreV1Api(client.ApiClient(configuration))
+        self._core = core_api(configuration)
         self._timeout_s = timeout_s
 
     def _get(self, what: str, call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:

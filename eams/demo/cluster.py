@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from eams.calibrate.powerstates.kube import NodeView, PodRef
+from eams.calibrate.powerstates.kube import NodeView
 from eams.demo.fleet import MEMORY_MIB, DemoNode
 from eams.demo.testbed import Testbed
+from eams.kube.names import HOSTNAME_LABEL, WORK_ANNOTATION
+from eams.kube.pods import PodRef
 from eams.scheduler.bench.kube_cycle import taint_toleration
 
 MAX_PODS = 110
@@ -79,7 +81,7 @@ class ClusterNode:
             "metadata": {
                 "name": name,
                 "uid": f"uid-{name}",
-                "labels": {"kubernetes.io/hostname": name},
+                "labels": {HOSTNAME_LABEL: name},
                 "annotations": dict(self.annotations),
             },
             "spec": {"unschedulable": self.unschedulable, "taints": list(self.taints)},
@@ -268,7 +270,7 @@ def pod_object(
             "name": name,
             "namespace": NAMESPACE,
             "uid": f"uid-{name}",
-            "annotations": {"eams.io/work-core-s": f"{work_core_s:.6g}"},
+            "annotations": {WORK_ANNOTATION: f"{work_core_s:.6g}"},
         },
         "spec": {
             "schedulerName": scheduler,

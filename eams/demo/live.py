@@ -33,12 +33,12 @@ import numpy as np
 from eams.calibrate.wallpower.spec import RunSpec, format_time_ns
 from eams.demo.cluster import EmulatedCluster, bound_pod, ended_pod, pod_object
 from eams.demo.errors import DemoError
+from eams.kube.names import ASLEEP_TAINT
 from eams.scheduler import policies
 from eams.scheduler.bench.kube_cycle import CycleRecord, ExtenderConfig, KubeCycle
 from eams.scheduler.bench.kube_wire import KeepAliveConnection, decode_filter, decode_priorities
 from eams.scheduler.errors import SchedulerError
 from eams.scheduler.policies.base import Cluster, NodeState, Params, Workload, WorkloadPod
-from eams.scheduler.power.ports import ASLEEP_TAINT_KEY
 
 EXTENDER_WEIGHT = 130
 """``weight`` of the shipped extender entry (``deploy/k3s/scheduler-config.yaml``)."""
@@ -450,7 +450,7 @@ class LiveLoop:
     def _asleep(self, node: str) -> bool:
         objects = self.cluster.objects()
         taints = objects[node]["spec"]["taints"]
-        return any(t.get("key") == ASLEEP_TAINT_KEY for t in taints)
+        return any(t.get("key") == ASLEEP_TAINT for t in taints)
 
     def result(self, run: LiveRun) -> LiveRun:
         """Fill ``run`` with what the loop did (work, completions, cycles, answers)."""

@@ -46,6 +46,7 @@ from eams.calibrate.powerstates.transitions import Transition, record
 from eams.demo.cluster import EmulatedCluster
 from eams.demo.fleet import MEMORY_MIB
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
+from eams.kube import names
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 from eams.meter.simulator import NodePower
@@ -59,14 +60,7 @@ from eams.scheduler.power.policy_fleet import (
     PendingPod,
     PowerState,
 )
-from eams.scheduler.power.ports import (
-    ASLEEP_TAINT_EFFECT,
-    ASLEEP_TAINT_KEY,
-    REASON_ANNOTATION,
-    STATE_ANNOTATION,
-    Observation,
-    RecordSink,
-)
+from eams.scheduler.power.ports import Observation, RecordSink
 
 NODE_POWER = {
     True: NodePower(boot_s=1.0, off_w=1.0, shutdown_s=0.5),
@@ -88,7 +82,7 @@ POLICY = {
 """The policy's timers for the compressed run (quick, full), s; the rest default."""
 OWNER_ROLES = frozenset({"k3s-server", "pdu-owner"})
 """mini-1 owns the PDU link (its agent reads the meter) and serves k3s: it never sleeps."""
-ASLEEP_TAINT = {"key": ASLEEP_TAINT_KEY, "value": "", "effect": ASLEEP_TAINT_EFFECT}
+ASLEEP_TAINT = {"key": names.ASLEEP_TAINT, "value": "", "effect": names.NO_SCHEDULE}
 SOFT_OFF_WAIT = 3.0
 """A soft-off may take this many × ``shutdown_s`` before the actuator gives up on it."""
 SWITCH_WAIT_S = 5.0
@@ -268,11 +262,13 @@ class DemoMarker:
 
     def annotate(self, node: str, state: str, reason: str) -> None:
         """Set the power-state and power-reason annotations."""
-        self.cluster.annotate(node, {STATE_ANNOTATION: state, REASON_ANNOTATION: reason})
+        self.cluster.annotate(
+            node, {names.POWER_STATE_ANNOTATION: state, names.POWER_REASON_ANNOTATION: reason}
+        )
 
     def release(self, node: str, reason: str) -> None:
         """Untaint, uncordon, annotate ``awake``; then the cluster event."""
-        self.cluster.untaint(node, ASLEEP_TAINT_KEY, uncordon=True)
+        self.cluster.untaint(node, names.ASLEEP_TAINT, uncordon=True)
         self.annotate(node, "awake", reason)
         self.on_release()
 
@@ -315,7 +311,7 @@ class DemoObserver:
             node = self.cluster.nodes[name]
             pods = tuple(p.cores for p in list(node.pods.values()))
             taints = objects[name]["spec"]["taints"]
-            marked.append(any(t.get("key") == ASLEEP_TAINT_KEY for t in taints))
+            marked.append(any(t.get("key") == names.ASLEEP_TAINT for t in taints))
             running = sim.state(i + 1).node == "running"
             ready.append(running)
             if running:  # the emulated kubelet heartbeats while its node runs

@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from eams.datasets import data_dir, missing_hint
+from eams.kube.taints import Taint
 from eams.scheduler.bench.errors import ClusterError
 from eams.scheduler.bench.manifest import ClusterSpec
-from eams.scheduler.policies.base import Cluster, NodeMeta, PowerCurves, Taint
+from eams.scheduler.policies.base import Cluster, NodeMeta, PowerCurves
 
 SPECPOWER_CSV = "specpower/specpower_load_power_table_2023_extract.csv"
 _WATT_COLUMNS = [f"watts_{p}pct" for p in range(10, 101, 10)]

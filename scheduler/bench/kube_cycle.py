@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from eams.kube.taints import Taint, node_taints, pod_tolerations, untolerated
 from eams.scheduler.bench.errors import ExtenderCallError
 from eams.scheduler.bench.kube_wire import (
     DEFAULT_TIMEOUT_S,
@@ -46,8 +47,6 @@ from eams.scheduler.bench.kube_wire import (
     decode_filter,
     decode_priorities,
 )
-from eams.scheduler.bench.predicates import static_fit
-from eams.scheduler.policies.base import NodeMeta, PodConstraints, Taint, Toleration
 
 MAX_NODE_SCORE_PER_EXTENDER_POINT = 10  # MaxNodeScore 100 / MaxExtenderPriority 10
 MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
@@ -116,7 +115,7 @@ class ExtenderConfig:
 
 def taint_toleration(nodes: Callable[[], dict[str, dict[str, Any]]]) -> InTreeFilter:
     """The in-tree TaintToleration filter over live node objects (``spec.taints``) for a pod's
-    ``spec.tolerations`` (rules in :mod:`eams.scheduler.bench.predicates`).
+    ``spec.tolerations`` (the Kubernetes layer's rule, :func:`eams.kube.taints.untolerated`).
 
     Parameters
     ----------
@@ -125,29 +124,14 @@ def taint_toleration(nodes: Callable[[], dict[str, dict[str, Any]]]) -> InTreeFi
     """
 
     def feasible(pod: dict[str, Any], names: list[str]) -> list[str]:
-        tolerations = tuple(
-            Toleration(
-                key=t.get("key") or "",
-                operator=t.get("operator") or "Equal",
-                value=t.get("value") or "",
-                effect=t.get("effect") or "",
-            )
-            for t in (pod.get("spec") or {}).get("tolerations") or ()
-        )
-        constraints = PodConstraints(tolerations=tolerations)
+        tolerations = pod_tolerations(pod)
         objects = nodes()
-        kept = []
-        for name in names:
-            taints = ((objects.get(name) or {}).get("spec") or {}).get("taints") or ()
-            meta = NodeMeta(
-                taints=tuple(
-                    Taint(t["key"], t.get("value") or "", t.get("effect") or "NoSchedule")
-                    for t in taints
-                )
-            )
-            if static_fit(constraints, meta):
-                kept.append(name)
-        return kept
+        return [
+            name
+            for name in names
+            if untolerated(tolerations, map(Taint.from_json, node_taints(objects.get(name) or {})))
+            is None
+        ]
 
     return feasible
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from eams.kube.taints import Effect, Operator
 from eams.scheduler.bench.errors import ManifestError
 from eams.scheduler.policies import available
 from eams.scheduler.policies.base import Params
@@ -27,12 +28,12 @@ class _Strict(BaseModel):
 class TaintSpec(_Strict):
     key: str
     value: str = ""
-    effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] = "NoSchedule"
+    effect: Effect = "NoSchedule"
 
 
 class TolerationSpec(_Strict):
     key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
+    operator: Operator = "Equal"
     value: str = ""
     effect: str = ""
 

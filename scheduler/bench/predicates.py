@@ -2,9 +2,8 @@
 
 * resources (NodeResourcesFit): ``cpu ≤ free cpu``, ``memory ≤ free memory``, pods on node + 1 ≤
   allocatable pods;
-* taints and tolerations (TaintToleration): only ``NoSchedule``/``NoExecute`` taints filter;
-  a toleration matches when its effect is empty or equal, its key is empty (with ``Exists``) or
-  equal, and ``Equal`` compares values while ``Exists`` ignores them;
+* taints and tolerations (TaintToleration): the Kubernetes layer's rule,
+  :func:`eams.kube.taints.untolerated` (only ``NoSchedule``/``NoExecute`` taints filter);
 * ``nodeSelector`` (NodeAffinity): every key present on the node with exactly that value.
 
 Rules as summarised in ``../shared/reference/extender-protocol.md`` §5.2–5.4 (kubernetes/kubernetes
@@ -18,18 +17,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from eams.kube.taints import untolerated
 from eams.scheduler.policies.base import NodeMeta, PodConstraints
-
-FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 def static_fit(constraints: PodConstraints, node: NodeMeta) -> bool:
     """Whether a pod with ``constraints`` passes TaintToleration and nodeSelector on ``node``."""
-    for taint in node.taints:
-        if taint.effect in FILTERING_EFFECTS and not any(
-            t.tolerates(taint) for t in constraints.tolerations
-        ):
-            return False
+    if untolerated(constraints.tolerations, node.taints) is not None:
+        return False
     return all(node.labels.get(k) == v for k, v in constraints.node_selector)
 
 

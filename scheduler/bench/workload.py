@@ -19,9 +19,10 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
+from eams.kube.taints import Toleration
 from eams.scheduler.bench.errors import LoadError
 from eams.scheduler.bench.manifest import PodClass, SyntheticSpec
-from eams.scheduler.policies.base import PodConstraints, Toleration, Workload
+from eams.scheduler.policies.base import PodConstraints, Workload
 
 
 def from_arrays(

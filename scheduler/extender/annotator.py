@@ -48,8 +48,9 @@ from urllib.parse import quote, urlsplit
 import msgspec
 from prometheus_client import Counter
 
+from eams.kube.names import MERGE_PATCH
 from eams.scheduler.extender.keepalive import KeepAlive, tls_context
-from eams.scheduler.record import PATCH_CONTENT_TYPE, Placement, annotation_patch
+from eams.scheduler.record import Placement, annotation_patch
 from eams.scheduler.record.metrics import ThreadCpu
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
     config = api_client.configuration
     target = urlsplit(config.host)
     base = target.path.rstrip("/")
-    fixed = f"Host: {target.netloc}\r\nContent-Type: {PATCH_CONTENT_TYPE}\r\n"
+    fixed = f"Host: {target.netloc}\r\nContent-Type: {MERGE_PATCH}\r\n"
     fixed += "Accept: application/json\r\n"
     if api_client.user_agent:
         fixed += f"User-Agent: {api_client.user_agent}\r\n"

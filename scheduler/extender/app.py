@@ -47,11 +47,12 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from eams.kube.pods import PodObject
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.calibrations import load_calibrations
 from eams.scheduler.extender.errors import BadRequest, PayloadTooLarge
 from eams.scheduler.extender.metrics import ExtenderMetrics
-from eams.scheduler.extender.schemas import NodeList, PodObject
+from eams.scheduler.extender.schemas import NodeList
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.telemetry import parse_telemetry_body

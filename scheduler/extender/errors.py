@@ -8,9 +8,15 @@
         └── ExtenderConfigError a bad setting or calibration folder (names the setting)
 
 Every message names what was wrong and where (a JSON path such as
-``Pod.spec.containers[0].resources.requests.cpu`` or ``samples[3].node``).
+``Pod.spec.containers[0].resources.requests.cpu`` or ``samples[3].node``). A bad quantity in a
+pod or node comes from the Kubernetes layer as ``eams.kube.errors.BadObject`` and is translated
+at the extender's calls of it (:func:`bad_request`).
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from eams.kube.errors import BadObject
 from eams.scheduler.errors import SchedulerError
 
 
@@ -33,3 +39,14 @@ class StepAside(ExtenderError):
 
 class ExtenderConfigError(ExtenderError):
     """A setting or the calibration folder is unusable; names the setting or file."""
+
+
+@contextmanager
+def bad_request() -> Iterator[None]:
+    """Translate the Kubernetes layer's :class:`~eams.kube.errors.BadObject` (a bad quantity
+    or field in a pod or node the extender was sent) into :class:`BadRequest`, the message —
+    which names the field's JSON path — unchanged."""
+    try:
+        yield
+    except BadObject as exc:
+        raise BadRequest(str(exc)) from exc

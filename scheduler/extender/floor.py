@@ -6,15 +6,14 @@ that headroom is at least floor + ``recovery_margin`` again, or once it has no f
 (a node without a fresh reading is never kept off: scores rank it instead, AR-6).
 
 In a cluster the floor is enforced by kube-scheduler itself: the extender puts the taint
-:data:`TAINT_KEY` with effect ``NoSchedule`` on a node under the floor and removes it when the
-node recovers (``watch.py`` patches the node). kube-scheduler's TaintToleration filter then
-keeps new pods off that node without a ``/filter`` call per pod, and the taint's removal is a
-Node update event that requeues the pods it held back by itself (kubernetes issue 122019 —
-the annotation ``eams.io/headroom-recovered-at`` that did this before is retired). The taint
-is honoured by every profile, not only ``eams-scheduler``: a node at its power cap takes no new
-pod from any scheduler while it lasts. ``/filter`` answers the nodes under the floor for
-configurations that still call it (shadow mode only records it), counting the reservations as
-below.
+:data:`TAINT` (``eams.kube.names.HEADROOM_TAINT``, effect ``NoSchedule``) on a node under the floor
+and removes it when the node recovers (``watch.py`` patches the node). kube-scheduler's
+TaintToleration filter then keeps new pods off that node without a ``/filter`` call per pod, and the
+taint's removal is a Node update event that requeues the pods it held back by itself (kubernetes
+issue 122019 — the annotation ``eams.io/headroom-recovered-at`` that did this before is retired).
+The taint is honoured by every profile, not only ``eams-scheduler``: a node at its power cap takes
+no new pod from any scheduler while it lasts. ``/filter`` answers the nodes under the floor for
+configurations that still call it (shadow mode only records it), counting the reservations as below.
 
 The taint counts only the reservations of *bound* pods (pods no longer waiting for their
 scheduling cycle). A taint is one per node, not per pod: had it counted a batch's reservations
@@ -39,12 +38,11 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from eams.kube.names import HEADROOM_TAINT, NO_SCHEDULE
 from eams.scheduler.extender.herding import HerdGuard
 from eams.scheduler.extender.table import NodeTable
 
-TAINT_KEY = "eams.io/power-headroom-low"
-TAINT_EFFECT = "NoSchedule"
-TAINT = {"key": TAINT_KEY, "effect": TAINT_EFFECT}
+TAINT = {"key": HEADROOM_TAINT, "effect": NO_SCHEDULE}
 
 
 class NodeMask:

@@ -4,48 +4,23 @@ In ``nodeCacheCapable: true`` mode kube-scheduler sends node *names* only, so th
 its own cache (reference §2.3, CFG ``NodeCacheCapable``). It learns nodes from every full
 ``Nodes`` payload it receives, from the API-server watch (``watch.py``) and from ``POST /nodes``
 (the harness's twin of the watch); it learns placed pods from the watch and ``POST /pending``.
-Capacity follows NodeResourcesFit: ``status.allocatable`` (``status.capacity`` only when
-allocatable is absent, ``SetDefaults_NodeStatus``) minus the effective requests of pods on the
-node (kubernetes/kubernetes ``pkg/scheduler/framework/plugins/noderesources/fit.go``).
+Capacity follows NodeResourcesFit: the node's allocatable resources
+(:func:`eams.kube.nodes.node_capacity`) minus the effective requests of pods on the node
+(:func:`eams.kube.requests.pod_request`; kubernetes/kubernetes
+``pkg/scheduler/framework/plugins/noderesources/fit.go``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, KeysView
-from dataclasses import dataclass
 from typing import Any
 
-from eams.scheduler.extender.errors import BadRequest
-from eams.scheduler.extender.floor import TAINT_KEY
-from eams.scheduler.extender.quantity import integer_value, milli_value, resource_amount
-from eams.scheduler.extender.requests import PodRequest
+from eams.kube.names import HEADROOM_TAINT
+from eams.kube.nodes import NodeCapacity, node_capacity
+from eams.kube.requests import PodRequest
+from eams.kube.taints import has_taint
+from eams.scheduler.extender.errors import BadRequest, bad_request
 from eams.scheduler.extender.table import NodeTable
-
-
-@dataclass(frozen=True, slots=True)
-class NodeCapacity:
-    """Allocatable resources of one node; ``None`` where the node does not say.
-
-    Attributes
-    ----------
-    cpu_milli : int or None
-        Allocatable CPU, millicores.
-    memory_bytes : int or None
-        Allocatable memory, bytes.
-    pods : int or None
-        Allocatable pod count.
-    """
-
-    cpu_milli: int | None
-    memory_bytes: int | None
-    pods: int | None
-
-
-def taints(item: dict[str, Any]) -> list[dict[str, Any]]:
-    """``spec.taints`` of a node object (empty when absent or malformed)."""
-    spec = item.get("spec")
-    found = spec.get("taints") if isinstance(spec, dict) else None
-    return [t for t in found if isinstance(t, dict)] if isinstance(found, list) else []
 
 
 def node_name(item: Any, field: str) -> str:
@@ -65,40 +40,6 @@ def node_name(item: Any, field: str) -> str:
     return name
 
 
-def _resources(item: dict[str, Any], field: str) -> tuple[dict[str, Any], str]:
-    status = item.get("status")
-    if status is None:
-        return {}, f"{field}.status"
-    if not isinstance(status, dict):
-        raise BadRequest(f"{field}.status: must be an object")
-    for key in ("allocatable", "capacity"):
-        resources = status.get(key)
-        if resources is not None:
-            if not isinstance(resources, dict):
-                raise BadRequest(f"{field}.status.{key}: must be an object")
-            return resources, f"{field}.status.{key}"
-    return {}, f"{field}.status"
-
-
-def node_capacity(item: dict[str, Any], field: str) -> NodeCapacity:
-    """Parse a node object's allocatable cpu, memory and pods.
-
-    Raises
-    ------
-    BadRequest
-        A quantity breaks the grammar; names its JSON path.
-    """
-    resources, where = _resources(item, field)
-
-    def get(name: str, convert: Any) -> int | None:
-        value = resources.get(name)
-        return None if value is None else convert(resource_amount(value, f"{where}.{name}"))
-
-    return NodeCapacity(
-        get("cpu", milli_value), get("memory", integer_value), get("pods", integer_value)
-    )
-
-
 class NodeCache:
     """Node capacities and bound pods, keyed by name; numbers are mirrored into ``table``.
 
@@ -116,7 +57,7 @@ class NodeCache:
         self._objects: dict[str, dict[str, Any]] = {}
         self._names: list[str] | None = None  # list(self._capacity), while it holds
         self.version = 0  # changes whenever a node is added or forgotten
-        self.tainted: set[str] = set()  # nodes carrying the headroom taint (floor.TAINT_KEY)
+        self.tainted: set[str] = set()  # nodes carrying names.HEADROOM_TAINT
 
     def learn(self, items: Iterable[Any], field: str) -> list[str]:
         """Add or refresh node objects (a ``NodeList``'s items); returns their names in order.
@@ -136,7 +77,8 @@ class NodeCache:
             name = node_name(item, where)
             version = item["metadata"].get("resourceVersion") or item.get("status")
             if name not in self._capacity or self._version.get(name) != version:
-                capacity = node_capacity(item, where)
+                with bad_request():
+                    capacity = node_capacity(item, where)
                 if name not in self._capacity:
                     self._names, self.version = None, self.version + 1
                 self._capacity[name] = capacity
@@ -145,7 +87,7 @@ class NodeCache:
                     name, capacity.cpu_milli, capacity.memory_bytes, capacity.pods
                 )
             self._objects[name] = item
-            if any(t.get("key") == TAINT_KEY for t in taints(item)):
+            if has_taint(item, HEADROOM_TAINT):
                 self.tainted.add(name)
             else:
                 self.tainted.discard(name)

@@ -8,14 +8,14 @@
 ``eams.io/work-core-s`` annotation.
 
 The pending-pod watch hands every new pod of this scheduler to the batch (``watch.py``). Its
-pydantic validation (``schemas.PodObject``) and request sizing (``requests.pod_request``, exact
-``Decimal`` quantities) cost ≈ 0.1 ms a pod at 100 pods/s (issue 15), and the pods of one
-workload repeat the same resources. So the event is decoded with msgspec into only what the
-auction reads — the key, uid, ``eams.io/work-core-s`` annotation, ``spec.priority`` and, per
-container and init container, the raw ``resources`` bytes and ``restartPolicy`` plus
-``spec.overhead`` and pod-level ``spec.resources`` — and the request is looked up by those
-bytes. A shape not seen yet (or anything msgspec refuses) is validated and sized whole, exactly
-as before, and its request kept: the cache only ever answers for bytes that passed.
+pydantic validation (``eams.kube.pods.PodObject``) and request sizing
+(``eams.kube.requests.pod_request``, exact ``Decimal`` quantities) cost ≈ 0.1 ms a pod at 100 pods/s
+(issue 15), and the pods of one workload repeat the same resources. So the event is decoded with
+msgspec into only what the auction reads — the key, uid, ``eams.io/work-core-s`` annotation,
+``spec.priority`` and, per container and init container, the raw ``resources`` bytes and
+``restartPolicy`` plus ``spec.overhead`` and pod-level ``spec.resources`` — and the request is
+looked up by those bytes. A shape not seen yet (or anything msgspec refuses) is validated and sized
+whole, exactly as before, and its request kept: the cache only ever answers for bytes that passed.
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from dataclasses import dataclass
 
 import msgspec
 
+from eams.kube.names import WORK_ANNOTATION
+from eams.kube.pods import PodObject
+from eams.kube.requests import PodRequest, pod_request
 from eams.scheduler.auction import bids
-from eams.scheduler.extender.requests import PodRequest, pod_request
-from eams.scheduler.extender.schemas import PodObject
+from eams.scheduler.extender.errors import bad_request
 
-WORK_ANNOTATION = "eams.io/work-core-s"
 # The extender does not track tenant quotas yet: every tenant counts as having its whole quota
 # free (q = 1 in bids.priority_weight), so π depends on the PriorityClass value alone.
 FREE_QUOTA_SHARE = 1.0
@@ -80,9 +81,11 @@ def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> Pen
         A resource quantity of the pod breaks the grammar (names its JSON path).
     """
     meta = pod.metadata
+    with bad_request():
+        request = pod_request(pod)
     return sized_pod(
         pod.key(),
-        pod_request(pod),
+        request,
         pod.spec.priority,
         meta.namespace,
         meta.annotations,

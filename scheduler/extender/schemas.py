@@ -8,7 +8,8 @@ lowerCamelCase API keys. Unknown keys are ignored everywhere (Go's decoder does 
 
 Node objects inside ``Nodes.items`` are kept as the raw JSON objects, because in
 ``nodeCacheCapable: false`` mode the filter answer must echo them unchanged (reference §8.5).
-Only the pod fields the extender reads are modelled; everything else in the pod is ignored.
+The embedded pod is the Kubernetes layer's :class:`eams.kube.pods.PodObject` (the fields EAMS
+reads; everything else in the pod is ignored).
 """
 
 from __future__ import annotations
@@ -17,82 +18,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictInt, TypeAdapter, ValidationError
 from pydantic_core import from_json, to_json
 
+from eams.kube.pods import PodObject
 from eams.scheduler.extender.errors import BadRequest
 from eams.validation import describe_validation_error
-
-# A quantity as it may arrive in JSON: the scheduler sends strings, hand-made pods may carry
-# numbers (apimachinery ``Quantity.UnmarshalJSON`` accepts both). Parsed by ``quantity.py``.
-QuantityValue = str | int | float
-ResourceList = dict[str, QuantityValue]
 
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-
-class ObjectMeta(_Wire):
-    """``metadata`` of a pod: the fields used to key it and read its hints."""
-
-    name: str | None = None
-    namespace: str | None = None
-    uid: str | None = None
-    annotations: dict[str, str] | None = None
-
-
-class ResourceRequirements(_Wire):
-    """``resources`` of a container (or pod-level ``spec.resources``)."""
-
-    requests: ResourceList | None = None
-    limits: ResourceList | None = None
-
-
-class Container(_Wire):
-    """A container or init container; ``restartPolicy: Always`` marks a sidecar (KEP-753)."""
-
-    name: str | None = None
-    resources: ResourceRequirements | None = None
-    restartPolicy: str | None = None
-
-
-class PodSpec(_Wire):
-    """``spec`` of the pod being scheduled (the fields that size and rank it)."""
-
-    containers: list[Container] | None = None
-    initContainers: list[Container] | None = None
-    overhead: ResourceList | None = None
-    resources: ResourceRequirements | None = None
-    priority: int | None = None
-    schedulerName: str | None = None
-    nodeName: str | None = None
-
-
-class PodStatus(_Wire):
-    """``status`` of a pod: only the phase matters (a finished pod frees its node)."""
-
-    phase: str | None = None
-
-
-class PodObject(_Wire):
-    """``v1.Pod`` as far as the extender reads it."""
-
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: PodSpec = Field(default_factory=PodSpec)
-    status: PodStatus = Field(default_factory=PodStatus)
-
-    @property
-    def finished(self) -> bool:
-        """``status.phase`` is Succeeded or Failed: the pod no longer uses its node."""
-        return self.status.phase in ("Succeeded", "Failed")
-
-    def key(self) -> str:
-        """``namespace/name`` (namespace ``default`` when absent), or the UID if unnamed."""
-        meta = self.metadata
-        if meta.name:
-            return f"{meta.namespace or 'default'}/{meta.name}"
-        return f"uid:{meta.uid or ''}"
 
 
 class NodeList(_Wire):

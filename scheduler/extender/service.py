@@ -34,24 +34,24 @@ from typing import Any
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
+from eams.kube.pods import PodObject
+from eams.kube.requests import PodRequest, pod_request
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
 from eams.scheduler.extender.candidates import CandidateLists
 from eams.scheduler.extender.decisions import Decisions
-from eams.scheduler.extender.errors import StepAside
+from eams.scheduler.extender.errors import StepAside, bad_request
 from eams.scheduler.extender.floor import HeadroomFloor
 from eams.scheduler.extender.herding import HerdGuard
 from eams.scheduler.extender.market import Market
 from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.nodes import NodeCache
 from eams.scheduler.extender.pending import PendingPod, pending_pod
-from eams.scheduler.extender.requests import PodRequest, pod_request
 from eams.scheduler.extender.rows import Cleared
 from eams.scheduler.extender.schemas import (
     ExtenderArgs,
     ExtenderFilterResult,
     NodeList,
-    PodObject,
 )
 from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.table import NodeTable
@@ -231,7 +231,9 @@ class Extender:
         if deleted or pod.finished:
             self.observe_gone(key)
         elif pod.spec.nodeName:
-            self.observe_placed(key, pod.spec.nodeName, pod_request(pod, field))
+            with bad_request():
+                request = pod_request(pod, field)
+            self.observe_placed(key, pod.spec.nodeName, request)
         elif pod.spec.schedulerName == self.settings.scheduler_name:
             self.observe_pending(pending_pod(pod))
 

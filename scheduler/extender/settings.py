@@ -58,7 +58,7 @@ class Settings:
         (``Clearing.timed_out``, counted as ``eams_extender_fallbacks_total{reason="budget"}``).
     taint_floor : bool
         Active mode with ``--watch``: a node under ``headroom_floor`` gets the NoSchedule taint
-        :data:`~.floor.TAINT_KEY` (kube-scheduler's TaintToleration filter enforces it) until it
+        :data:`~.floor.TAINT` (kube-scheduler's TaintToleration filter enforces it) until it
         is back at floor + ``recovery_margin`` or has no fresh reading (``floor.py``).
     recommendations_kept : int
         Shadow-mode recommendations kept for ``GET /recommendations``.

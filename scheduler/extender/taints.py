@@ -2,12 +2,11 @@
 
 ``floor.py`` says which nodes the taint belongs on (under the floor, counting the herding
 reservations of bound pods only) and which have recovered; this module turns that into patches
-of ``spec.taints`` that ``watch.py`` sends. ``spec.taints`` carries no patch merge key
-(k8s.io/api ``core/v1`` ``NodeSpec.Taints``), so a patch replaces the whole list: each patch
-therefore carries the node's other taints unchanged plus the node's
-``metadata.resourceVersion``, which makes the API server refuse it with 409 Conflict if the
-node changed meanwhile (optimistic concurrency, as the node lifecycle controller's
-``PatchNodeTaints`` does); the next plan starts from the node the watch then delivers.
+of ``spec.taints`` that ``watch.py`` sends, built by the Kubernetes layer
+(:func:`eams.kube.patch.taints_patch`: the node's other taints as read plus its
+``metadata.resourceVersion``, so the API server answers 409 Conflict if the node changed
+meanwhile). A patch is planned from the watch's copy of the node and sent once; after a
+conflict the next plan starts from the node as read again.
 """
 
 from __future__ import annotations
@@ -16,10 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eams.scheduler.extender.floor import TAINT, TAINT_KEY, HeadroomFloor
-from eams.scheduler.extender.nodes import NodeCache, taints
-
-MERGE_PATCH = "application/merge-patch+json"  # RFC 7386: lists are replaced whole
+from eams.kube.patch import taints_patch
+from eams.scheduler.extender.floor import TAINT, HeadroomFloor
+from eams.scheduler.extender.nodes import NodeCache
 
 
 @dataclass(frozen=True)
@@ -32,11 +30,14 @@ class TaintPatch:
     action : {"add", "remove"}
     body : dict
         JSON merge patch: ``{"metadata": {"resourceVersion"}, "spec": {"taints": [...]}}``.
+    read : dict
+        The node it was computed from (the watch's copy).
     """
 
     node: str
     action: str
     body: dict[str, Any]
+    read: dict[str, Any]
 
 
 class TaintKeeper:
@@ -79,13 +80,11 @@ class TaintKeeper:
         node = self.nodes.node(name)
         if node is None:
             return None
-        others = [t for t in taints(node) if t.get("key") != TAINT_KEY]
-        new = [*others, dict(TAINT)] if action == "add" else others
-        version = (node.get("metadata") or {}).get("resourceVersion")
-        body: dict[str, Any] = {"spec": {"taints": new}}
-        if version:
-            body["metadata"] = {"resourceVersion": version}
-        return TaintPatch(name, action, body)
+        if action == "add":
+            body = taints_patch(node, add=[TAINT])
+        else:
+            body = taints_patch(node, remove={TAINT["key"]})
+        return TaintPatch(name, action, body, node)
 
     def answered(self, patch: TaintPatch, node: dict[str, Any] | None) -> None:
         """A patch came back: ``node`` is the patched object (``None`` when it failed)."""

@@ -4,7 +4,8 @@ In a cluster (``eams extender serve --watch``) three daemon threads list and the
 (kubernetes/website ``docs/reference/using-api/api-concepts.md``: a list gives
 ``metadata.resourceVersion``; ``?watch=true&resourceVersion=RV&allowWatchBookmarks=true``
 streams one ``{"type", "object"}`` per line from there) through the kubernetes Python client
-(in-cluster service account, else ``KUBECONFIG``), reading the raw stream
+(configured by :func:`eams.kube.client.load_configuration`: ``KUBECONFIG``, else the in-cluster
+service account), reading the raw stream
 (``_preload_content=False``) and decoding it with msgspec — the client's own model objects cost
 ~2 ms of CPU per pod event (issue 15):
 
@@ -16,14 +17,16 @@ streams one ``{"type", "object"}`` per line from there) through the kubernetes P
   batch when it is created, before kube-scheduler asks about it (``batching.py``).
 
 The list-then-watch loop (a relist on 410 Gone, client-go's backoff on any other failure)
-is ``listwatch.py``. While a watch is down or not listed yet, the extender steps aside
-(``service.Extender.blind``) and ``/readyz`` says why.
+is the Kubernetes layer's :mod:`eams.kube.listwatch`. While a watch is down or not listed yet,
+the extender steps aside (``service.Extender.blind``) and ``/readyz`` says why.
 
 Floor taints (``floor.py``, ``taints.py``): in active mode, a node under the power-headroom
 floor gets the ``NoSchedule`` taint ``eams.io/power-headroom-low`` and loses it when it
 recovers, counting the herding reservations of bound pods only (a clearing's own pods, still
 waiting for their cycles, do not taint their node), planned after every sample, after a
-binding that left its node under the floor, and once a second, patched from a worker thread.
+binding that left its node under the floor, and once a second, patched from a worker thread
+(:func:`eams.kube.patch.patch_node`, sent once: after a 409 Conflict the node is read again and
+the next plan starts from it).
 With ``--record`` the bound-pod events also go to the decision record's outcome join, and each
 decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a merge patch
 from the annotator's thread (``annotator.py``, with this client's configuration).
@@ -44,13 +47,15 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
-from eams.scheduler.extender.errors import BadRequest
-from eams.scheduler.extender.listwatch import Head, ListWatch
+from eams.kube.client import core_api, load_configuration
+from eams.kube.listwatch import Head, ListWatch
+from eams.kube.patch import RawNodes, patch_node
+from eams.kube.pods import PodObject
+from eams.kube.requests import PodRequest, pod_request
+from eams.scheduler.extender.errors import BadRequest, bad_request
 from eams.scheduler.extender.pending import PendingDecoder
-from eams.scheduler.extender.requests import PodRequest, pod_request
-from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import Extender
-from eams.scheduler.extender.taints import MERGE_PATCH, TaintKeeper, TaintPatch
+from eams.scheduler.extender.taints import TaintKeeper, TaintPatch
 from eams.scheduler.record import decode_pod
 from eams.validation import describe_validation_error
 
@@ -197,7 +202,8 @@ class _Pods(_Feed):
             else:
                 uid, request = self.sized.pop(key, ("", None))
                 if request is None or uid != meta.uid:
-                    request = pod_request(PodObject.model_validate_json(raw), "pod")
+                    with bad_request():
+                        request = pod_request(PodObject.model_validate_json(raw), "pod")
                 node = head.spec.nodeName
                 self.to_loop.put(lambda: self.extender.observe_placed(key, node, request))
         except (ValidationError, BadRequest) as exc:
@@ -246,21 +252,16 @@ class ClusterWatch:
     loop : asyncio.AbstractEventLoop
         The loop that owns ``extender``; every update is applied there.
     api : kubernetes.client.CoreV1Api, optional
-        A client; by default from the in-cluster account, else ``KUBECONFIG``.
+        A client; by default :func:`eams.kube.client.load_configuration`'s.
     """
 
     def __init__(
         self, extender: Extender, loop: asyncio.AbstractEventLoop, api: Any = None
     ) -> None:
         if api is None:
-            from kubernetes import client, config
-
-            try:
-                config.load_incluster_config()
-            except config.ConfigException:
-                config.load_kube_config()
-            api = client.CoreV1Api()
+            api = core_api(load_configuration())
         self.core = api
+        self.node_api = RawNodes(api)
         self.extender = extender
         self.loop = loop
         self.to_loop = _ToLoop(loop)
@@ -340,22 +341,10 @@ class ClusterWatch:
     def _send(self, patch: TaintPatch) -> tuple[bool, dict[str, Any]]:
         """Send one patch: ``(True, patched node)``, or ``(False, current node)`` after a 409
         Conflict (the node changed since the extender's copy; the next plan starts from it)."""
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            response = self.core.patch_node(
-                patch.node, patch.body, _content_type=MERGE_PATCH, _preload_content=False
-            )
-            applied = True
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            response = self.core.read_node(patch.node, _preload_content=False)
-            applied = False
-        try:
-            return applied, _decode_dict(response.data)
-        finally:
-            response.release_conn()
+        sent = patch_node(
+            self.node_api, patch.node, lambda _: patch.body, node=patch.read, retries=0
+        )
+        return sent.applied, sent.node
 
     def _answered(
         self, patch: TaintPatch, future: asyncio.Future[tuple[bool, dict[str, Any]]]

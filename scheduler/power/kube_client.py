@@ -9,11 +9,10 @@ wording as the power-state actions' safety check, whose ``node`` view it also se
   each kubelet renews its node's Lease every ~10 s, the heartbeat that says the kubelet is
   alive (Kubernetes docs: Nodes, heartbeats);
 * ``PATCH /api/v1/nodes/NAME`` with ``Content-Type: application/merge-patch+json`` (RFC 7386,
-  what ``kubectl patch --type merge`` sends). ``spec.taints`` is a list without a patch merge
-  key, so a patch replaces it whole: the marker reads the node, edits only its own taint and
-  sends the list with ``metadata.resourceVersion`` — the API answers 409 Conflict when the
-  node changed in between (the node-lifecycle controller adding ``unreachable``, say), and the
-  marker reads again (optimistic concurrency, Kubernetes API concepts).
+  what ``kubectl patch --type merge`` sends), the Kubernetes layer's
+  :class:`~eams.kube.patch.NodeApi`: the marker's taint patches carry
+  ``metadata.resourceVersion`` and are read and sent again on 409 Conflict
+  (:mod:`eams.kube.patch`).
 """
 
 from __future__ import annotations
@@ -22,13 +21,8 @@ from typing import Any
 
 from eams.calibrate.powerstates.errors import ClusterUnreachable
 from eams.calibrate.powerstates.kube import Cluster
+from eams.kube.names import MERGE_PATCH, NODE_LEASE_NAMESPACE
 from eams.scheduler.power.errors import KubeApiError
-
-MERGE_PATCH = "application/merge-patch+json"
-"""RFC 7386 JSON merge patch (``kubectl patch --type merge``)."""
-CONFLICT = 409
-NODE_LEASE_NAMESPACE = "kube-node-lease"
-"""Where each kubelet keeps its node's heartbeat Lease (named after the node)."""
 
 
 class KubeClient(Cluster):

@@ -2,20 +2,21 @@
 calibration files, the power inventory and the nodes' agents.
 
 Per tick: ``GET /api/v1/nodes``, ``GET /api/v1/pods`` and the node Leases (:mod:`.kube_client`),
-and each node's agent metrics URL (:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the
-inventory's ``agent_url``; polled in parallel, a short timeout) — the agent answering is when it
-last reported. The fleet is the nodes that are in the inventory, known to the API, calibrated and
-with allocatable cpu and memory; the others are left out and named once in the log (a node without
-a calibration cannot be weighed, one outside the inventory cannot be
-switched). Per node: allocatable
-``cpu`` and ``memory``, the requests of the pods that keep it awake (:mod:`.kube_pods`: no
-DaemonSet pods, no mirrors, no finished pods), since when it has had none (remembered between
-ticks; a node first seen empty is empty since then), the Ready condition and the kubelet's
-last heartbeat (the later of the Lease's ``renewTime`` and the Ready condition's
-``lastHeartbeatTime``: a Ready read after a short sleep is still the one from before it), the
-``eams.io/asleep`` taint, the roles from the inventory (``k3s_server``, ``pdu_owner``) and
-the calibration's figures (:mod:`.calibrations`). Pending pods carry their requests and the
-managed nodes their static predicates admit.
+and each node's
+agent metrics URL (:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the inventory's
+``agent_url``; polled in parallel, a short timeout) — the agent answering is when it last reported.
+The fleet is the nodes that are in the inventory, known to the API, calibrated and with allocatable
+cpu and memory; the others are left out and named once in the log (a node without a calibration
+cannot be weighed, one outside the inventory cannot be switched). Per node: allocatable ``cpu`` and
+``memory`` (:func:`eams.kube.nodes.node_capacity`, ``status.capacity`` when a node publishes no
+``allocatable``, as kube-scheduler reads it), the requests of the pods that keep it awake
+(:mod:`.kube_pods`: no DaemonSet pods, no mirrors, no finished pods), since when it has had none
+(remembered between ticks; a node first seen empty is empty since then), the Ready condition and
+the kubelet's last heartbeat (:func:`eams.kube.nodes.kubelet_heartbeat_s`: a Ready read after a
+short sleep is still the one from before it), the
+``eams.io/asleep`` taint, the roles from the inventory (``k3s_server``, ``pdu_owner``) and the
+calibration's figures (:mod:`.calibrations`). Pending pods carry their requests and the managed
+nodes their static predicates admit.
 """
 
 from __future__ import annotations
@@ -31,11 +32,15 @@ import numpy as np
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.powerstates.inventory import PowerInventory
 from eams.calibrate.powerstates.probes import AgentProbe
+from eams.kube.names import ASLEEP_TAINT
+from eams.kube.nodes import kubelet_heartbeat_s, node_capacity, ready_condition
+from eams.kube.requests import MIB
+from eams.kube.taints import has_taint
 from eams.scheduler.power.calibrations import node_figures
 from eams.scheduler.power.kube_client import KubeClient
-from eams.scheduler.power.kube_pods import MIB, PodInfo, admits, epoch_s, pod_info, quantity
+from eams.scheduler.power.kube_pods import PodInfo, admits, pod_info
 from eams.scheduler.power.policy_fleet import FleetState, NodePowerView, PendingPod, PowerState
-from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, Observation, guess_state
+from eams.scheduler.power.ports import Observation, guess_state
 
 log = logging.getLogger("eams.power.manager")
 
@@ -44,31 +49,9 @@ AGENT_TIMEOUT_S = 0.5
 MAX_PROBE_THREADS = 16
 
 
-def _ready(node: dict[str, Any]) -> bool:
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return condition.get("status") == "True"
-    return False
-
-
-def _heartbeat_s(node: dict[str, Any], lease: dict[str, Any] | None) -> float:
-    """The kubelet's last heartbeat (epoch s, its clock), NaN when neither says."""
-    stamps = [((lease or {}).get("spec") or {}).get("renewTime")]
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            stamps.append(condition.get("lastHeartbeatTime"))
-    times = [t for t in map(epoch_s, stamps) if t is not None]
-    return max(times) if times else math.nan
-
-
 def _allocatable(node: dict[str, Any]) -> bool:
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
-    return quantity(allocatable.get("cpu")) > 0 and quantity(allocatable.get("memory")) > 0
-
-
-def _marked(node: dict[str, Any]) -> bool:
-    taints = (node.get("spec") or {}).get("taints") or []
-    return any(t.get("key") == ASLEEP_TAINT_KEY for t in taints)
+    capacity = node_capacity(node, f"node {(node.get('metadata') or {}).get('name')}")
+    return bool(capacity.cpu_milli) and bool(capacity.memory_bytes)
 
 
 class KubeObserver:
@@ -134,8 +117,8 @@ class KubeObserver:
         for pod in pods:
             if pod.workload and pod.node in on_node:
                 on_node[pod.node].append(pod)
-        ready = np.array([_ready(docs[n]) for n in names], dtype=bool)
-        marked = np.array([_marked(docs[n]) for n in names], dtype=bool)
+        ready = np.array([ready_condition(docs[n]) is True for n in names], dtype=bool)
+        marked = np.array([has_taint(docs[n], ASLEEP_TAINT) for n in names], dtype=bool)
         state = guess_state(ready, marked)
         views = []
         for i, name in enumerate(names):
@@ -158,19 +141,20 @@ class KubeObserver:
         ]
         fleet = FleetState.from_views(now_s, views, pending)
         seen = np.array([self._agent_seen.get(n, math.nan) for n in names], dtype=float)
-        heartbeat = np.array([_heartbeat_s(docs[n], leases.get(n)) for n in names], dtype=float)
+        beats = [kubelet_heartbeat_s(docs[n], leases.get(n)) for n in names]
+        heartbeat = np.array([math.nan if b is None else b for b in beats], dtype=float)
         return Observation(fleet, ready, seen, marked, heartbeat)
 
     def _view(self, name: str, doc: dict[str, Any], pods: list[PodInfo], state: int, now_s):
-        allocatable = (doc.get("status") or {}).get("allocatable") or {}
+        capacity = node_capacity(doc, f"node {name}")
         entry = self.inventory.nodes[name]
         roles = {r for r, on in (("k3s-server", entry.k3s_server), ("pdu-owner", entry.pdu_owner))
                  if on}  # fmt: skip
         return NodePowerView(
             name=name,
             state=PowerState(PowerState.AWAKE if pods else state),
-            allocatable_cores=quantity(allocatable.get("cpu")),
-            allocatable_mem_mib=quantity(allocatable.get("memory")) / MIB,
+            allocatable_cores=(capacity.cpu_milli or 0) / 1000,
+            allocatable_mem_mib=(capacity.memory_bytes or 0) / MIB,
             state_since_s=now_s,
             pod_cores=tuple(p.cores for p in pods),
             pod_mem_mib=sum(p.mem_mib for p in pods),

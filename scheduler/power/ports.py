@@ -32,17 +32,14 @@ from eams.calibrate.powerstates.transitions import Transition
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, FleetInputError, FleetState
 from eams.scheduler.record.schema import Power
 
-ASLEEP_TAINT_KEY = "eams.io/asleep"
-"""The taint (effect ``NoSchedule``) the manager puts on a node before it sleeps."""
-ASLEEP_TAINT_EFFECT = "NoSchedule"
-STATE_ANNOTATION = "eams.io/power-state"
-"""Node annotation: ``awake``, ``suspending``, ``asleep``, ``waking`` (:data:`PHASE_NAMES`),
-``asleep-suspect`` for a node whose last wake or suspend did not confirm in time."""
-REASON_ANNOTATION = "eams.io/power-reason"
-"""Node annotation: the decision's reason (:class:`~.policy_plan.Reason`) and its figures, as
-the decision's log line has them."""
 PHASE_NAMES = {0: "awake", 1: "asleep", 2: "waking", 3: "suspending"}
-""":class:`~.policy_fleet.PowerState` code → the annotation's word."""
+""":class:`~.policy_fleet.PowerState` code → the word of the node annotation
+``eams.io/power-state`` (:data:`eams.kube.names.POWER_STATE_ANNOTATION`; also
+``asleep-suspect`` for a node whose last wake or suspend did not confirm in time). Its
+``eams.io/power-reason`` carries the decision's reason (:class:`~.policy_plan.Reason`) and its
+figures, as the decision's log line has them; the taint is ``eams.io/asleep:NoSchedule``
+(:data:`eams.kube.names.ASLEEP_TAINT`). Every ``eams.io/*`` name lives in
+:mod:`eams.kube.names`."""
 
 
 @dataclass(frozen=True)

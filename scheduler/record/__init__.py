@@ -10,7 +10,7 @@ error root, so the extender, the power manager, the bench and the demo can all u
 folder's README.md.
 """
 
-from eams.scheduler.record.annotations import PATCH_CONTENT_TYPE, annotation_patch
+from eams.scheduler.record.annotations import annotation_patch
 from eams.scheduler.record.build import BestBid, new_clearing_id, placement_records
 from eams.scheduler.record.metrics import RecordMetrics
 from eams.scheduler.record.outcomes import OutcomeJoin, WatchedPod, decode_pod
@@ -28,7 +28,6 @@ from eams.scheduler.record.schema import (
 from eams.scheduler.record.writer import Recorder, WriterSettings
 
 __all__ = [
-    "PATCH_CONTENT_TYPE",
     "SCHEMA_VERSION",
     "BestBid",
     "Bound",

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from typing import Final
 
+from eams.kube.names import (
+    BID,
+    CERTIFICATE,
+    CLEARED_NODE,
+    CLEARING_ID,
+    CLEARING_PRICE,
+    DECIDED_AT,
+    METHOD,
+    MODE,
+)
 from eams.scheduler.record.schema import Placement, rfc3339
 
-PREFIX: Final = "eams.io/"
-CLEARED_NODE: Final = PREFIX + "cleared-node"
-CLEARING_PRICE: Final = PREFIX + "clearing-price"
-BID: Final = PREFIX + "bid"
-MODE: Final = PREFIX + "mode"
-CLEARING_ID: Final = PREFIX + "clearing-id"
-METHOD: Final = PREFIX + "method"
-CERTIFICATE: Final = PREFIX + "certificate"
-DECIDED_AT: Final = PREFIX + "decided-at"
 KEYS: Final = (
     CLEARED_NODE,
     CLEARING_PRICE,
@@ -34,8 +35,6 @@ KEYS: Final = (
     CERTIFICATE,
     DECIDED_AT,
 )
-PATCH_CONTENT_TYPE: Final = "application/merge-patch+json"
-"""The ``Content-Type`` of the PATCH (RFC 7386, Kubernetes ``MergePatchType``)."""
 
 
 def annotation_patch(decision: Placement) -> dict[str, dict[str, dict[str, str | None]]]:

@@ -2,17 +2,16 @@
 
 import numpy as np
 
+from eams.kube.pods import PodObject
+from eams.kube.requests import pod_request
+from eams.kube.taints import Taint, Toleration
 from eams.scheduler.bench.simulator import _Sim, feasible_to_find
-from eams.scheduler.extender.requests import pod_request
-from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.policies import load
 from eams.scheduler.policies.base import (
     NodeMeta,
     NodeState,
     Params,
     PodConstraints,
-    Taint,
-    Toleration,
     WorkloadPod,
 )
 from eams.scheduler.policies.eams.kube_objects import node_object, pod_object, telemetry

@@ -2,9 +2,10 @@
 
 import numpy as np
 
+from eams.kube.taints import Taint, Toleration
 from eams.scheduler.bench.predicates import resource_fit, static_fit, static_masks
 from eams.scheduler.bench.violations import check_placements
-from eams.scheduler.policies.base import NodeMeta, PodConstraints, Taint, Toleration
+from eams.scheduler.policies.base import NodeMeta, PodConstraints
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
 GPU = Taint("dedicated", "gpu", "NoSchedule")

@@ -4,10 +4,11 @@ unschedulable pods, Jain."""
 import numpy as np
 import pytest
 
+from eams.kube.taints import Taint
 from eams.scheduler.bench.metrics import jain_index, summarise, tenant_shares
 from eams.scheduler.bench.simulator import simulate
 from eams.scheduler.policies import load
-from eams.scheduler.policies.base import NodeMeta, Params, PodConstraints, PowerCurves, Taint
+from eams.scheduler.policies.base import NodeMeta, Params, PodConstraints, PowerCurves
 from tests.bench.conftest import tiny_cluster, tiny_workload
 
 # a measured, clearly non-linear curve (W at 0, 10 … 100 %)

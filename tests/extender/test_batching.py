@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from eams.kube.pods import PodObject
+from eams.kube.requests import PodRequest
 from eams.scheduler.extender.batching import Batcher
 from eams.scheduler.extender.pending import PendingPod, pending_pod
-from eams.scheduler.extender.requests import PodRequest
 from eams.scheduler.extender.rows import Cleared, Columns
-from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.extender.service import FILTER_REASON
 from tests.extender.conftest import (
     args_names,

@@ -15,9 +15,9 @@ import msgspec
 import pytest
 from prometheus_client import CollectorRegistry
 
+from eams.kube.pods import PodObject
 from eams.scheduler.extender.decisions import Decisions, record_settings
 from eams.scheduler.extender.pending import PendingPod, pending_pod
-from eams.scheduler.extender.schemas import PodObject
 from eams.scheduler.record import decode_pod, read_records
 from eams.scheduler.record.schema import Placement
 from eams.telemetry import TelemetrySample

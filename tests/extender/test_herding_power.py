@@ -38,9 +38,9 @@ def test_a_pod_bound_elsewhere_moves_its_reservation_to_the_bound_node(tmp_path)
     empty — with its clearing time kept; to a node that cannot be valued it just ends.
     (No kube-scheduler runs here: the binding is the watch's ``observe_placed``.)"""
     from eams.calibrate.calfile import load_calibration
+    from eams.kube.requests import PodRequest
     from eams.scheduler.extender.metrics import ExtenderMetrics
     from eams.scheduler.extender.pending import sized_pod
-    from eams.scheduler.extender.requests import PodRequest
     from eams.scheduler.extender.service import Extender
     from eams.scheduler.extender.settings import Settings
     from eams.telemetry import TelemetrySample
@@ -88,9 +88,9 @@ def test_a_pod_cleared_again_onto_no_node_ends_its_reservation(tmp_path) -> None
     node) where no offered node can take it: its first clearing's reservation ends instead of
     keeping that node full until the TTL."""
     from eams.calibrate.calfile import load_calibration
+    from eams.kube.requests import PodRequest
     from eams.scheduler.extender.metrics import ExtenderMetrics
     from eams.scheduler.extender.pending import sized_pod
-    from eams.scheduler.extender.requests import PodRequest
     from eams.scheduler.extender.service import Extender
     from eams.scheduler.extender.settings import Settings
     from eams.telemetry import TelemetrySample

@@ -47,8 +47,8 @@ def test_calibration_columns_are_checked_once_and_again_when_they_change() -> No
 
 
 def test_a_one_pod_batch_reuses_its_pods_arrays_only_for_the_same_shape() -> None:
+    from eams.kube.requests import PodRequest
     from eams.scheduler.extender.pending import PendingPod
-    from eams.scheduler.extender.requests import PodRequest
 
     m, _ = market()
 

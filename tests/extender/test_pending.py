@@ -12,9 +12,9 @@ import pytest
 from pydantic import ValidationError
 
 from eams.datasets import data_file
+from eams.kube.pods import PodObject
 from eams.scheduler.extender.errors import BadRequest
 from eams.scheduler.extender.pending import PendingDecoder, pending_pod
-from eams.scheduler.extender.schemas import PodObject
 
 
 def _pods() -> list[dict[str, Any]]:

@@ -10,11 +10,11 @@ import logging
 import httpx
 import pytest
 
+from eams.kube.names import HEADROOM_TAINT
 from eams.scheduler.bench.errors import ExtenderCallError
 from eams.scheduler.bench.kube_cycle import taint_toleration
 from eams.scheduler.bench.kube_wire import decode_filter, decode_priorities
 from eams.scheduler.extender.app import create_app
-from eams.scheduler.extender.floor import TAINT_KEY
 from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.settings import Settings
@@ -298,7 +298,7 @@ async def test_a_conflicting_taint_patch_is_planned_again(cluster, clock) -> Non
     extender.nodes.learn([stale], "test")
     await post_json(client, "/telemetry", {"samples": [sample("node-b", clock(), 0.02)]})
     taints = lambda: api.resources["nodes"].objects["node-b"]["spec"]["taints"]  # noqa: E731
-    await _until(lambda: _async(any(t["key"] == TAINT_KEY for t in taints())))
+    await _until(lambda: _async(any(t["key"] == HEADROOM_TAINT for t in taints())))
     metrics = (await client.get("/metrics")).text
     assert 'eams_extender_taint_patches_total{action="add",outcome="conflict"} 1.0' in metrics
 
@@ -312,7 +312,7 @@ async def test_shadow_mode_never_taints(shared_data, calibrations_dir, clock) ->
 
 
 class _Recording:
-    """A :class:`~eams.scheduler.extender.listwatch.Feed` that keeps what it is handed and
+    """A :class:`~eams.kube.listwatch.Feed` that keeps what it is handed and
     calls a pod unchanged when its uid and node are those it last saw (as the pod feeds do)."""
 
     def __init__(self) -> None:
@@ -342,7 +342,7 @@ async def test_an_event_that_changes_nothing_kept_is_dropped_from_its_head() -> 
     alone and never handed the object; the binding and the deletion are handed on whole."""
     import threading
 
-    from eams.scheduler.extender.listwatch import ListWatch
+    from eams.kube.listwatch import ListWatch
 
     api = FakeApiServer()
     await api.serve()

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from eams.scheduler.power.ports import ASLEEP_TAINT_EFFECT, ASLEEP_TAINT_KEY
+from eams.kube.names import ASLEEP_TAINT, NO_SCHEDULE
 from eams.scheduler.record.annotations import CLEARED_NODE
 from tests.servers.kube_control_plane import ControlPlane, eventually
 from tests.servers.kube_extender import KubeExtender, TelemetryFeeder, write_calibration
@@ -305,7 +305,7 @@ def test_the_floor_taint_keeps_pods_off_and_its_removal_requeues_them(e2e: Clust
 
 
 def test_an_asleep_node_gets_no_pods(e2e: Cluster) -> None:
-    asleep = {"key": ASLEEP_TAINT_KEY, "effect": ASLEEP_TAINT_EFFECT}
+    asleep = {"key": ASLEEP_TAINT, "effect": NO_SCHEDULE}
     node = e2e.up("e2e-asleep", HEALTHY, taint=asleep)  # the most efficient node of all
     try:
         create_pod(e2e.admin, "asleep-pinned", "asleep", node="e2e-asleep")
@@ -316,10 +316,10 @@ def test_an_asleep_node_gets_no_pods(e2e: Cluster) -> None:
         assert "e2e-asleep" not in nodes.values(), nodes
         eventually(lambda: unschedulable(e2e.admin, "asleep-pinned"), 30,
                    "kube-scheduler's verdict on the pinned pod")  # fmt: skip
-        assert taints(node.node()) == {(ASLEEP_TAINT_KEY, ASLEEP_TAINT_EFFECT)}
+        assert taints(node.node()) == {(ASLEEP_TAINT, NO_SCHEDULE)}
 
         # the control: the taint alone held the pod, which binds once the node wakes
-        remove_taint(e2e.admin, "e2e-asleep", ASLEEP_TAINT_KEY)
+        remove_taint(e2e.admin, "e2e-asleep", ASLEEP_TAINT)
         woken = time.monotonic()
         pinned, seen = await_bound(e2e.admin, "asleep", ["asleep-pinned"], 30)
         assert pinned == {"asleep-pinned": "e2e-asleep"}

@@ -23,10 +23,10 @@ from typing import Any
 
 import httpx
 
+from eams.kube.names import ASLEEP_TAINT, NO_SCHEDULE
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.manager import PowerManager
 from eams.scheduler.power.policy_fleet import ASLEEP
-from eams.scheduler.power.ports import ASLEEP_TAINT_EFFECT, ASLEEP_TAINT_KEY
 from tests.calibrate.powerstates.conftest import AgentStandIn, inventory_data
 from tests.power.live import Clock, Records, build, calibrate
 from tests.servers.kube_control_plane import ControlPlane, eventually
@@ -134,7 +134,7 @@ def mark_asleep(admin: httpx.Client, sim: PduSimulator, name: str, kubelet: Kube
     sim.suspend(OUTLETS[name])
     eventually(lambda: sim.state(OUTLETS[name]).node == "suspended" or None, 10.0, "suspended")
     kubelet.follow()
-    taint = {"key": ASLEEP_TAINT_KEY, "effect": ASLEEP_TAINT_EFFECT}
+    taint = {"key": ASLEEP_TAINT, "effect": NO_SCHEDULE}
     admin.patch(f"/api/v1/nodes/{name}", json={"spec": {"unschedulable": True, "taints": [taint]}},
                 headers=MERGE).raise_for_status()  # fmt: skip
 

@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 
 from eams.calibrate.powerstates.inventory import parse_inventory
+from eams.kube.names import ASLEEP_TAINT, POWER_STATE_ANNOTATION
 from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.errors import KubeApiError
 from eams.scheduler.power.kube_client import KubeClient
 from eams.scheduler.power.kube_marker import KubeMarker
 from eams.scheduler.power.kube_observer import KubeObserver
-from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, STATE_ANNOTATION
 from tests.power.live import HOUND, calibrate, node_doc, ready_as, workload_pod
 from tests.servers.kubeapi import kube_api
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
-ASLEEP = {"key": ASLEEP_TAINT_KEY, "effect": "NoSchedule"}
+ASLEEP = {"key": ASLEEP_TAINT, "effect": "NoSchedule"}
 
 
 def inventory(*names: str):
@@ -103,11 +103,11 @@ def test_the_marker_keeps_every_other_taint_and_a_cordon_that_was_there(k8s) -> 
         marker.mark_asleep("a", "idle-past-break-even empty_s=300")
         marked = api.node("a")
         assert [t["key"] for t in marked["spec"]["taints"]] == [
-            "type", UNREACHABLE["key"], ASLEEP_TAINT_KEY
+            "type", UNREACHABLE["key"], ASLEEP_TAINT
         ]  # fmt: skip
         assert marked["spec"]["unschedulable"] is True
         marker.annotate("a", "asleep", "agent silent")
-        assert api.node("a")["metadata"]["annotations"][STATE_ANNOTATION] == "asleep"
+        assert api.node("a")["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "asleep"
         marker.release("a", "re-registered")
         released = api.node("a")
     assert [t["key"] for t in released["spec"]["taints"]] == ["type", UNREACHABLE["key"]]

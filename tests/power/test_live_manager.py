@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from eams.kube.names import ASLEEP_TAINT, POWER_REASON_ANNOTATION, POWER_STATE_ANNOTATION
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
-from eams.scheduler.power.ports import ASLEEP_TAINT_KEY, REASON_ANNOTATION, STATE_ANNOTATION
 from tests.calibrate.powerstates.conftest import AgentStandIn
 from tests.power.kube_world import SERVER, A, B, World, delete_pods, make_world, mark_asleep
 
@@ -72,24 +72,26 @@ def test_active_cordons_and_taints_before_the_sleep_and_releases_only_when_back(
     # suspend went out, so the mark came first
     assert node1.calls() == ["--no-block suspend"]
     node = w.node(A)
-    assert node["spec"]["unschedulable"] is True and w.taint_keys(A) == {ASLEEP_TAINT_KEY}
-    assert node["metadata"]["annotations"][STATE_ANNOTATION] == "suspending"
-    assert node["metadata"]["annotations"][REASON_ANNOTATION].startswith("idle-past-break-even")
+    assert node["spec"]["unschedulable"] is True and w.taint_keys(A) == {ASLEEP_TAINT}
+    assert node["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "suspending"
+    assert node["metadata"]["annotations"][POWER_REASON_ANNOTATION].startswith(
+        "idle-past-break-even"
+    )
     w.tick_until(lambda: w.manager.phases[A].state == ASLEEP, "A asleep")
     assert w.machine(A) in ("suspending", "suspended")  # its agent went silent
     w.pending_pod("job", "2")
 
     def still_marked_while_down() -> None:
         if w.machine(A) != "running":
-            assert ASLEEP_TAINT_KEY in w.taint_keys(A)
+            assert ASLEEP_TAINT in w.taint_keys(A)
 
     w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back",
                  each=still_marked_while_down)  # fmt: skip
     assert w.machine(A) == "running"
     node = w.node(A)
-    assert ASLEEP_TAINT_KEY not in w.taint_keys(A) and not node["spec"].get("unschedulable")
-    assert node["metadata"]["annotations"][STATE_ANNOTATION] == "awake"
-    assert node["metadata"]["annotations"][REASON_ANNOTATION].startswith("re-registered")
+    assert ASLEEP_TAINT not in w.taint_keys(A) and not node["spec"].get("unschedulable")
+    assert node["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "awake"
+    assert node["metadata"]["annotations"][POWER_REASON_ANNOTATION].startswith("re-registered")
     assert w.records.reasons(A) == ["idle-past-break-even", "pending-unfit", "re-registered"]
     assert [(r.action, r.result) for r in w.records.items[:2]] == [("wol", "ok"), ("wol", "ok")]
     assert SERVER not in {r.node for r in w.records.items}  # the k3s server never sleeps
@@ -132,9 +134,9 @@ def test_a_wake_that_never_gets_ready_makes_the_node_suspect_and_wakes_the_next(
     assert w.manager.phases[A].state == ASLEEP
     assert w.manager.phases[B].state == WAKING  # the next node, in the same tick
     w.tick_until(lambda: w.manager.phases[B].state == AWAKE, "B back")
-    assert w.annotations(A)[STATE_ANNOTATION] == "asleep-suspect"
-    assert ASLEEP_TAINT_KEY in w.taint_keys(A)  # still kept off: it never came back
-    assert ASLEEP_TAINT_KEY not in w.taint_keys(B)
+    assert w.annotations(A)[POWER_STATE_ANNOTATION] == "asleep-suspect"
+    assert ASLEEP_TAINT in w.taint_keys(A)  # still kept off: it never came back
+    assert ASLEEP_TAINT not in w.taint_keys(B)
     assert w.machine(A) == "suspended" and w.machine(B) == "running"
     assert w.records.reasons(A) == ["pending-unfit", "wake-timeout"]
     assert w.manager.metrics.failed_wakes.labels(A)._value.get() == 1
@@ -170,9 +172,9 @@ def test_a_woken_node_that_stays_notready_gets_its_k3s_agent_restarted(world, no
     w.kubelets[A].alive = False  # the kubelet does not come back by itself
     w.pending_pod("job", "2")
     w.tick_until(lambda: "restart k3s-agent" in node1.calls(), "k3s agent restarted")
-    assert w.manager.phases[A].state == WAKING and ASLEEP_TAINT_KEY in w.taint_keys(A)
+    assert w.manager.phases[A].state == WAKING and ASLEEP_TAINT in w.taint_keys(A)
     assert node1.calls().count("restart k3s-agent") == 1  # once per wake
     w.kubelets[A].alive = True  # the restarted kubelet reports Ready
     w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back")
-    assert ASLEEP_TAINT_KEY not in w.taint_keys(A)
+    assert ASLEEP_TAINT not in w.taint_keys(A)
     assert node1.calls().count("restart k3s-agent") == 1

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from eams.scheduler.power.kube_marker import WAS_CORDONED
+from eams.kube.names import ASLEEP_TAINT, WAS_CORDONED_ANNOTATION
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
-from eams.scheduler.power.ports import ASLEEP_TAINT_KEY
 from tests.calibrate.powerstates.conftest import AgentStandIn
 from tests.power.kube_world import MERGE, A, World, delete_pods, make_world
 from tests.servers.kube_control_plane import ControlPlane, eventually
@@ -67,13 +66,13 @@ def test_a_stale_ready_does_not_release_a_node_whose_kubelet_is_dead(w: World, n
             "slow to show a stale Ready"
         )
         assert w.manager.phases[A].state == WAKING
-        assert ASLEEP_TAINT_KEY in w.taint_keys() and w.node()["spec"]["unschedulable"]
+        assert ASLEEP_TAINT in w.taint_keys() and w.node()["spec"]["unschedulable"]
         time.sleep(0.2)
     assert w.manager.metrics.wakes_confirmed._value.get() == 0
     assert node1.calls().count("restart k3s-agent") == 1
     w.kubelets[A].alive = True
     w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back", 20.0)
-    assert ASLEEP_TAINT_KEY not in w.taint_keys() and not w.node()["spec"].get("unschedulable")
+    assert ASLEEP_TAINT not in w.taint_keys() and not w.node()["spec"].get("unschedulable")
     assert w.manager.metrics.wakes_confirmed._value.get() == 1
 
 
@@ -89,11 +88,11 @@ def test_the_full_cycle_with_the_node_lifecycle_controller(w: World) -> None:
     for _ in range(5):
         w.step()
         assert w.manager.phases[A].state == ASLEEP
-    assert {ASLEEP_TAINT_KEY, UNREACHABLE} <= w.taint_keys()
+    assert {ASLEEP_TAINT, UNREACHABLE} <= w.taint_keys()
     w.pending_pod("job", "2")
     w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A woken and back")
     assert w.machine(A) == "running"
-    eventually(lambda: not w.taint_keys() & {ASLEEP_TAINT_KEY, UNREACHABLE, UNSCHEDULABLE}
+    eventually(lambda: not w.taint_keys() & {ASLEEP_TAINT, UNREACHABLE, UNSCHEDULABLE}
                or None, 30.0, "A free of every sleep taint")  # fmt: skip
     assert not w.node()["spec"].get("unschedulable")
     assert w.records.reasons(A) == ["idle-past-break-even", "pending-unfit", "re-registered"]
@@ -106,7 +105,7 @@ def test_a_node_a_person_cordoned_is_never_woken_for_a_pod_that_cannot_use_it(w:
     cordon = {"spec": {"unschedulable": True}}
     w.admin.patch(f"/api/v1/nodes/{A}", json=cordon, headers=MERGE).raise_for_status()
     w.sleep_a()
-    assert w.annotations()[WAS_CORDONED] == "true"
+    assert w.annotations()[WAS_CORDONED_ANNOTATION] == "true"
     w.pending_pod("job", "2")
     for _ in range(15):
         w.step()

@@ -22,8 +22,9 @@ import msgspec
 import pytest
 from kubernetes import client as k8s
 
-from eams.scheduler.record import PATCH_CONTENT_TYPE, Placement, PodRef, annotation_patch
-from eams.scheduler.record.annotations import CLEARED_NODE, CLEARING_PRICE, KEYS
+from eams.kube.names import CLEARED_NODE, CLEARING_PRICE, MERGE_PATCH
+from eams.scheduler.record import Placement, PodRef, annotation_patch
+from eams.scheduler.record.annotations import KEYS
 
 # apimachinery/pkg/util/validation: a qualified name's optional prefix (DNS-1123 subdomain,
 # ≤ 253) and its name (≤ 63).
@@ -134,9 +135,9 @@ def test_the_kubernetes_client_sends_it_as_a_merge_patch(
     api = k8s.CoreV1Api(k8s.ApiClient(k8s.Configuration(host=api_server)))
     patch = annotation_patch(decision)
     pod = api.patch_namespaced_pod(
-        meta["name"], meta["namespace"], body=patch, _content_type=PATCH_CONTENT_TYPE
+        meta["name"], meta["namespace"], body=patch, _content_type=MERGE_PATCH
     )
     (request,) = _ApiServer.seen
-    assert request == {"path": path, "type": PATCH_CONTENT_TYPE, "body": patch}
+    assert request == {"path": path, "type": MERGE_PATCH, "body": patch}
     assert pod.metadata.annotations[CLEARED_NODE] == decision.cleared_node
     assert pod.metadata.uid == meta["uid"]

@@ -2,29 +2,18 @@
 measured power curves, fitted lines and placement attributes (labels, taints).
 
 The bench builds one from SPECpower results (:func:`eams.scheduler.bench.cluster.build_cluster`);
-the taint rules follow kubernetes ``core/v1`` (``types.go``: ``Taint``, ``TaintEffect``).
+a node's taints are the Kubernetes layer's :class:`eams.kube.taints.Taint`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from eams.kube.taints import Taint
 from eams.scheduler.policies.base.power import PowerCurves
-
-Effect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
-
-
-@dataclass(frozen=True)
-class Taint:
-    """A node taint ``key=value:effect``."""
-
-    key: str
-    value: str = ""
-    effect: Effect = "NoSchedule"
 
 
 @dataclass(frozen=True)

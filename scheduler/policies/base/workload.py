@@ -2,39 +2,18 @@
 and placement constraints (tolerations, nodeSelector).
 
 The bench builds one from a trace or synthetically and rescales it to an offered load
-(:mod:`eams.scheduler.bench.workload`). Toleration matching follows kubernetes
-``core/v1/toleration.go`` (``ToleratesTaint``).
+(:mod:`eams.scheduler.bench.workload`). Tolerations are the Kubernetes layer's
+(:class:`eams.kube.taints.Toleration`, kube-scheduler's matching rule).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.scheduler.policies.base.cluster import Taint
-
-
-@dataclass(frozen=True)
-class Toleration:
-    """A pod toleration; ``operator`` is ``Equal`` or ``Exists``; empty effect matches all."""
-
-    key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        """Whether this toleration matches ``taint`` (kubernetes ``ToleratesTaint``)."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if not self.key and self.operator != "Exists":
-            return False
-        return self.operator == "Exists" or self.value == taint.value
+from eams.kube.taints import Toleration
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from eams.kube.names import WORK_ANNOTATION
 from eams.scheduler.policies.base import Cluster, NodeState, Workload, WorkloadPod
 from eams.telemetry import PowerSource, TelemetrySample, headroom_from_power
 
@@ -19,7 +20,6 @@ EPOCH_S = 1_767_225_600.0
 """Simulated t = 0 as epoch seconds (2026-01-01T00:00:00Z): a fixed origin keeps replays equal."""
 
 SCHEDULER_NAME = "eams-scheduler"
-WORK_ANNOTATION = "eams.io/work-core-s"
 
 
 def node_object(cluster: Cluster, n: int) -> dict[str, Any]:

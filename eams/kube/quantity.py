@@ -20,7 +20,7 @@ import re
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
 from functools import lru_cache
 
-from eams.scheduler.extender.errors import BadRequest
+from eams.kube.errors import BadQuantity
 
 _DECIMAL_SI = {
     "n": Decimal(10) ** -9,
@@ -59,19 +59,19 @@ def parse_quantity(value: object, field: str) -> Decimal:
 
     Raises
     ------
-    BadRequest
+    BadQuantity
         Naming ``field`` and the offending text when the string breaks the grammar.
     """
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise BadRequest(f"{field}: quantity must be a string or number, got {value!r}")
+        raise BadQuantity(field, f"quantity must be a string or number, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise BadRequest(f"{field}: invalid quantity {value!r}")
+        raise BadQuantity(field, f"invalid quantity {value!r}")
     text = value.strip() if isinstance(value, str) else repr(value)
     try:
         return _exact(text)
     except ValueError as exc:
         what, note = exc.args
-        raise BadRequest(f"{field}: {what} {value!r}{note}") from None
+        raise BadQuantity(field, f"{what} {value!r}{note}") from None
 
 
 @lru_cache(maxsize=4096)
@@ -117,12 +117,12 @@ def resource_amount(value: object, field: str) -> Decimal:
 
     Raises
     ------
-    BadRequest
+    BadQuantity
         Naming ``field``: the text breaks the grammar or is negative.
     """
     amount = parse_quantity(value, field)
     if amount < 0:
-        raise BadRequest(f"{field}: a resource amount must not be negative, got {value!r}")
+        raise BadQuantity(field, f"a resource amount must not be negative, got {value!r}")
     return amount
 
 

@@ -1,11 +1,11 @@
 """Quantities parse exactly as apimachinery does (reference §4.3 table, quantity_test.go)."""
 
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal, localcontext
 
 import pytest
 
-from eams.scheduler.extender.errors import BadRequest
-from eams.scheduler.extender.quantity import integer_value, milli_value, parse_quantity
+from eams.kube.errors import BadQuantity
+from eams.kube.quantity import integer_value, milli_value, parse_quantity
 
 CASES = [
     ("1", Decimal(1), 1000, 1),
@@ -81,6 +81,34 @@ def test_parses_exactly(text, value, milli, integer) -> None:
 )
 def test_rejects_bad_quantities_naming_the_field(text) -> None:
     with pytest.raises(
-        BadRequest, match=r"^Pod\.spec\.containers\[0\]\.resources\.requests\.cpu: "
+        BadQuantity, match=r"^Pod\.spec\.containers\[0\]\.resources\.requests\.cpu: "
     ):
         parse_quantity(text, "Pod.spec.containers[0].resources.requests.cpu")
+
+
+MANTISSAS = ["0", "1", "7", "12", "100", "0.5", "1.5", "3.25", ".75", "999", "16318240", "-2"]
+SUFFIXES = ["", "n", "u", "m", "k", "M", "G", "T", "P", "E"]
+SUFFIXES += ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "e3", "E-2", "e+6", "e0"]
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_agrees_with_the_kubernetes_client_on_the_values_both_accept(suffix) -> None:
+    """The kubernetes client's ``parse_quantity`` keeps every digit; apimachinery (and this
+    parser) round up to 10**-9 — the only difference on well-formed quantities."""
+    from kubernetes.utils.quantity import parse_quantity as client_parse
+
+    for mantissa in MANTISSAS:
+        text = mantissa + suffix
+        with localcontext() as ctx:
+            ctx.prec = 60
+            theirs = Decimal(client_parse(text)).quantize(Decimal(10) ** -9, ROUND_CEILING)
+        assert parse_quantity(text, "f") == theirs, text
+
+
+def test_is_stricter_than_the_kubernetes_client_as_apimachinery_is() -> None:
+    """``K`` is not a suffix in apimachinery (``k`` is); the client takes it as kilo."""
+    from kubernetes.utils.quantity import parse_quantity as client_parse
+
+    assert client_parse("1K") == 1000
+    with pytest.raises(BadQuantity):
+        parse_quantity("1K", "f")

@@ -1,4 +1,4 @@
-"""List, then watch, one Kubernetes resource: the reflector loop the extender's feeds run on.
+"""List, then watch, one Kubernetes resource: the reflector loop (client-go's, in Python).
 
 A list gives ``metadata.resourceVersion``; ``?watch=true&resourceVersion=RV&
 allowWatchBookmarks=true`` streams one ``{"type", "object"}`` per line from there
@@ -83,7 +83,8 @@ class _Expired(Exception):
 
 
 class Feed(Protocol):
-    """What a list and its events are handed to (``watch.py``'s node and pod feeds)."""
+    """What a list and its events are handed to (the extender's node and pod feeds,
+    ``eams.scheduler.extender.watch``)."""
 
     def listed(self, items: list[tuple[Head, bytes]]) -> None:
         """A fresh list: each object's head and raw JSON."""

@@ -17,7 +17,9 @@ kubernetes/kubernetes ``pkg/apis/core/v1/defaults.go`` ``SetDefaults_Pod``; summ
 6. ``spec.overhead`` is added.
 
 Quantities are summed exactly (Decimal) and converted once per pod (§4.2): CPU to millicores
-(ceil ×1000), everything else to integers (ceil).
+(ceil ×1000), everything else to integers (ceil). This is the one pod-requests rule of EAMS: the
+extender's capacity and batch, the power manager's counts and the bench's emulated
+kube-scheduler all size a pod here.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from eams.scheduler.extender.quantity import integer_value, milli_value, resource_amount
-from eams.scheduler.extender.schemas import Container, PodObject, ResourceList, ResourceRequirements
+from eams.kube.pods import Container, PodObject, ResourceList, ResourceRequirements
+from eams.kube.quantity import integer_value, milli_value, resource_amount
 
+MIB = 2**20
 _POD_LEVEL_RESOURCES = ("cpu", "memory")
 _SIDECAR_RESTART_POLICY = "Always"
 
@@ -47,6 +50,16 @@ class PodRequest:
 
     cpu_milli: int
     memory_bytes: int
+
+    @property
+    def cores(self) -> float:
+        """CPU, cores."""
+        return self.cpu_milli / 1000
+
+    @property
+    def memory_mib(self) -> float:
+        """Memory, MiB (2**20 bytes)."""
+        return self.memory_bytes / MIB
 
 
 def _parsed(resources: ResourceList | None, field: str) -> dict[str, Decimal]:
@@ -101,8 +114,8 @@ def pod_requests(pod: PodObject, field: str = "Pod") -> dict[str, Decimal]:
 
     Raises
     ------
-    BadRequest
-        A quantity breaks the grammar; the message names its JSON path.
+    BadQuantity
+        A quantity breaks the grammar or is negative; the message names its JSON path.
     """
     spec = pod.spec
     regular: dict[str, Decimal] = {}
@@ -139,8 +152,8 @@ def pod_request(pod: PodObject, field: str = "Pod") -> PodRequest:
 
     Raises
     ------
-    BadRequest
-        A quantity breaks the grammar.
+    BadQuantity
+        A quantity breaks the grammar or is negative.
     """
     requests = pod_requests(pod, field)
     return PodRequest(

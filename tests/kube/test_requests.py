@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from eams.scheduler.extender.errors import BadRequest
-from eams.scheduler.extender.requests import pod_request, pod_requests
-from eams.scheduler.extender.schemas import PodObject
+from eams.kube.errors import BadQuantity
+from eams.kube.pods import PodObject
+from eams.kube.requests import pod_request, pod_requests
 
 
 def _pod(spec: dict) -> PodObject:
@@ -66,7 +66,7 @@ def test_rounding_happens_once_per_pod() -> None:
 def test_bad_quantity_names_its_path() -> None:
     pod = _pod({"containers": [_c("a", "1")], "initContainers": [_c("i", "1K")]})
     with pytest.raises(
-        BadRequest, match=r"Pod\.spec\.initContainers\[0\]\.resources\.requests\.cpu"
+        BadQuantity, match=r"Pod\.spec\.initContainers\[0\]\.resources\.requests\.cpu"
     ):
         pod_request(pod)
 
