@@ -8,7 +8,8 @@ One call (:meth:`PowerPolicy.decide`) does, in order:
    (``unknown_phase_timeout_s`` if unmeasured) is a failed wake, a node suspending past
    suspend time × ``suspend_margin`` a failed suspend: both become *asleep and suspect*, never
    a terminal state (Slurm marks a node that misses ResumeTimeout DOWN and a person must
-   resume it). A suspect node is woken only when no sound node will do, and again only after
+   resume it). A suspect node is woken only when no sound node will do (a sound node slept
+   within ``cooldown_s`` will not do for a reserve or floor wake, step 5), and again only after
    an exponential backoff (``suspect_retry_s``·2^(k−1), at most ``suspect_retry_max_s``).
 2. **Wakes for pending pods** — pods pending longer than ``wake_after_s`` that fit no awake or
    waking node (cores, memory, their static predicates) get the cheapest asleep node that fits

@@ -5,12 +5,12 @@ right state; keeps to the rate limits; is deterministic; wakes within its bound.
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import FleetState, PowerState
-from eams.scheduler.power.policy_plan import Action
+from eams.scheduler.power.policy_plan import Action, Reason
 from tests.power.conftest import fleet, node, pod
 
 NOW_S = 10_000.0
@@ -165,8 +165,52 @@ def runs(draw):
     return n, config, steps
 
 
+def _step(dt_s: float, n: int, pending=(), wake_fails=False, pods=None) -> dict:
+    """One step of :func:`runs`, every node empty unless ``pods`` says otherwise."""
+    pods = [()] * n if pods is None else pods
+    return {"dt_s": dt_s, "pods": pods, "pending": list(pending), "wake_fails": wake_fails}
+
+
+# Counterexamples of the rule as first stated (no suspect woken while any sound node is
+# asleep): the nodes slept within cooldown_s, a failed wake's node past its retry backoff takes
+# the reserve wake — as the policy's step 5 says.
+_FLOOR = PolicyConfig(min_awake=0, idle_before_sleep_s=0.0, min_awake_s=0.0)
+_TWO_WAKES_THEN_A_RESERVE_ONE = (
+    5,
+    _FLOOR,
+    [_step(1.0, 5)] * 6
+    + [_step(30.0, 5), _step(3.0, 5, [1.0], wake_fails=True), _step(242.0, 5, [1.0, 4.0])]
+    + [_step(1.0, 5)] * 3
+    + [_step(10.0, 5), _step(45.0, 5, [1.0, 4.0])],
+)
+_A_PENDING_WAKE_THEN_A_RESERVE_ONE = (
+    4,
+    _FLOOR,
+    [
+        _step(1.0, 4, [4.0]),
+        _step(35.0, 4, pods=[(), (0.5,), (), ()]),
+        _step(120.0, 4, [1.0, 1.0], wake_fails=True, pods=[(), (0.5, 2.0), (), ()]),
+        _step(297.0, 4),
+        _step(1.0, 4),
+        _step(1.0, 4),
+        _step(1.0, 4, [4.0], pods=[(0.5,), (), (), ()]),
+    ],
+)
+
+
+def _would_do(view, reason: Reason, now: float, config: PolicyConfig) -> bool:
+    """Whether the sound asleep node ``view`` is a candidate for a wake with ``reason`` (the
+    policy's docstring): for a pending pod any node (every pod here fits every node); for a
+    reserve or ``min_awake`` wake one not within ``cooldown_s`` of its sleep."""
+    if reason in (Reason.RESERVE, Reason.MIN_AWAKE):
+        return view.last_sleep_s is None or now - view.last_sleep_s >= config.cooldown_s - 1e-6
+    return True
+
+
 @settings(max_examples=100, deadline=None)
 @given(run=runs())
+@example(run=_TWO_WAKES_THEN_A_RESERVE_ONE)
+@example(run=_A_PENDING_WAKE_THEN_A_RESERVE_ONE)
 def test_over_a_run_never_below_min_awake_never_a_node_with_pods_and_failed_wakes_move_on(
     run,
 ) -> None:
@@ -175,7 +219,8 @@ def test_over_a_run_never_below_min_awake_never_a_node_with_pods_and_failed_wake
     waking, then awake after its wake time unless the step says the wake fails (it then stays
     waking until the policy's timeout says so). Over the whole run, no sleep ever takes the
     awake count below ``min_awake`` or hits a node with pods, and a node whose wake failed is
-    not the one woken next while a sound asleep node would do."""
+    not the one woken next while a sound asleep node would do (for a reserve or floor wake, a
+    node slept within ``cooldown_s`` would not: :func:`_would_do`)."""
     n, config, steps = run
     policy, memory, now = PowerPolicy(config), None, 0.0
     views = {f"n{i}": node(f"n{i}") for i in range(n)}
@@ -228,7 +273,10 @@ def test_over_a_run_never_below_min_awake_never_a_node_with_pods_and_failed_wake
                 views[d.node] = replace(view, state=PowerState.ASLEEP, suspect=True)
             elif d.action is Action.WAKE:
                 if d.node in failed_now or view.suspect:
-                    assert not sound_asleep, "woke a node whose wake failed, a sound one asleep"
+                    would_do = {
+                        s for s in sound_asleep if _would_do(views[s], d.reason, now, config)
+                    }
+                    assert not would_do, "woke a node whose wake failed, a sound one would do"
                 sound_asleep.discard(d.node)
                 views[d.node] = replace(
                     view, state=PowerState.WAKING, state_since_s=now, last_wake_s=now
