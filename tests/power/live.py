@@ -107,7 +107,8 @@ def workload_pod(name: str, node: str | None, cpu: str, **spec: Any) -> dict[str
         "metadata": {
             "name": name, "namespace": "default", "uid": f"uid-{name}",
             "creationTimestamp": "2026-12-01T09:00:00Z",
-            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}],
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                 "uid": "uid-rs", "controller": True}],
         },
         "spec": {
             **({"nodeName": node} if node else {}),

@@ -2,9 +2,9 @@
 stdout, ``--dry-run``, the raw wake's datagram, and every refusal or failure as one ``eams:
 error:`` line on stderr with nothing switched: a malformed MAC (exit 2), an unknown outlet, a
 read-only community, a PDU family without switching, a read-back that differs, an unreachable
-SSH host, a node with pods on it, the PDU owner. The pods come from a stand-in API server on
-loopback serving the published Node/PodList (no kube-apiserver runs here); ``systemctl`` on the
-test sshd's PATH is a stand-in (a CI machine cannot suspend)."""
+SSH host, a node with pods on it, the PDU owner. The node and its pods are the reference data's,
+served by the real API server (``../shared/k8s``; the operator's admin kubeconfig);
+``systemctl`` on the test sshd's PATH is a stand-in (a CI machine cannot suspend)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import pytest
 
 from eams.meter.wol import magic_packet
 from tests.calibrate.powerstates.conftest import drained, inventory_data, write_inventory
-from tests.servers.kubeapi import kube_api
+from tests.servers.kube_control_plane import ControlPlane
+from tests.servers.kube_documents import clear, load
 from tests.servers.snmpsim import SnmpSim, snmpsim
 
 pytestmark = pytest.mark.integration
@@ -39,11 +40,19 @@ def _one_error_line(result: subprocess.CompletedProcess[str], *needles: str, cod
     return lines[0]
 
 
+def _served(plane: ControlPlane, node: dict, pods: dict) -> Iterator[Path]:
+    with plane.client() as admin:
+        load(admin, [node], pods["items"])
+        try:
+            yield plane.kubeconfig()
+        finally:
+            clear(admin, [node["metadata"]["name"]])
+
+
 @pytest.fixture
-def api(k8s):
-    node, pods = drained(*k8s)
-    with kube_api({"duckboat-01": node}, {"duckboat-01": pods}) as server:
-        yield server
+def api(k8s, control_plane: ControlPlane) -> Iterator[Path]:
+    """The kubeconfig of an API server holding the reference node, cordoned and drained."""
+    yield from _served(control_plane, *drained(*k8s))
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +66,8 @@ def recorded(shared_data: Path) -> Iterator[SnmpSim]:
         yield agent
 
 
-def _inventory(tmp_path, sim, node1, api, **kwargs) -> str:
-    data = inventory_data(sim, node1, kubeconfig=api.kubeconfig, **kwargs)
+def _inventory(tmp_path, sim, node1, kubeconfig: Path, **kwargs) -> str:
+    data = inventory_data(sim, node1, kubeconfig=kubeconfig, **kwargs)
     return str(write_inventory(tmp_path / "power.yaml", data))
 
 
@@ -124,10 +133,9 @@ def test_suspend_prints_the_transition_and_a_dry_run_does_nothing(
     assert node1.calls() == ["--no-block suspend"]
 
 
-def test_a_node_with_pods_is_refused(tmp_path, sim, node1, k8s) -> None:
-    node, pods = k8s
-    with kube_api({"duckboat-01": node}, {"duckboat-01": pods}) as server:
-        inventory = _inventory(tmp_path, sim, node1, server)
+def test_a_node_with_pods_is_refused(tmp_path, sim, node1, k8s, control_plane) -> None:
+    for kubeconfig in _served(control_plane, *k8s):
+        inventory = _inventory(tmp_path, sim, node1, kubeconfig)
         result = _eams("power", "poweroff", "duckboat-01", "--inventory", inventory)
     _one_error_line(result, "node duckboat-01 is not cordoned", "runs 6 pod(s)", "or --force")
     assert "result=refused" in result.stdout and node1.calls() == []

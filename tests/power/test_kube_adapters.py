@@ -1,14 +1,18 @@
-"""The manager's Kubernetes side against the stand-in API (no kube-apiserver runs here: it
-serves the published Node, NodeList and PodList shapes, applies merge patches as RFC 7386 says
-and answers a stale resourceVersion with 409, as the API server does): what the observer counts
-and which nodes a pending pod could use, and what the marker's patches leave on the node."""
+"""The manager's Kubernetes side on the real API server (``../shared/k8s``, the shipped RBAC:
+the observer and the marker act as the ``eams-power-manager`` service account), fed the
+reference data's node and pods: what the observer counts and which nodes a pending pod could
+use, and what the marker's patches leave on the node. A node that changes between every read
+and patch is the stand-in's (``tests/servers/kubeapi.py``): the real server cannot be made to
+lose that race on every one of the marker's four tries."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 from eams.calibrate.powerstates.inventory import parse_inventory
@@ -19,10 +23,22 @@ from eams.scheduler.power.kube_client import KubeClient
 from eams.scheduler.power.kube_marker import KubeMarker
 from eams.scheduler.power.kube_observer import KubeObserver
 from tests.power.live import HOUND, calibrate, node_doc, ready_as, workload_pod
+from tests.servers.kube_control_plane import ControlPlane
+from tests.servers.kube_documents import clear, load, node
 from tests.servers.kubeapi import kube_api
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 ASLEEP = {"key": ASLEEP_TAINT, "effect": "NoSchedule"}
+
+
+MANAGER = "kube-system/eams-power-manager"
+
+
+@pytest.fixture
+def admin(control_plane: ControlPlane) -> Iterator[httpx.Client]:
+    with control_plane.client() as client:
+        yield client
+        clear(client, ["a", "b", "c", "x"])
 
 
 def inventory(*names: str):
@@ -35,7 +51,7 @@ def inventory(*names: str):
 
 
 def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could_use(
-    k8s, tmp_path: Path
+    k8s, tmp_path: Path, control_plane: ControlPlane, admin: httpx.Client
 ) -> None:
     base, pods = k8s
     asleep = ready_as(node_doc(base, "a", taints=[*base["spec"]["taints"], ASLEEP, UNREACHABLE]),
@@ -59,13 +75,13 @@ def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could
     for name in "abc":
         calibrate(tmp_path / "cal", name)
     calibrate(tmp_path / "cal", "unlisted")
-    nodes = {"a": asleep, "b": plain, "c": server, "x": node_doc(base, "x")}  # x: no inventory
-    with kube_api(nodes, {"b": {"items": on_b}, "c": {"items": on_c}}, pending) as api:
-        observer = KubeObserver(
-            KubeClient(api.kubeconfig), inventory("a", "b", "c"), read_folder(tmp_path / "cal"),
-            agent_up=lambda name: name != "a",
-        )  # fmt: skip
-        obs = observer.observe(1000.0)
+    nodes = [asleep, plain, server, node_doc(base, "x")]  # x: no inventory
+    load(admin, nodes, [*on_b, *on_c, *pending])
+    observer = KubeObserver(
+        KubeClient(control_plane.kubeconfig(MANAGER)), inventory("a", "b", "c"),
+        read_folder(tmp_path / "cal"), agent_up=lambda name: name != "a",
+    )  # fmt: skip
+    obs = observer.observe(1000.0)
     fleet = obs.fleet
     assert fleet.names == ("a", "b", "c")
     assert fleet.cores.tolist() == [4.0, 3.92, 4.0]
@@ -94,29 +110,31 @@ def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could
     assert fleet.pending.pending_since_s.tolist() == [since] * 3
 
 
-def test_the_marker_keeps_every_other_taint_and_a_cordon_that_was_there(k8s) -> None:
+def test_the_marker_keeps_every_other_taint_and_a_cordon_that_was_there(
+    k8s, control_plane: ControlPlane, admin: httpx.Client
+) -> None:
     base, _ = k8s
     doc = node_doc(base, "a", taints=[*base["spec"]["taints"], UNREACHABLE])
     doc["spec"]["unschedulable"] = True  # a person cordoned it
-    with kube_api({"a": doc}) as api:
-        marker = KubeMarker(KubeClient(api.kubeconfig))
-        marker.mark_asleep("a", "idle-past-break-even empty_s=300")
-        marked = api.node("a")
-        assert [t["key"] for t in marked["spec"]["taints"]] == [
-            "type", UNREACHABLE["key"], ASLEEP_TAINT
-        ]  # fmt: skip
-        assert marked["spec"]["unschedulable"] is True
-        marker.annotate("a", "asleep", "agent silent")
-        assert api.node("a")["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "asleep"
-        marker.release("a", "re-registered")
-        released = api.node("a")
+    load(admin, [doc])
+    marker = KubeMarker(KubeClient(control_plane.kubeconfig(MANAGER)))
+    marker.mark_asleep("a", "idle-past-break-even empty_s=300")
+    marked = node(admin, "a")
+    assert [t["key"] for t in marked["spec"]["taints"]] == [
+        "type", UNREACHABLE["key"], ASLEEP_TAINT
+    ]  # fmt: skip
+    assert marked["spec"]["unschedulable"] is True
+    marker.annotate("a", "asleep", "agent silent")
+    assert node(admin, "a")["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "asleep"
+    marker.release("a", "re-registered")
+    released = node(admin, "a")
     assert [t["key"] for t in released["spec"]["taints"]] == ["type", UNREACHABLE["key"]]
     assert released["spec"]["unschedulable"] is True  # still the person's cordon
     assert "eams.io/was-cordoned" not in released["metadata"]["annotations"]
-    assert all(p.content_type == "application/merge-patch+json" for p in api.patches)
 
 
 def test_a_node_that_keeps_changing_is_not_marked_and_the_patch_is_not_forced(k8s) -> None:
+    """The stand-in (module docstring): every read returns a newer resourceVersion."""
     base, _ = k8s
     versions = itertools.count()
 

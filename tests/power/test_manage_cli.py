@@ -21,7 +21,8 @@ from eams.scheduler.record import Query, read_records
 from tests.calibrate.powerstates.conftest import drained
 from tests.conftest import free_port
 from tests.power.live import calibrate, node_doc, workload_pod
-from tests.servers.kubeapi import kube_api
+from tests.servers.kube_control_plane import ControlPlane
+from tests.servers.kube_documents import clear, load, node
 
 EAMS = str(Path(sys.executable).parent / "eams")
 INVENTORY = {
@@ -106,20 +107,25 @@ def test_bad_options_and_files_are_one_error_line(files, capsys, args, code, nee
 
 
 def test_a_shadow_run_decides_counts_and_records_and_stops_on_sigterm(
-    files, k8s, tmp_path: Path
+    files, k8s, tmp_path: Path, control_plane: ControlPlane
 ) -> None:
+    """On the real API server, as the manager's service account; a's pods are the reference
+    node's DaemonSet pods."""
     base, pods = k8s
     _, daemonsets = drained(base, pods)
-    nodes = {"a": node_doc(base, "a", taints=[]), "server": node_doc(base, "server", cpu="1")}
-    server_pods = {"items": [workload_pod("db", "server", "1")]}
+    on_a = [{**p, "spec": {**p["spec"], "nodeName": "a"}} for p in daemonsets["items"]]
     config = tmp_path / "manage.yaml"
     config.write_text(yaml.safe_dump({"policy": {"idle_before_sleep_s": 0, "min_awake_s": 0,
                                                  "reserve_cores": 0}}))  # fmt: skip
     record, port = tmp_path / "record", free_port()
-    with kube_api(nodes, {"a": daemonsets, "server": server_pods}) as api:
+    with control_plane.client() as admin:
+        load(admin, [node_doc(base, "a", taints=[]), node_doc(base, "server", cpu="1")],
+             [*on_a, workload_pod("db", "server", "1")])  # fmt: skip
+        before = {n: node(admin, n)["spec"] for n in ("a", "server")}
         argv = [
             EAMS, "power", "manage", "--inventory", str(files["inventory"]),
-            "--calibrations", str(files["cal"]), "--kubeconfig", str(api.kubeconfig),
+            "--calibrations", str(files["cal"]),
+            "--kubeconfig", str(control_plane.kubeconfig("kube-system/eams-power-manager")),
             "--interval-s", "0.5", "--config", str(config), "--record", str(record),
             "--metrics-port", str(port),
         ]  # fmt: skip
@@ -140,7 +146,9 @@ def test_a_shadow_run_decides_counts_and_records_and_stops_on_sigterm(
         finally:
             if process.poll() is None:
                 process.kill()
-        assert not [r for r in api.requests if r.startswith("PATCH")]
+        assert {n: node(admin, n)["spec"] for n in ("a", "server")} == before  # nothing patched
+        assert not any("eams.io/" in k for k in node(admin, "a")["metadata"].get("annotations", {}))
+        clear(admin, ["a", "server"])
     assert process.returncode == 0, err
     assert "power decision (shadow): sleep a idle-past-break-even" in out + err
     assert 'eams_power_nodes{state="awake"} 2.0' in metrics
