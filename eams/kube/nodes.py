@@ -78,16 +78,17 @@ def node_capacity(item: dict[str, Any], field: str = "node") -> NodeCapacity:
     )
 
 
-def kubelet_heartbeat_s(node: dict[str, Any], lease: dict[str, Any] | None) -> float | None:
+def kubelet_heartbeat_s(node: dict[str, Any], lease_renew_time: str | None) -> float | None:
     """When the node's kubelet last said it is alive (epoch s, the kubelet's clock): the later
-    of its Lease's ``spec.renewTime`` (``kube-node-lease/NAME``, renewed every ~10 s) and its
-    Ready condition's ``lastHeartbeatTime``; ``None`` when neither says.
+    of its Lease's ``spec.renewTime`` (``lease_renew_time``; the Lease ``kube-node-lease/NAME``,
+    renewed every ~10 s) and its Ready condition's ``lastHeartbeatTime``; ``None`` when neither
+    says.
 
     A ``Ready=True`` alone does not say the kubelet is alive now: the node-lifecycle controller
     marks a silent node ``Unknown`` only after its grace period (``--node-monitor-grace-period``,
     50 s by default in 1.36), so a node read within that of its last beat still says Ready.
     """
-    stamps = [((lease or {}).get("spec") or {}).get("renewTime")]
+    stamps = [lease_renew_time]
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
             stamps.append(condition.get("lastHeartbeatTime"))

@@ -151,7 +151,7 @@ class _Stop:
 @click.option(
     "--calibrations",
     "calibrations_dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    type=click.Path(path_type=Path, file_okay=False),
     default=None,
     help="Folder of per-node calibration files (NAME.json); needed for readiness.",
 )
@@ -247,6 +247,12 @@ def serve(
         above 1, a missing ``--calibrations`` folder and a negative ``--window-ms`` are usage
         errors (exit 2).
     """
+    if calibrations_dir is not None and not calibrations_dir.is_dir():
+        # checked here, not by click.Path(exists=True): the Deployment's arguments name the
+        # mounted calibrations' path, and tests parse them where it is not mounted
+        raise click.BadParameter(
+            f"{calibrations_dir} is not a folder", param_hint="'--calibrations'"
+        )
     stop = _Stop()
     previous = signal.signal(signal.SIGTERM, stop)
     try:

@@ -1,13 +1,13 @@
-"""The Kubernetes API calls of the power manager: list nodes and pods, read and patch a node.
+"""The Kubernetes API calls of the power manager: list and watch nodes, pods and node Leases,
+read and patch a node.
 
 A :class:`~eams.calibrate.powerstates.kube.Cluster` (the same credentials, timeout and error
 wording as the power-state actions' safety check, whose ``node`` view it also serves) with:
 
-* ``GET /api/v1/nodes`` (a ``v1.NodeList``) and ``GET /api/v1/pods`` (a ``v1.PodList``, every
-  namespace: bound and pending pods);
-* ``GET /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases`` (a ``LeaseList``):
-  each kubelet renews its node's Lease every ~10 s, the heartbeat that says the kubelet is
-  alive (Kubernetes docs: Nodes, heartbeats);
+* ``GET /api/v1/nodes``, ``GET /api/v1/pods`` (every namespace: bound and pending pods) and
+  ``GET /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases`` (each kubelet renews
+  its node's Lease every ~10 s, the heartbeat that says the kubelet is alive; Kubernetes docs:
+  Nodes, heartbeats), listed then watched (:mod:`.kube_cache`);
 * ``PATCH /api/v1/nodes/NAME`` with ``Content-Type: application/merge-patch+json`` (RFC 7386,
   what ``kubectl patch --type merge`` sends), the Kubernetes layer's
   :class:`~eams.kube.patch.NodeApi`: the marker's taint patches carry
@@ -17,6 +17,8 @@ wording as the power-state actions' safety check, whose ``node`` view it also se
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from eams.calibrate.powerstates.errors import ClusterUnreachable
@@ -38,23 +40,17 @@ class KubeClient(Cluster):
             status = getattr(exc.__cause__, "status", None)
             raise KubeApiError(str(exc), status if isinstance(status, int) else None) from exc
 
-    def list_nodes(self) -> list[dict[str, Any]]:
-        """Every ``v1.Node`` (JSON)."""
-        data = self._call("the nodes", self._core.list_node)
-        return _items(data, "NodeList", self.server)
-
-    def list_pods(self) -> list[dict[str, Any]]:
-        """Every ``v1.Pod`` of every namespace (JSON)."""
-        data = self._call("the pods", self._core.list_pod_for_all_namespaces)
-        return _items(data, "PodList", self.server)
-
-    def list_node_leases(self) -> list[dict[str, Any]]:
-        """Every kubelet's ``coordination.k8s.io/v1`` Lease in ``kube-node-lease`` (JSON)."""
+    def list_calls(self) -> dict[str, Callable[..., Any]]:
+        """The kubernetes client's list functions of the nodes, the pods (every namespace) and
+        the node Leases, by those names; list-then-watch calls them (``watch=True`` to watch)."""
         from kubernetes import client
 
-        api = client.CoordinationV1Api(self._core.api_client)
-        data = self._call("the node leases", api.list_namespaced_lease, NODE_LEASE_NAMESPACE)
-        return _items(data, "LeaseList", self.server)
+        leases = client.CoordinationV1Api(self._core.api_client)
+        return {
+            "nodes": self._core.list_node,
+            "pods": self._core.list_pod_for_all_namespaces,
+            "node leases": functools.partial(leases.list_namespaced_lease, NODE_LEASE_NAMESPACE),
+        }
 
     def read_node(self, name: str) -> dict[str, Any]:
         """The ``v1.Node`` ``name`` (JSON)."""
@@ -76,10 +72,3 @@ class KubeClient(Cluster):
             patch,
             _content_type=MERGE_PATCH,
         )
-
-
-def _items(data: dict[str, Any], kind: str, server: str) -> list[dict[str, Any]]:
-    if data.get("kind") not in (None, kind) or not isinstance(data.get("items"), list):
-        raise KubeApiError(f"the Kubernetes API at {server} answered a {data.get('kind')!r}, "
-                           f"not a {kind}")  # fmt: skip
-    return data["items"]

@@ -1,22 +1,21 @@
 """The manager's :class:`~.ports.FleetObserver` on a real cluster: the Kubernetes API, the
 calibration files, the power inventory and the nodes' agents.
 
-Per tick: ``GET /api/v1/nodes``, ``GET /api/v1/pods`` and the node Leases (:mod:`.kube_client`),
-and each node's
-agent metrics URL (:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the inventory's
-``agent_url``; polled in parallel, a short timeout) — the agent answering is when it last reported.
-The fleet is the nodes that are in the inventory, known to the API, calibrated and with allocatable
-cpu and memory; the others are left out and named once in the log (a node without a calibration
-cannot be weighed, one outside the inventory cannot be switched). Per node: allocatable ``cpu`` and
-``memory`` (:func:`eams.kube.nodes.node_capacity`, ``status.capacity`` when a node publishes no
+Per tick: the nodes, pods and node Leases as last watched (:mod:`.kube_cache`: listed once, then
+followed, not listed every tick), and each node's agent metrics URL
+(:class:`~eams.calibrate.powerstates.probes.AgentProbe`, the inventory's ``agent_url``; polled in
+parallel, a short timeout) — the agent answering is when it last reported. The fleet is the nodes
+that are in the inventory, known to the API, calibrated and with allocatable cpu and memory; the
+others are left out and named once in the log (a node without a calibration cannot be weighed, one
+outside the inventory cannot be switched). Per node: allocatable ``cpu`` and ``memory``
+(:func:`eams.kube.nodes.node_capacity`, ``status.capacity`` when a node publishes no
 ``allocatable``, as kube-scheduler reads it), the requests of the pods that keep it awake
 (:mod:`.kube_pods`: no DaemonSet pods, no mirrors, no finished pods), since when it has had none
 (remembered between ticks; a node first seen empty is empty since then), the Ready condition and
 the kubelet's last heartbeat (:func:`eams.kube.nodes.kubelet_heartbeat_s`: a Ready read after a
-short sleep is still the one from before it), the
-``eams.io/asleep`` taint, the roles from the inventory (``k3s_server``, ``pdu_owner``) and the
-calibration's figures (:mod:`.calibrations`). Pending pods carry their requests and the managed
-nodes their static predicates admit.
+short sleep is still the one from before it), the ``eams.io/asleep`` taint, the roles from the
+inventory (``k3s_server``, ``pdu_owner``) and the calibration's figures (:mod:`.calibrations`).
+Pending pods carry their requests and the managed nodes their static predicates admit.
 """
 
 from __future__ import annotations
@@ -37,8 +36,8 @@ from eams.kube.nodes import kubelet_heartbeat_s, node_capacity, ready_condition
 from eams.kube.requests import MIB
 from eams.kube.taints import has_taint
 from eams.scheduler.power.calibrations import node_figures
-from eams.scheduler.power.kube_client import KubeClient
-from eams.scheduler.power.kube_pods import PodInfo, admits, pod_info
+from eams.scheduler.power.kube_cache import ClusterCache
+from eams.scheduler.power.kube_pods import PodInfo, admits
 from eams.scheduler.power.policy_fleet import FleetState, NodePowerView, PendingPod, PowerState
 from eams.scheduler.power.ports import Observation, guess_state
 
@@ -59,7 +58,9 @@ class KubeObserver:
 
     Parameters
     ----------
-    client : KubeClient
+    cache : ClusterCache
+        Started (:meth:`~.kube_cache.ClusterCache.start`); the observer reads it, the caller
+        closes it.
     inventory : PowerInventory
     calibrations : dict of str to Calibration
     agent_up : callable, optional
@@ -70,17 +71,17 @@ class KubeObserver:
     Raises
     ------
     KubeApiError
-        From :meth:`observe`, when the API cannot be read.
+        From :meth:`observe`, while a watch of the API is down.
     """
 
     def __init__(
         self,
-        client: KubeClient,
+        cache: ClusterCache,
         inventory: PowerInventory,
         calibrations: dict[str, Calibration],
         agent_up: Callable[[str], bool] | None = None,
     ) -> None:
-        self.client, self.inventory, self.calibrations = client, inventory, calibrations
+        self.cache, self.inventory, self.calibrations = cache, inventory, calibrations
         self._agent_up = agent_up or self._probe
         self._probes: dict[str, AgentProbe | None] = {}
         self._empty_since: dict[str, float] = {}
@@ -96,12 +97,8 @@ class KubeObserver:
 
     def observe(self, now_s: float) -> Observation:
         """The fleet now (module docstring)."""
-        docs = {str((n.get("metadata") or {}).get("name")): n for n in self.client.list_nodes()}
-        pods = [pod_info(p) for p in self.client.list_pods()]
-        leases = {
-            str((lease.get("metadata") or {}).get("name")): lease
-            for lease in self.client.list_node_leases()
-        }
+        nodes, pods, leases = self.cache.snapshot()
+        docs = {str((n.get("metadata") or {}).get("name")): n for n in nodes}
         names = [
             n
             for n in docs

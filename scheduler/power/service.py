@@ -1,7 +1,8 @@
 """``eams power manage``: the power manager as a long-running service on a real cluster.
 
 Wires the live adapters to :class:`~.manager.PowerManager`: :class:`~.kube_observer.
-KubeObserver` and :class:`~.kube_marker.KubeMarker` on one :class:`~.kube_client.KubeClient`
+KubeObserver` (on the watched :class:`~.kube_cache.ClusterCache`) and
+:class:`~.kube_marker.KubeMarker` on one :class:`~.kube_client.KubeClient`
 (``--kubeconfig``, else the inventory's ``kubeconfig``, else in-cluster / ``$KUBECONFIG``;
 ``--in-cluster`` skips the inventory's),
 :class:`~.actuator.PowerActuator` on the inventory, the calibrations folder, the policy and
@@ -30,7 +31,8 @@ from eams.calibrate.powerstates.inventory import load_inventory
 from eams.scheduler.power.actuator import PowerActuator
 from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.config import load_config
-from eams.scheduler.power.errors import ManagerConfigError
+from eams.scheduler.power.errors import KubeApiError, ManagerConfigError
+from eams.scheduler.power.kube_cache import ClusterCache
 from eams.scheduler.power.kube_client import KubeClient
 from eams.scheduler.power.kube_marker import KubeMarker
 from eams.scheduler.power.kube_observer import KubeObserver
@@ -62,11 +64,13 @@ class Service:
     manager: PowerManager
     registry: CollectorRegistry
     recorder: Recorder | None
+    cache: ClusterCache
     managed: tuple[str, ...] = ()
     """The inventory's nodes that have a calibration."""
 
     def close(self) -> None:
-        """Write what the record has queued and close it."""
+        """Stop the watches; write what the record has queued and close it."""
+        self.cache.close()
         if self.recorder is not None:
             self.recorder.close()
 
@@ -90,6 +94,8 @@ def build(
         calibration names is only logged (it is left out of the fleet).
     ClusterUnreachable
         No Kubernetes configuration could be loaded.
+    KubeApiError
+        The nodes, pods or node Leases could not be listed (the watches did not start).
     RecordConfigError
         The record folder is refused (another writer holds it, say).
     """
@@ -105,9 +111,15 @@ def build(
     if record_dir is not None:
         settings = WriterSettings(folder=record_dir, prefix=RECORD_PREFIX)
         recorder = Recorder(settings, RecordMetrics(registry))
+    try:
+        cache = ClusterCache(client).start()
+    except KubeApiError:
+        if recorder is not None:
+            recorder.close()
+        raise
     manager = PowerManager(
         PowerPolicy(config.policy),
-        KubeObserver(client, inventory, calibrations),
+        KubeObserver(cache, inventory, calibrations),
         KubeMarker(client),
         PowerActuator(inventory, client.node),
         recorder=recorder,
@@ -119,7 +131,7 @@ def build(
     if uncalibrated:
         log.warning("power manager: no calibration for %s: left out", ", ".join(uncalibrated))
     managed = tuple(sorted(set(inventory.nodes) & set(calibrations)))
-    return Service(manager, registry, recorder, managed)
+    return Service(manager, registry, recorder, cache, managed)
 
 
 def serve(

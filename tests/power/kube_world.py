@@ -71,6 +71,10 @@ class World:
     sim: PduSimulator
     inventory: dict[str, Any] = field(default_factory=dict)
 
+    def close(self) -> None:
+        """Stop the manager's watches."""
+        self.manager.observer.cache.close()  # type: ignore[attr-defined]
+
     def step(self) -> None:
         """One manager tick; then the kubelets follow their machines."""
         self.manager.step(self.clock())
@@ -107,15 +111,39 @@ class World:
         return str(self.sim.state(OUTLETS[name]).node)
 
     def pending_pod(self, name: str, cpu: str, **spec: Any) -> None:
-        """A pod for a scheduler that does not run here: it stays Pending."""
+        """A pod for a scheduler that does not run here: it stays Pending (and the manager's
+        watch has seen it)."""
         create_pod(self.admin, name, None, cpu, schedulerName="eams-scheduler", **spec)
+        self.watched_pods(lambda keys: f"default/{name}" in keys)
+
+    def watched_pods(self, done: Callable[[list[str]], bool]) -> None:
+        """Wait until ``done(keys)`` holds for the pods the manager's watch has."""
+
+        def seen() -> bool | None:
+            _, pods, _ = self.manager.observer.cache.snapshot()  # type: ignore[attr-defined]
+            return done([p.key for p in pods]) or None
+
+        eventually(seen, 10.0, "the pods, as the manager's watch sees them")
+
+    def mark_asleep(self, name: str) -> None:
+        """``name`` as an earlier run of the manager left it: machine suspended, kubelet
+        silent, cordoned and tainted ``eams.io/asleep`` — and seen so by the manager's watch."""
+        outlet = OUTLETS[name]
+        self.sim.suspend(outlet)
+        eventually(lambda: self.sim.state(outlet).node == "suspended" or None, 10.0, "suspended")
+        self.kubelets[name].follow()
+        taint = {"key": ASLEEP_TAINT, "effect": NO_SCHEDULE}
+        change = {"spec": {"unschedulable": True, "taints": [taint]}}
+        self.admin.patch(f"/api/v1/nodes/{name}", json=change, headers=MERGE).raise_for_status()
+        eventually(lambda: _watched(self, name, lambda n: bool(n["spec"].get("unschedulable")))
+                   or None, 10.0, f"{name} marked, as the manager's watch sees it")  # fmt: skip
 
     def sleep_a(self) -> None:
         """Let A's idle time pass its break-even; tick until the manager has put it to sleep."""
         self.step()
         self.clock.skew += 60.0
         self.tick_until(lambda: self.manager.phases[A].state == ASLEEP, "A asleep")
-        assert self.machine(A) == "suspended"
+        eventually(lambda: self.machine(A) == "suspended" or None, 10.0, "A's machine suspended")
 
 
 def create_pod(admin: httpx.Client, name: str, node: str | None, cpu: str, **spec: Any) -> None:
@@ -128,15 +156,9 @@ def create_pod(admin: httpx.Client, name: str, node: str | None, cpu: str, **spe
     admin.post("/api/v1/namespaces/default/pods", json=pod).raise_for_status()
 
 
-def mark_asleep(admin: httpx.Client, sim: PduSimulator, name: str, kubelet: Kubelet) -> None:
-    """``name`` as an earlier run of the manager left it: machine suspended, kubelet silent,
-    cordoned and tainted ``eams.io/asleep``."""
-    sim.suspend(OUTLETS[name])
-    eventually(lambda: sim.state(OUTLETS[name]).node == "suspended" or None, 10.0, "suspended")
-    kubelet.follow()
-    taint = {"key": ASLEEP_TAINT, "effect": NO_SCHEDULE}
-    admin.patch(f"/api/v1/nodes/{name}", json={"spec": {"unschedulable": True, "taints": [taint]}},
-                headers=MERGE).raise_for_status()  # fmt: skip
+def _watched(w: World, name: str, check: Callable[[dict[str, Any]], bool]) -> bool:
+    nodes, _, _ = w.manager.observer.cache.snapshot()  # type: ignore[attr-defined]
+    return any(n["metadata"]["name"] == name and check(n) for n in nodes)
 
 
 def make_world(

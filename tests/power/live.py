@@ -21,6 +21,7 @@ from eams.calibrate.powerstates.inventory import PowerInventory, parse_inventory
 from eams.calibrate.powerstates.record import PowerStates, TransitionCost
 from eams.scheduler.power.actuator import PowerActuator
 from eams.scheduler.power.calibrations import read_folder
+from eams.scheduler.power.kube_cache import ClusterCache
 from eams.scheduler.power.kube_client import KubeClient
 from eams.scheduler.power.kube_marker import KubeMarker
 from eams.scheduler.power.kube_observer import KubeObserver
@@ -150,7 +151,7 @@ def build(
     client = KubeClient(kubeconfig)
     manager = PowerManager(
         PowerPolicy(POLICY),
-        KubeObserver(client, inv, read_folder(calibrations)),
+        KubeObserver(ClusterCache(client).start(), inv, read_folder(calibrations)),
         KubeMarker(client),
         PowerActuator(inv, client.node),
         recorder=records,

@@ -19,6 +19,7 @@ from eams.calibrate.powerstates.inventory import parse_inventory
 from eams.kube.names import ASLEEP_TAINT, POWER_STATE_ANNOTATION
 from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.errors import KubeApiError
+from eams.scheduler.power.kube_cache import ClusterCache
 from eams.scheduler.power.kube_client import KubeClient
 from eams.scheduler.power.kube_marker import KubeMarker
 from eams.scheduler.power.kube_observer import KubeObserver
@@ -77,11 +78,15 @@ def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could
     calibrate(tmp_path / "cal", "unlisted")
     nodes = [asleep, plain, server, node_doc(base, "x")]  # x: no inventory
     load(admin, nodes, [*on_b, *on_c, *pending])
+    cache = ClusterCache(KubeClient(control_plane.kubeconfig(MANAGER))).start()
     observer = KubeObserver(
-        KubeClient(control_plane.kubeconfig(MANAGER)), inventory("a", "b", "c"),
-        read_folder(tmp_path / "cal"), agent_up=lambda name: name != "a",
+        cache, inventory("a", "b", "c"), read_folder(tmp_path / "cal"),
+        agent_up=lambda name: name != "a",
     )  # fmt: skip
-    obs = observer.observe(1000.0)
+    try:
+        obs = observer.observe(1000.0)
+    finally:
+        cache.close()
     fleet = obs.fleet
     assert fleet.names == ("a", "b", "c")
     assert fleet.cores.tolist() == [4.0, 3.92, 4.0]

@@ -18,7 +18,7 @@ from eams.kube.names import ASLEEP_TAINT, POWER_REASON_ANNOTATION, POWER_STATE_A
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
 from tests.calibrate.powerstates.conftest import AgentStandIn
-from tests.power.kube_world import SERVER, A, B, World, delete_pods, make_world, mark_asleep
+from tests.power.kube_world import SERVER, A, B, World, delete_pods, make_world
 
 pytestmark = pytest.mark.integration
 
@@ -45,11 +45,16 @@ def admin(control_plane) -> Iterator[httpx.Client]:
 def world(control_plane, emulated_nodes, admin, sim, node1, agents, tmp_path: Path):
     """``world(**make_world options)`` on this module's control plane."""
 
-    def made(**options) -> World:
-        return make_world(control_plane, emulated_nodes, admin, sim, node1, agents,
-                          tmp_path / "calibration", **options)  # fmt: skip
+    worlds: list[World] = []
 
-    return made
+    def made(**options) -> World:
+        worlds.append(make_world(control_plane, emulated_nodes, admin, sim, node1, agents,
+                                 tmp_path / "calibration", **options))  # fmt: skip
+        return worlds[-1]
+
+    yield made
+    for w in worlds:
+        w.close()
 
 
 def version(w: World, name: str) -> tuple[str, str]:
@@ -100,7 +105,7 @@ def test_active_cordons_and_taints_before_the_sleep_and_releases_only_when_back(
 
 def test_shadow_mode_records_but_patches_switches_and_sends_nothing(world, node1, sim) -> None:
     w = world(mode="shadow", with_b=True)
-    mark_asleep(w.admin, sim, B, w.kubelets[B])  # asleep already: the pending pod would wake it
+    w.mark_asleep(B)  # asleep already: the pending pod would wake it
     versions = {n: version(w, n) for n in (A, B)}
     w.step()
     w.clock.skew += 60.0
@@ -124,7 +129,7 @@ def test_a_wake_that_never_gets_ready_makes_the_node_suspect_and_wakes_the_next(
 
     w = world(with_b=True, edit_inventory=bogus_mac)
     for name in (A, B):
-        mark_asleep(w.admin, sim, name, w.kubelets[name])
+        w.mark_asleep(name)
     w.pending_pod("job", "2")
     w.step()  # A is the cheaper wake (60 J against 90 J)
     assert w.manager.phases[A].state == WAKING and w.manager.phases[B].state == ASLEEP
@@ -156,6 +161,7 @@ def test_never_sleeps_a_node_with_pods_that_are_not_daemonsets(world, node1, sha
                    {"name": c["name"], "image": c["image"], "resources": c.get("resources", {})}
                    for c in spec["containers"]]}}  # fmt: skip
         w.admin.post("/api/v1/namespaces/default/pods", json=doc).raise_for_status()
+    w.watched_pods(lambda keys: len(keys) == len(real) + 1)  # and the server's pod
     observed = w.manager.observer.observe(w.clock())
     assert observed.fleet.pods.tolist() == [6, 1]  # DaemonSet pods do not count
     before = version(w, A)
@@ -168,7 +174,7 @@ def test_never_sleeps_a_node_with_pods_that_are_not_daemonsets(world, node1, sha
 
 def test_a_woken_node_that_stays_notready_gets_its_k3s_agent_restarted(world, node1, sim) -> None:
     w = world()
-    mark_asleep(w.admin, sim, A, w.kubelets[A])
+    w.mark_asleep(A)
     w.kubelets[A].alive = False  # the kubelet does not come back by itself
     w.pending_pod("job", "2")
     w.tick_until(lambda: "restart k3s-agent" in node1.calls(), "k3s agent restarted")

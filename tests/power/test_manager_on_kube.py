@@ -39,10 +39,12 @@ def w(control_plane, lifecycle, emulated_nodes, sim, node1, tmp_path: Path) -> I
     """A (4 cores, empty) and the k3s server (1 core, full), the manager active."""
     agent = AgentStandIn(sim, 1)
     with control_plane.client() as admin:
+        world = make_world(control_plane, emulated_nodes, admin, sim, node1, {1: agent},
+                           tmp_path / "calibration", lifecycle=True)  # fmt: skip
         try:
-            yield make_world(control_plane, emulated_nodes, admin, sim, node1, {1: agent},
-                             tmp_path / "calibration", lifecycle=True)  # fmt: skip
+            yield world
         finally:
+            world.close()
             delete_pods(admin)
             agent.close()
 
