@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -83,6 +84,7 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
     html = out / "report" / "wallpower_report.html"
     assert f"report: {html}" in stdout
     assert html.read_text().count("data:image/png;base64,") == 3
+    _check_units(stdout, summary, html.read_text())
     _check_record(out, summary, tmp_path, complete=data == "shared")
     if CHROMIUM is not None:  # the report as a reader sees it, rendered by Chromium
         with Browser(tmp_path / "profile") as browser:
@@ -106,6 +108,42 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
             assert badge == "NOT RESOLVED"
     ingested = int(stdout.split("the extender ingested ")[1].split()[0])
     assert ingested > 0  # the agents pushed telemetry to the running extender
+
+
+def _check_units(stdout: str, summary: dict, html: str) -> None:
+    """Issue 35 item 4: the terminal's runs table, the report's and the JSON summary state the
+    same figures in one clock, named in each of the three."""
+    from eams.demo.live import CLOCK
+    from eams.demo.report import RUN_COLUMNS
+
+    assert summary["clock"] == CLOCK
+    assert CLOCK in " ".join(stdout.split()) and CLOCK in html
+    figures = summary["run_figures"]
+    assert list(figures) == ["default", "default+pm", "eams+pm"]
+    expected = {
+        label: [label]
+        + ["—" if f[key] is None else fmt.format(f[key]) for key, _, fmt in RUN_COLUMNS]
+        + [f"{f['sleeps']}/{f['wakes']}"]
+        for label, f in figures.items()
+    }
+    terminal = {}
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if cells and cells[0] in figures:
+            terminal[cells[0]] = cells
+    assert terminal == expected, (terminal, expected)
+    table = html.split("<table id=runs-all>", 1)[1].split("</table>", 1)[0]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in table.split("<tr>")]
+    assert {r[0]: r for r in rows if r} == expected
+    # the wall-power check's own figures (its JSON runs and its HTML runs table) are the same
+    for key, run in summary["runs"].items():
+        f = figures[run["label"]]
+        assert run["work_core_s"] == pytest.approx(f["work_core_s"], rel=1e-9)
+        assert run["metered_normalised"] == pytest.approx(f["metered_j_per_core_s"], rel=1e-9)
+        assert run["modelled_normalised"] == pytest.approx(f["modelled_j_per_core_s"], rel=1e-9)
+        assert f"<td>{run['metered_normalised']:.4g}</td>" in html, key
+        assert summary["p95_completion_s"][run["label"]] == f["p95_completion_s"]
+    assert summary["unit"] == "J/core-s"
 
 
 def _best(summary: dict) -> str:
