@@ -142,6 +142,7 @@ def render_html(
     answer: str | None = None,
     links: Sequence[tuple[str, str]] = (),
     overview: Sequence[Sequence[str]] = (),
+    alerts: Sequence[str] = (),
 ) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG).
 
@@ -164,6 +165,9 @@ def render_html(
         A table of every run the caller compared (header row first; the demo's three runs,
         ``default+pm`` included), shown under the answer with ``note`` beneath it (as under
         the two runs' table); none by default.
+    alerts : sequence of str
+        What went wrong in the runs as the caller saw it (the demo's failed power
+        transitions), shown under ``overview`` (``<div id=alerts>``); none by default.
 
     A PASS while run B used more energy than run A is never green: the badge is orange and
     says so (the model agreeing with a loss is not a success).
@@ -222,6 +226,9 @@ def render_html(
         answer_html += f"<h2>The runs</h2><table id=runs-all><tr>{cells}</tr>{rows}</table>\n"
         if note:
             answer_html += f"<p id=clock>{escape(note)}</p>\n"
+    if alerts:
+        items = "".join(f"<div class=warn>{escape(a)}</div>" for a in alerts)
+        answer_html += f"<div id=alerts>{items}</div>\n"
     loss = r.passed and r.saving_metered < 0
     badge = f"verdict {shown.replace(' ', '-')}" + (" LOSS" if loss else "")
     loss_html = (
@@ -371,6 +378,7 @@ def write_report(
     links: Sequence[tuple[str, str]] = (),
     extra: Mapping[str, Any] | None = None,
     overview: Sequence[Sequence[str]] = (),
+    alerts: Sequence[str] = (),
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
 
@@ -379,7 +387,7 @@ def write_report(
     result : SavingCheck
     out_dir : Path
         Created as needed.
-    title, note, about, answer, links, overview
+    title, note, about, answer, links, overview, alerts
         See :func:`render_html`.
     extra : mapping, optional
         More keys for the JSON summary (:func:`summary_json`).
@@ -397,7 +405,9 @@ def write_report(
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
-        html_path.write_text(render_html(result, title, note, about, answer, links, overview))
+        html_path.write_text(
+            render_html(result, title, note, about, answer, links, overview, alerts)
+        )
         json_path.write_text(json.dumps(summary_json(result, extra), indent=2) + "\n")
     except OSError as exc:
         raise WallPowerError(

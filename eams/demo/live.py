@@ -168,7 +168,11 @@ class LiveRun:
         The failed extender calls' reasons (a few, in order).
     decisions : list of Decision
     transitions : dict of str to int
-        ``{"sleep": n, "wake": n}`` the power manager carried out (empty without one).
+        ``sleep``, ``wake`` and ``refused`` the power manager carried out, and its failed
+        transitions (:data:`eams.demo.power.FAILURES`: ``failed``, ``suspend_failed``,
+        ``wake_failed``, ``suspect``); all 0 without one.
+    suspect_nodes : list of str
+        Nodes the power manager left asleep and suspect at some point of the run.
     power_lines : list of str
         The power manager's decisions as log lines.
     """
@@ -188,6 +192,7 @@ class LiveRun:
     call_errors: list[str] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     transitions: dict[str, int] = field(default_factory=dict)
+    suspect_nodes: list[str] = field(default_factory=list)
     power_lines: list[str] = field(default_factory=list)
 
     @property

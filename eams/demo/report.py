@@ -26,6 +26,7 @@ from eams.calibrate.wallpower.check import SavingCheck
 from eams.calibrate.wallpower.cli import summary_lines
 from eams.calibrate.wallpower.report import NOT_RESOLVED, About, shown_verdict
 from eams.demo.live import CLOCK
+from eams.demo.power import failure_text
 from eams.demo.record import Saved
 from eams.demo.runs import Band
 
@@ -199,6 +200,7 @@ def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
         "clock": CLOCK,
         "run_figures": runs,
         "power_transitions": {r.label: dict(r.transitions) for r in band.runs},
+        "power_suspect_nodes": {r.label: list(r.suspect_nodes) for r in band.runs},
         "saving_power_manager": pm.saving_metered,
         "sd_power_manager": pm.sd_metered,
         "saving_placement": full.saving_metered - pm.saving_metered,
@@ -290,6 +292,7 @@ def check_and_report(
             title="eams demo — VT-5 wall-power check",
             note=clock_note(band.speedup),
             overview=_overview(band, full, pm),
+            alerts=power_alerts(band),
             about=About(setup=SETUP.format(fleet=fleet, power=power),
                         workload=f"placed live three times: {band.source}"),
             answer=answer(full, pm, band.rho),
@@ -316,6 +319,17 @@ def check_and_report(
 def _relative(path: Path, start: Path) -> str:
     """``path`` as a link from a page in ``start`` (relative, so the folder can move)."""
     return Path(os.path.relpath(path, start)).as_posix()
+
+
+def power_alerts(band: Band) -> list[str]:
+    """Each run's failed power transitions in words (none when every one went through)."""
+    out = []
+    for run in band.runs:
+        text = failure_text(run.transitions, run.suspect_nodes)
+        if text:
+            out.append(f"Power transitions of run {run.label} that failed: {text} "
+                       "(record/power.log has each one).")  # fmt: skip
+    return out
 
 
 def _overview(band: Band, full: SavingCheck, pm: SavingCheck) -> list[list[str]]:
