@@ -143,6 +143,7 @@ def render_html(
     links: Sequence[tuple[str, str]] = (),
     overview: Sequence[Sequence[str]] = (),
     alerts: Sequence[str] = (),
+    links_intro: str | None = None,
 ) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG).
 
@@ -165,6 +166,8 @@ def render_html(
         A table of every run the caller compared (header row first; the demo's three runs,
         ``default+pm`` included), shown under the answer with ``note`` beneath it (as under
         the two runs' table); none by default.
+    links_intro : str, optional
+        A paragraph above ``links`` (``<p id=decisions-intro>``): what they are a sample of.
     alerts : sequence of str
         What went wrong in the runs as the caller saw it (the demo's failed power
         transitions), shown under ``overview`` (``<div id=alerts>``); none by default.
@@ -213,7 +216,8 @@ def render_html(
     answer_html = f"<p id=answer class=answer>{escape(answer)}</p>\n" if answer else ""
     if links:
         items = "".join(f'<li><a href="{escape(h)}">{escape(t)}</a></li>' for t, h in links)
-        answer_html += f"<h2>Decisions on record</h2><ul id=decisions>{items}</ul>\n"
+        intro = f"<p id=decisions-intro>{escape(links_intro)}</p>" if links_intro else ""
+        answer_html += f"<h2>Decisions on record</h2>{intro}<ul id=decisions>{items}</ul>\n"
     if overview:
         head, *body = overview
         cells = "".join(f"<th>{escape(h)}</th>" for h in head)
@@ -379,6 +383,7 @@ def write_report(
     extra: Mapping[str, Any] | None = None,
     overview: Sequence[Sequence[str]] = (),
     alerts: Sequence[str] = (),
+    links_intro: str | None = None,
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
 
@@ -387,7 +392,7 @@ def write_report(
     result : SavingCheck
     out_dir : Path
         Created as needed.
-    title, note, about, answer, links, overview, alerts
+    title, note, about, answer, links, overview, alerts, links_intro
         See :func:`render_html`.
     extra : mapping, optional
         More keys for the JSON summary (:func:`summary_json`).
@@ -406,7 +411,7 @@ def write_report(
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
         html_path.write_text(
-            render_html(result, title, note, about, answer, links, overview, alerts)
+            render_html(result, title, note, about, answer, links, overview, alerts, links_intro)
         )
         json_path.write_text(json.dumps(summary_json(result, extra), indent=2) + "\n")
     except OSError as exc:

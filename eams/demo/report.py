@@ -27,7 +27,7 @@ from eams.calibrate.wallpower.cli import summary_lines
 from eams.calibrate.wallpower.report import NOT_RESOLVED, About, shown_verdict
 from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
-from eams.demo.record import Saved
+from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
 
 ACCURACY_PCT = 3.0
@@ -280,23 +280,26 @@ def check_and_report(
             _relative(record_dir / "decisions.jsonl", report_dir),
         )
     ]
+    share = market_share(record_dir)
     for i, (band, full, pm) in enumerate(results):
         folder = report_dir if i == 0 else report_dir / band.name
         extra = _figures(band, full, pm) | {"sd_metered_total": sd_of(full.sd_metered)}
+        extra["cycles_explained"] = cycles_text(band)
         if i == 0:
-            extra |= {"bands": others, "record": str(record_dir)}
+            extra |= {"bands": others, "record": str(record_dir), "market": share}
             extra["decisions_saved_most"] = [s.__dict__ for s in saved]
         html, summary = write_report(
             full,
             folder,
             title="eams demo — VT-5 wall-power check",
-            note=clock_note(band.speedup),
+            note=f"{clock_note(band.speedup)} {cycles_text(band)}",
             overview=_overview(band, full, pm),
             alerts=power_alerts(band),
             about=About(setup=SETUP.format(fleet=fleet, power=power),
                         workload=f"placed live three times: {band.source}"),
             answer=answer(full, pm, band.rho),
             links=links if i == 0 else (),
+            links_intro=market_text(share) if i == 0 else None,
             extra=extra,
         )  # fmt: skip
         _print_band(console, band, full, pm)
@@ -319,6 +322,33 @@ def check_and_report(
 def _relative(path: Path, start: Path) -> str:
     """``path`` as a link from a page in ``start`` (relative, so the folder can move)."""
     return Path(os.path.relpath(path, start)).as_posix()
+
+
+def cycles_text(band: Band) -> str:
+    """What a scheduling cycle is, and why the runs' counts differ (the report's note)."""
+    counts = ", ".join(f"{r.label} {r.cycles} for {len(r.binds)} pods" for r in band.runs)
+    eams = band.run("eams+pm")
+    return (
+        "A scheduling cycle is one pass of kube-scheduler's loop for one pod: filters, "
+        "scoring, binding. A pod no node can take at that moment (every node full or asleep, "
+        "or, in the EAMS run only, refused by the extender's /filter under its headroom floor) "
+        "waits and is tried again at each cluster event (a pod ending, a node woken), each try "
+        f"a cycle: {counts}; the difference from the pods is those retries. kube-scheduler "
+        "asks the extender to score (/prioritize) only when more than one node passes the "
+        f"filters: in the EAMS run {eams.prioritize_calls} cycles were scored and "
+        f"{eams.unscored_binds} pods bound with one node left, unscored."
+    )
+
+
+def market_text(share: dict[str, int]) -> str:
+    """How many placements the market cleared (the decisions' introduction)."""
+    return (
+        f"The market cleared {share['cleared']} of the {share['pods']} placements of the EAMS "
+        f"run (bound to the node its clearing chose); {share['cleared_nowhere']} were cleared "
+        f"nowhere and {share['unscored']} bound unscored (one feasible node), both by "
+        f"kube-scheduler alone, and {share['overridden']} bound elsewhere than cleared. Only "
+        "placements the market cleared are featured below."
+    )
 
 
 def power_alerts(band: Band) -> list[str]:

@@ -121,7 +121,8 @@ def _live(
         if run.extender_prioritize is not None:
             asked = (
                 f"; the extender answered {run.extender_prioritize} /prioritize calls "
-                f"for {len(run.binds)} pods, {len(run.decisions)} placed on its best score"
+                f"for {len(run.binds)} pods, {len(run.decisions)} placed on its best score "
+                "(kube-scheduler asks for scores only when more than one node passes its filters)"
             )
         if run.unanswered:
             why = (run.call_errors or ["no answer"])[0]

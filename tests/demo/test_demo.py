@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -235,7 +236,37 @@ def _check_record(out: Path, summary: dict, tmp_path: Path, complete: bool = Tru
     assert len(saved) <= 3  # none where no placement beat LeastAllocated's on the margin
     assert all(s["saved_wh"] > 0 and s["node"] != s["default_node"] for s in saved), saved
     assert [s["saved_wh"] for s in saved] == sorted((s["saved_wh"] for s in saved), reverse=True)
+    # issue 35 item 5: the report features only placements the market cleared, says how many
+    # it cleared, and explains the cycles; explain never marks a node cleared and gated bare
+    for s in saved:
+        assert bound[s["pod"]]["honoured"] is True and bound[s["pod"]]["bound_node"] == s["node"]
+        assert bound[s["pod"]]["cleared_node"] == s["node"]
+    market = summary["market"]
+    assert market == {
+        "pods": len(bound),
+        "cleared": sum(1 for b in bound.values() if b["honoured"]),
+        "cleared_nowhere": sum(1 for b in bound.values() if b["scored"] and b["honoured"] is None),
+        "unscored": sum(1 for b in bound.values() if b["scored"] is False),
+        "overridden": sum(1 for b in bound.values() if b["honoured"] is False),
+    }
     html = (out / "report" / "wallpower_report.html").read_text()
+    assert f"The market cleared {market['cleared']} of the {market['pods']} placements" in html
+    assert "A scheduling cycle is one pass" in html
+    assert escape(summary["cycles_explained"]) in html
+    eams_cycles = f"eams+pm {live['cycles']} for {live['pods']} pods"
+    assert eams_cycles in summary["cycles_explained"]
+    from eams.scheduler.record import read_records
+    from eams.scheduler.record.explain import explain_pod, render_pod
+
+    records = read_records(record).records
+    for name in bound:
+        text = render_pod(explain_pod([r for r in records if getattr(r, "pod", None) and
+                                       r.pod.name == name], name))  # fmt: skip
+        gated_nodes = {g["node"] for p in placements if p["pod"]["name"] == name
+                       for g in p["gated"]}  # fmt: skip
+        for line in text.splitlines():
+            if line.rstrip().endswith("← cleared"):  # a bare mark: the node is not gated
+                assert line.split()[0] not in gated_nodes, text
     assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == max(1, len(saved))
     assert saved or "No placement used less energy on its node&#x27;s calibrated line" in html
     pod, node = (
