@@ -141,6 +141,9 @@ def render_html(
     about: About | None = None,
     answer: str | None = None,
     links: Sequence[tuple[str, str]] = (),
+    overview: Sequence[Sequence[str]] = (),
+    alerts: Sequence[str] = (),
+    links_intro: str | None = None,
 ) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG).
 
@@ -159,6 +162,15 @@ def render_html(
     links : sequence of (str, str)
         (text, href) of decisions worth reading (the demo's three placements that saved the
         most energy), listed under the answer; none by default.
+    overview : sequence of sequence of str
+        A table of every run the caller compared (header row first; the demo's three runs,
+        ``default+pm`` included), shown under the answer with ``note`` beneath it (as under
+        the two runs' table); none by default.
+    links_intro : str, optional
+        A paragraph above ``links`` (``<p id=decisions-intro>``): what they are a sample of.
+    alerts : sequence of str
+        What went wrong in the runs as the caller saw it (the demo's failed power
+        transitions), shown under ``overview`` (``<div id=alerts>``); none by default.
 
     A PASS while run B used more energy than run A is never green: the badge is orange and
     says so (the model agreeing with a loss is not a success).
@@ -204,7 +216,23 @@ def render_html(
     answer_html = f"<p id=answer class=answer>{escape(answer)}</p>\n" if answer else ""
     if links:
         items = "".join(f'<li><a href="{escape(h)}">{escape(t)}</a></li>' for t, h in links)
-        answer_html += f"<h2>Decisions on record</h2><ul id=decisions>{items}</ul>\n"
+        intro = f"<p id=decisions-intro>{escape(links_intro)}</p>" if links_intro else ""
+        answer_html += f"<h2>Decisions on record</h2>{intro}<ul id=decisions>{items}</ul>\n"
+    if overview:
+        head, *body = overview
+        cells = "".join(f"<th>{escape(h)}</th>" for h in head)
+        rows = "".join(
+            "<tr>" + "".join(
+                f"<td{' class=l' if j == 0 else ''}>{escape(c)}</td>" for j, c in enumerate(row)
+            ) + "</tr>"
+            for row in body
+        )  # fmt: skip
+        answer_html += f"<h2>The runs</h2><table id=runs-all><tr>{cells}</tr>{rows}</table>\n"
+        if note:
+            answer_html += f"<p id=clock>{escape(note)}</p>\n"
+    if alerts:
+        items = "".join(f"<div class=warn>{escape(a)}</div>" for a in alerts)
+        answer_html += f"<div id=alerts>{items}</div>\n"
     loss = r.passed and r.saving_metered < 0
     badge = f"verdict {shown.replace(' ', '-')}" + (" LOSS" if loss else "")
     loss_html = (
@@ -353,6 +381,9 @@ def write_report(
     answer: str | None = None,
     links: Sequence[tuple[str, str]] = (),
     extra: Mapping[str, Any] | None = None,
+    overview: Sequence[Sequence[str]] = (),
+    alerts: Sequence[str] = (),
+    links_intro: str | None = None,
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
 
@@ -361,7 +392,7 @@ def write_report(
     result : SavingCheck
     out_dir : Path
         Created as needed.
-    title, note, about, answer, links
+    title, note, about, answer, links, overview, alerts, links_intro
         See :func:`render_html`.
     extra : mapping, optional
         More keys for the JSON summary (:func:`summary_json`).
@@ -379,7 +410,9 @@ def write_report(
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
-        html_path.write_text(render_html(result, title, note, about, answer, links))
+        html_path.write_text(
+            render_html(result, title, note, about, answer, links, overview, alerts, links_intro)
+        )
         json_path.write_text(json.dumps(summary_json(result, extra), indent=2) + "\n")
     except OSError as exc:
         raise WallPowerError(

@@ -55,6 +55,11 @@ the unschedulable pods that long goes back to the queue even without a cluster e
 last pod ended (no event left to come: the demo's extender runs without a watch, so its floor
 taint and its recovery, node events in a cluster, never happen) would wait forever."""
 
+CLOCK = "real seconds of the compressed run"
+"""The one clock of every figure the demo states (work, energy per work, completion): the
+run's own real time, in which the energy is metered; the trace played ``speedup`` × faster.
+(Work in trace core-seconds over energy in real seconds would mix two clocks.)"""
+
 log = logging.getLogger(__name__)
 
 
@@ -137,9 +142,10 @@ class LiveRun:
     start_ns, end_ns : int
         The run's window, epoch ns.
     work_core_s : float
-        Reference core-seconds of the pods completed.
+        Reference core-seconds of the pods completed, in real seconds of the compressed run
+        (:data:`CLOCK`: the trace's work ÷ the speedup), the clock the energy is metered on.
     completion_s : ndarray
-        Each pod's arrival → end, trace seconds.
+        Each pod's arrival → end, real seconds of the compressed run (:data:`CLOCK`).
     cycles : int
         Scheduling cycles (a pod retried after a cluster event counts again).
     prioritize_calls : int
@@ -162,7 +168,11 @@ class LiveRun:
         The failed extender calls' reasons (a few, in order).
     decisions : list of Decision
     transitions : dict of str to int
-        ``{"sleep": n, "wake": n}`` the power manager carried out (empty without one).
+        ``sleep``, ``wake`` and ``refused`` the power manager carried out, and its failed
+        transitions (:data:`eams.demo.power.FAILURES`: ``failed``, ``suspend_failed``,
+        ``wake_failed``, ``suspect``); all 0 without one.
+    suspect_nodes : list of str
+        Nodes the power manager left asleep and suspect at some point of the run.
     power_lines : list of str
         The power manager's decisions as log lines.
     """
@@ -182,6 +192,7 @@ class LiveRun:
     call_errors: list[str] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     transitions: dict[str, int] = field(default_factory=dict)
+    suspect_nodes: list[str] = field(default_factory=list)
     power_lines: list[str] = field(default_factory=list)
 
     @property
@@ -456,10 +467,9 @@ class LiveLoop:
         """Fill ``run`` with what the loop did (work, completions, cycles, answers)."""
         w = self.workload
         done = [self._index[n] for n in self._ended_s]
-        run.work_core_s = float(w.work_core_s[done].sum())
-        run.completion_s = np.array(
-            [(self._ended_s[n] - self._arrived_s[n]) * self.speedup for n in self._ended_s]
-        )
+        # one clock (CLOCK): the pods' trace work compressed as their run times were
+        run.work_core_s = float(w.work_core_s[done].sum()) / self.speedup
+        run.completion_s = np.array([self._ended_s[n] - self._arrived_s[n] for n in self._ended_s])
         run.cycles = self.cycles
         run.prioritize_calls = sum(1 for r in self.cycle.records if r.prioritize_s > 0)
         run.unscored_binds = sum(

@@ -51,7 +51,7 @@ from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 from eams.meter.simulator import NodePower
 from eams.meter.simulator.errors import SimulatorError
-from eams.scheduler.power.manager import ManagerConfig, PowerManager
+from eams.scheduler.power.manager import SUSPECT, ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import (
     AWAKE,
@@ -79,7 +79,84 @@ POLICY = {
         cooldown_s=2.0, recent_s=60.0,
     ),
 }  # fmt: skip
-"""The policy's timers for the compressed run (quick, full), s; the rest default."""
+"""The policy's timers for the compressed run (quick, full), s; the phase timeouts' margins are
+derived (:func:`demo_policy`), the rest default."""
+HOST_LAG_S = 2.0
+"""How late a step of the live loop may run on a busy 2-core host (a manager tick, an agent
+sample, an SNMP round trip; the first read of the PDU took 1.3–2.7 s under load): the phase
+timeouts allow it on top of what a sound transition needs (:func:`phase_timeouts`)."""
+
+
+def phase_timeouts(power: NodePower, period_s: float) -> tuple[float, float, float]:
+    """(suspend timeout, wake timeout, agent silence) for nodes of ``power`` whose agents
+    sample and whose manager ticks every ``period_s``, s.
+
+    A sleep is confirmed when the agent has been silent for ``agent_silent_s`` (three
+    samples; the virtual OS stops answering when its poweroff begins) and the suspend time has
+    passed, at the manager's first tick after that, a tick coming a period after the step that
+    carried out the sleep: ``shutdown_s + agent_silent_s + 2 × period_s``. A wake is confirmed
+    once the node has booted and its agent sampled, at the next tick: ``boot_s + 2 ×
+    period_s``. Each timeout is that plus :data:`HOST_LAG_S`, so a sound transition on a busy
+    host is confirmed before it times out (``ManagerConfig``: ``agent_silent_s`` under the
+    suspend timeout), and a suspend-failed or wake-failed means one that did not happen."""
+    agent_silent_s = 3 * period_s
+    suspend_s = power.shutdown_s + agent_silent_s + 2 * period_s + HOST_LAG_S
+    wake_s = power.boot_s + 2 * period_s + HOST_LAG_S
+    return suspend_s, wake_s, agent_silent_s
+
+
+def demo_policy(quick: bool, period_s: float) -> PolicyConfig:
+    """:data:`POLICY` with the phase timeouts of :func:`phase_timeouts` as the margins on the
+    known suspend and wake times (the policy's timeout is time × margin)."""
+    power = NODE_POWER[quick]
+    suspend_s, wake_s, _ = phase_timeouts(power, period_s)
+    return PolicyConfig(
+        **POLICY[quick].model_dump()
+        | {"suspend_margin": suspend_s / power.shutdown_s, "wake_margin": wake_s / power.boot_s}
+    )
+
+
+FAILURES = ("failed", "suspend_failed", "wake_failed", "suspect")
+"""Keys of a run's failed transitions (:func:`failures`)."""
+
+
+def failures(manager: PowerManager, actuator: DemoActuator, marker: DemoMarker) -> dict[str, int]:
+    """A run's failed transitions: ``failed`` (an action that failed part-way: a soft-off, an
+    outlet that did not read back), ``suspend_failed`` and ``wake_failed`` (the manager's
+    phase timeouts, its ``suspend-timeout`` / ``wake-timeout`` decisions), ``suspect`` (nodes
+    the manager marked asleep and suspect)."""
+    decided: dict[str, float] = {}
+    for metric in manager.metrics.registry.collect():
+        for sample in metric.samples:
+            if sample.name == "eams_power_decisions_total":
+                action = sample.labels["action"]
+                decided[action] = decided.get(action, 0.0) + sample.value
+    return {
+        "failed": actuator.counts["failed"],
+        "suspend_failed": int(decided.get("suspend-failed", 0)),
+        "wake_failed": int(decided.get("wake-failed", 0)),
+        "suspect": len(marker.suspect),
+    }
+
+
+def failure_text(counts: dict[str, int], suspect: list[str]) -> str | None:
+    """The failed transitions of :func:`failures` in words; ``None`` when there were none."""
+    parts = []
+    for key, one, many in (
+        ("suspend_failed", "sleep not confirmed in time (suspend-failed)", "sleeps not "
+         "confirmed in time (suspend-failed)"),
+        ("wake_failed", "wake not confirmed in time (wake-failed)", "wakes not confirmed in "
+         "time (wake-failed)"),
+        ("failed", "power action failed", "power actions failed"),
+    ):  # fmt: skip
+        n = counts.get(key, 0)
+        if n:
+            parts.append(f"{n} {one if n == 1 else many}")
+    if suspect:
+        parts.append(f"left asleep and suspect: {', '.join(suspect)}")
+    return "; ".join(parts) if parts else None
+
+
 OWNER_ROLES = frozenset({"k3s-server", "pdu-owner"})
 """mini-1 owns the PDU link (its agent reads the meter) and serves k3s: it never sleeps."""
 ASLEEP_TAINT = {"key": names.ASLEEP_TAINT, "value": "", "effect": names.NO_SCHEDULE}
@@ -150,7 +227,8 @@ class DemoActuator:
     ----------
     counts : dict of str to int
         Transitions carried out: ``sleep`` (outlet off read back) and ``wake`` (outlet on);
-        ``refused``: sleeps the safety rules refused (a pod bound since the decision).
+        ``refused``: sleeps the safety rules refused (a pod bound since the decision);
+        ``failed``: actions that failed part-way (a soft-off, an outlet not read back).
 
     Raises
     ------
@@ -161,7 +239,7 @@ class DemoActuator:
     def __init__(self, testbed: Testbed, cluster: EmulatedCluster, power: NodePower) -> None:
         self.testbed, self.cluster, self.power = testbed, cluster, power
         self.inventory = demo_inventory(testbed)
-        self.counts = {"sleep": 0, "wake": 0, "refused": 0}
+        self.counts = {"sleep": 0, "wake": 0, "refused": 0, "failed": 0}
         self._lock = threading.Lock()
         write_url = testbed.simulator.write_url
         assert write_url is not None, "the demo's simulator always has a write community"
@@ -178,6 +256,9 @@ class DemoActuator:
     def _outcome(
         self, node: str, to: str, result: str, why: str, steps: tuple[str, ...] = (), detail=""
     ) -> Transition:
+        if result == "failed":
+            with self._lock:
+                self.counts["failed"] += 1
         return record(
             Transition(node=node, to=to, method="outlet", result=result, who="eams demo",
                        why=why, steps=steps, detail=detail)
@@ -254,6 +335,8 @@ class DemoMarker:
 
     def __init__(self, cluster: EmulatedCluster, on_release: Callable[[], None]) -> None:
         self.cluster, self.on_release = cluster, on_release
+        self.suspect: set[str] = set()
+        """Nodes the manager annotated asleep and suspect during the run."""
 
     def mark_asleep(self, node: str, reason: str) -> None:
         """Cordon, taint ``eams.io/asleep:NoSchedule``, annotate ``suspending``."""
@@ -262,6 +345,8 @@ class DemoMarker:
 
     def annotate(self, node: str, state: str, reason: str) -> None:
         """Set the power-state and power-reason annotations."""
+        if state == SUSPECT:
+            self.suspect.add(node)
         self.cluster.annotate(
             node, {names.POWER_STATE_ANNOTATION: state, names.POWER_REASON_ANNOTATION: reason}
         )
@@ -361,25 +446,30 @@ def demo_manager(
     quick: bool,
     period_s: float,
     recorder: RecordSink | None,
-) -> tuple[PowerManager, DemoActuator]:
-    """The product's power manager, active, over the demo's ports; and its actuator (counts).
+) -> tuple[PowerManager, DemoActuator, DemoMarker]:
+    """The product's power manager, active, over the demo's ports; its actuator and marker
+    (the counts of :func:`failures`).
 
     Parameters
     ----------
     period_s : float
         The agents' sample period: a suspending node whose agent has been silent for three of
         them is asleep.
+
+    The phase timeouts are :func:`phase_timeouts`' (:func:`demo_policy`).
     """
     power = NODE_POWER[quick]
     figures = [sleep_figures(n.spec.points_w, power) for n in testbed.nodes]
     actuator = DemoActuator(testbed, cluster, power)
+    _, _, agent_silent_s = phase_timeouts(power, period_s)
+    marker = DemoMarker(cluster, on_release)
     manager = PowerManager(
-        PowerPolicy(POLICY[quick]),
+        PowerPolicy(demo_policy(quick, period_s)),
         DemoObserver(testbed, cluster, calibrations, figures, pending),
-        DemoMarker(cluster, on_release),
+        marker,
         actuator,
         recorder=recorder,
         mode="active",
-        config=ManagerConfig(agent_silent_s=3 * period_s, restart_agent_after_s=60.0),
+        config=ManagerConfig(agent_silent_s=agent_silent_s, restart_agent_after_s=60.0),
     )
-    return manager, actuator
+    return manager, actuator, marker

@@ -18,7 +18,8 @@ pod's run (the ``ended`` line's start and finish), times the pod's share of the 
 utilisation (its cores / the node's cores over the node's utilisation, at most 1), sample and
 hold between samples (:func:`measured_energy_wh`). A pod with no sample of its node in its run
 falls back to the calibrated line (``method`` ``calibrated_line``). It names the three
-decisions that saved the most. ``eams explain POD --record FOLDER`` reads the folder back.
+decisions the market cleared that saved the most (:func:`market_share` says how many it cleared).
+``eams explain POD --record FOLDER`` reads the folder back.
 
 Energy *saved* by a decision is the pod's modelled energy on the node LeastAllocated would have
 chosen among the same candidates minus that on the node EAMS chose (the calibrated line, study
@@ -36,7 +37,15 @@ from eams.calibrate.calfile import Calibration
 from eams.calibrate.wallpower.load import parse_store_records, read_jsonl
 from eams.demo.cluster import NAMESPACE
 from eams.demo.live import LiveRun
-from eams.scheduler.record import Ended, Energy, PodRef, Recorder, WriterSettings, read_records
+from eams.scheduler.record import (
+    Bound,
+    Ended,
+    Energy,
+    PodRef,
+    Recorder,
+    WriterSettings,
+    read_records,
+)
 from eams.telemetry import TelemetrySample
 
 
@@ -120,11 +129,16 @@ def write_energy(
     Returns
     -------
     list of Saved
-        At most three, the largest saving first.
+        At most three, the largest saving first; only placements the market cleared (the
+        pod bound to the node its clearing chose: its ``bound`` line ``honoured``).
     """
     saved = []
     latest = {d.pod: d for d in run.decisions}  # a pod retried after an event: its last
-    ends = {r.pod.name: r for r in read_records(folder).records if isinstance(r, Ended)}
+    records = read_records(folder).records
+    ends = {r.pod.name: r for r in records if isinstance(r, Ended)}
+    # a placement is the market's only where its clearing chose the node it was bound to
+    # (the extender's bound line: honoured); the others were kube-scheduler's alone
+    by_market = {r.pod.name for r in records if isinstance(r, Bound) and r.honoured}
     by_node: dict[str, list[TelemetrySample]] = {}
     for sample in parse_store_records(read_jsonl(run.spec)):
         by_node.setdefault(sample.node, []).append(sample)
@@ -156,12 +170,30 @@ def write_energy(
                 line = Energy(at_s=d.at_s, pod=pod, node=d.node, energy_wh=energy[d.node],
                               source="modelled", method="calibrated_line")  # fmt: skip
             recorder.submit(line)
-            if d.default_node not in (None, d.node):  # LeastAllocated would have chosen otherwise
+            if d.pod in by_market and d.default_node not in (None, d.node):
+                # the market cleared it here, where LeastAllocated would have chosen otherwise
                 saving = energy[d.default_node] - energy[d.node]
                 saved.append(Saved(d.pod, d.node, d.default_node, saving, energy[d.node]))
     finally:
         recorder.close()
     return sorted((s for s in saved if s.saved_wh > 0), key=lambda s: -s.saved_wh)[:3]
+
+
+def market_share(folder: Path) -> dict[str, int]:
+    """How many of the run's bindings the market cleared: ``pods`` bound, ``cleared`` (bound
+    to the node their clearing chose), ``cleared_nowhere`` (their clearing had no node for
+    them: kube-scheduler chose alone), ``unscored`` (one node alone passed kube-scheduler's
+    filters: bound without asking the extender) and ``overridden`` (bound elsewhere than
+    cleared), from the record's ``bound`` lines."""
+    bound = {r.pod.name: r for r in read_records(folder).records if isinstance(r, Bound)}
+    values = list(bound.values())
+    return {
+        "pods": len(values),
+        "cleared": sum(1 for b in values if b.honoured),
+        "cleared_nowhere": sum(1 for b in values if b.scored and b.honoured is None),
+        "unscored": sum(1 for b in values if b.scored is False),
+        "overridden": sum(1 for b in values if b.honoured is False),
+    }
 
 
 def speed(cal: Calibration) -> float:

@@ -25,7 +25,9 @@ from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_rep
 from eams.calibrate.wallpower.check import SavingCheck
 from eams.calibrate.wallpower.cli import summary_lines
 from eams.calibrate.wallpower.report import NOT_RESOLVED, About, shown_verdict
-from eams.demo.record import Saved
+from eams.demo.live import CLOCK
+from eams.demo.power import failure_text
+from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
 
 ACCURACY_PCT = 3.0
@@ -140,19 +142,69 @@ def _checks(band: Band, calibrations_dir: Path) -> tuple[SavingCheck, SavingChec
     return full, pm
 
 
+def run_figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, dict[str, Any]]:
+    """Each run's figures, by label, as the terminal, the report and the JSON summary state
+    them: work (reference core-s), wall and modelled energy (Wh), energy per unit of work
+    (J/core-s) and p95 completion (s), all in :data:`~eams.demo.live.CLOCK`; sleeps, wakes."""
+    checked = {full.a.label: full.a, pm.b.label: pm.b, full.b.label: full.b}
+    out = {}
+    for run in band.runs:
+        r = checked[run.label]
+        assert r.work_core_s is not None, "the demo states every run's work"
+        out[run.label] = {
+            "work_core_s": r.work_core_s,
+            "metered_wh": r.metered_wh,
+            "modelled_wh": r.modelled_wh,
+            "metered_j_per_core_s": r.metered_wh * 3600 / r.work_core_s,
+            "modelled_j_per_core_s": r.modelled_wh * 3600 / r.work_core_s,
+            "p95_completion_s": (
+                float(np.percentile(run.completion_s, 95)) if run.completion_s.size else None
+            ),
+            "sleeps": run.transitions.get("sleep", 0),
+            "wakes": run.transitions.get("wake", 0),
+        }
+    return out
+
+
+RUN_COLUMNS = (
+    ("work_core_s", "work\ncore-s", "{:.1f}"),
+    ("metered_wh", "wall\nWh", "{:.2f}"),
+    ("metered_j_per_core_s", "J/core-s\nmetered", "{:.1f}"),
+    ("modelled_j_per_core_s", "J/core-s\nmodelled", "{:.1f}"),
+    ("p95_completion_s", "p95\ncompletion s", "{:.1f}"),
+)
+"""(key of :func:`run_figures`, header, format) of the runs table, terminal and report."""
+
+
+def clock_note(speedup: float) -> str:
+    """The one sentence that names the clock of every figure (terminal, report, JSON)."""
+    return (
+        f"Work, J/core-s and completion times are in {CLOCK}: the trace was played "
+        f"{speedup:.2f}× faster at the same power, so a pod's core-seconds and its completion "
+        "are its compressed ones, on the clock the energy was metered on."
+    )
+
+
+def _cells(figures: dict[str, Any]) -> list[str]:
+    return [
+        "—" if figures[key] is None else fmt.format(figures[key]) for key, _, fmt in RUN_COLUMNS
+    ] + [f"{figures['sleeps']}/{figures['wakes']}"]
+
+
 def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
     eams = band.run("eams+pm")
+    runs = run_figures(band, full, pm)
     return {
         "rho": band.rho,
         "speedup": band.speedup,
+        "clock": CLOCK,
+        "run_figures": runs,
         "power_transitions": {r.label: dict(r.transitions) for r in band.runs},
+        "power_suspect_nodes": {r.label: list(r.suspect_nodes) for r in band.runs},
         "saving_power_manager": pm.saving_metered,
         "sd_power_manager": pm.sd_metered,
         "saving_placement": full.saving_metered - pm.saving_metered,
-        "p95_completion_s": {
-            r.label: float(np.percentile(r.completion_s, 95)) if r.completion_s.size else None
-            for r in band.runs
-        },
+        "p95_completion_s": {label: f["p95_completion_s"] for label, f in runs.items()},
         "extender": {
             "pods": len(eams.binds),
             "cycles": eams.cycles,
@@ -228,24 +280,26 @@ def check_and_report(
             _relative(record_dir / "decisions.jsonl", report_dir),
         )
     ]
+    share = market_share(record_dir)
     for i, (band, full, pm) in enumerate(results):
         folder = report_dir if i == 0 else report_dir / band.name
         extra = _figures(band, full, pm) | {"sd_metered_total": sd_of(full.sd_metered)}
+        extra["cycles_explained"] = cycles_text(band)
         if i == 0:
-            extra |= {"bands": others, "record": str(record_dir)}
+            extra |= {"bands": others, "record": str(record_dir), "market": share}
             extra["decisions_saved_most"] = [s.__dict__ for s in saved]
         html, summary = write_report(
             full,
             folder,
             title="eams demo — VT-5 wall-power check",
-            note=(
-                f"The runs were placed live {band.speedup:.2f}× faster than the trace at the "
-                f"same power: multiply these J/core-s by {band.speedup:.2f} for trace time."
-            ),
+            note=f"{clock_note(band.speedup)} {cycles_text(band)}",
+            overview=_overview(band, full, pm),
+            alerts=power_alerts(band),
             about=About(setup=SETUP.format(fleet=fleet, power=power),
                         workload=f"placed live three times: {band.source}"),
             answer=answer(full, pm, band.rho),
             links=links if i == 0 else (),
+            links_intro=market_text(share) if i == 0 else None,
             extra=extra,
         )  # fmt: skip
         _print_band(console, band, full, pm)
@@ -270,26 +324,61 @@ def _relative(path: Path, start: Path) -> str:
     return Path(os.path.relpath(path, start)).as_posix()
 
 
+def cycles_text(band: Band) -> str:
+    """What a scheduling cycle is, and why the runs' counts differ (the report's note)."""
+    counts = ", ".join(f"{r.label} {r.cycles} for {len(r.binds)} pods" for r in band.runs)
+    eams = band.run("eams+pm")
+    return (
+        "A scheduling cycle is one pass of kube-scheduler's loop for one pod: filters, "
+        "scoring, binding. A pod no node can take at that moment (every node full or asleep, "
+        "or, in the EAMS run only, refused by the extender's /filter under its headroom floor) "
+        "waits and is tried again at each cluster event (a pod ending, a node woken), each try "
+        f"a cycle: {counts}; the difference from the pods is those retries. kube-scheduler "
+        "asks the extender to score (/prioritize) only when more than one node passes the "
+        f"filters: in the EAMS run {eams.prioritize_calls} cycles were scored and "
+        f"{eams.unscored_binds} pods bound with one node left, unscored."
+    )
+
+
+def market_text(share: dict[str, int]) -> str:
+    """How many placements the market cleared (the decisions' introduction)."""
+    return (
+        f"The market cleared {share['cleared']} of the {share['pods']} placements of the EAMS "
+        f"run (bound to the node its clearing chose); {share['cleared_nowhere']} were cleared "
+        f"nowhere and {share['unscored']} bound unscored (one feasible node), both by "
+        f"kube-scheduler alone, and {share['overridden']} bound elsewhere than cleared. Only "
+        "placements the market cleared are featured below."
+    )
+
+
+def power_alerts(band: Band) -> list[str]:
+    """Each run's failed power transitions in words (none when every one went through)."""
+    out = []
+    for run in band.runs:
+        text = failure_text(run.transitions, run.suspect_nodes)
+        if text:
+            out.append(f"Power transitions of run {run.label} that failed: {text} "
+                       "(record/power.log has each one).")  # fmt: skip
+    return out
+
+
+def _overview(band: Band, full: SavingCheck, pm: SavingCheck) -> list[list[str]]:
+    """The runs table (header row first) as the report shows it: the terminal's cells."""
+    header = ["run"] + [h.replace("\n", " ") for _, h, _ in RUN_COLUMNS] + ["sleeps/wakes"]
+    figures = run_figures(band, full, pm)
+    return [header] + [[label, *_cells(f)] for label, f in figures.items()]
+
+
 def _print_band(console: Console, band: Band, full: SavingCheck, pm: SavingCheck) -> None:
-    table = Table(title=f"ρ = {band.rho:g}: three live runs of the same trace")
+    table = Table(
+        title=f"ρ = {band.rho:g}: three live runs of the same trace",
+        caption=f"in {CLOCK} (the trace {band.speedup:.2f}× faster)",
+    )
     table.add_column("run", no_wrap=True)
     # two-line headers: the table fits an 80-column terminal without cutting a word
-    for column in ("work\ncore-s", "wall\nWh", "J/core-s\nmetered", "J/core-s\nmodelled",
-                   "p95\ncompletion s", "sleeps/\nwakes"):  # fmt: skip
-        table.add_column(column)
-    checked = {full.a.label: full.a, pm.b.label: pm.b, full.b.label: full.b}
-    for run in band.runs:
-        r = checked[run.label]
-        p95 = float(np.percentile(run.completion_s, 95)) if run.completion_s.size else None
-        work_core_s = r.work_core_s
-        assert work_core_s is not None, "the demo states every run's work"
-        table.add_row(
-            run.label,
-            f"{work_core_s:.0f}",
-            f"{r.metered_wh:.2f}",
-            f"{r.metered_wh * 3600 * band.speedup / work_core_s:.1f}",
-            f"{r.modelled_wh * 3600 * band.speedup / work_core_s:.1f}",
-            "—" if p95 is None else f"{p95:.0f}",
-            f"{run.transitions.get('sleep', 0)}/{run.transitions.get('wake', 0)}",
-        )
+    for _, header, _ in RUN_COLUMNS:
+        table.add_column(header)
+    table.add_column("sleeps/\nwakes")
+    for label, figures in run_figures(band, full, pm).items():
+        table.add_row(label, *_cells(figures))
     console.print(table)

@@ -35,7 +35,7 @@ from eams.demo.calibrate import calibrate_fleet
 from eams.demo.errors import DemoError
 from eams.demo.fleet import DemoNode, demo_fleet
 from eams.demo.live import EXTENDER_TIMEOUT_S, LiveRun
-from eams.demo.power import NODE_POWER
+from eams.demo.power import NODE_POWER, failure_text
 from eams.demo.record import Saved, write_energy
 from eams.demo.report import check_and_report
 from eams.demo.runs import PERIOD_S, Band, bands
@@ -121,7 +121,8 @@ def _live(
         if run.extender_prioritize is not None:
             asked = (
                 f"; the extender answered {run.extender_prioritize} /prioritize calls "
-                f"for {len(run.binds)} pods, {len(run.decisions)} placed on its best score"
+                f"for {len(run.binds)} pods, {len(run.decisions)} placed on its best score "
+                "(kube-scheduler asks for scores only when more than one node passes its filters)"
             )
         if run.unanswered:
             why = (run.call_errors or ["no answer"])[0]
@@ -129,11 +130,13 @@ def _live(
                 f"; {len(run.unanswered)} pods placed without it (its /filter answer failed or "
                 f"came after the {EXTENDER_TIMEOUT_S:g} s httpTimeout: {why})"
             )
+        what_failed = failure_text(run.transitions, run.suspect_nodes)
+        failed = f"; failed: {what_failed} (record/power.log)" if what_failed else ""
         console.print(
             f"    {band} {run.label}: {len(run.binds)} pods placed live in {run.cycles} "
             f"cycles, {run.transitions.get('sleep', 0)} sleeps and "
             f"{run.transitions.get('wake', 0)} wakes ({run.transitions.get('refused', 0)} sleeps "
-            f"refused by the safety rules){asked}",
+            f"refused by the safety rules){failed}{asked}",
             soft_wrap=True,
             markup=False,
         )

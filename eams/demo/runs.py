@@ -27,7 +27,7 @@ from eams.calibrate.calfile import Calibration
 from eams.demo.cluster import EmulatedCluster
 from eams.demo.errors import DemoError
 from eams.demo.live import NO_EXTENDER, LiveLoop, LiveRun, extender_config
-from eams.demo.power import demo_manager
+from eams.demo.power import FAILURES, demo_manager, failures
 from eams.demo.services import Agents, ExtenderServer
 from eams.demo.testbed import Testbed
 from eams.demo.workload import demo_workload
@@ -124,10 +124,10 @@ async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float)
     """Run ``live`` with the power manager of ``manager_for`` (or none) stepping in a worker
     thread; after the last pod, wait for a step in flight and for the nodes to settle."""
     loop = asyncio.get_running_loop()
-    step = actuator = None
+    step = actuator = failed = None
     busy = threading.Lock()
     if manager_for is not None:
-        manager, actuator = manager_for(lambda: loop.call_soon_threadsafe(live.requeue))
+        manager, actuator, marker = manager_for(lambda: loop.call_soon_threadsafe(live.requeue))
 
         def locked_step(now_s: float) -> None:
             with busy:
@@ -142,7 +142,9 @@ async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float)
         await live.run(step, period_s, timeout_s)
         await asyncio.to_thread(busy.acquire)  # a step in flight ends; no other starts
         await settle(live.cluster.testbed, period_s)
-        return start_ns, time.time_ns(), actuator
+        if actuator is not None:
+            failed = failures(manager, actuator, marker) | {"suspect_nodes": sorted(marker.suspect)}
+        return start_ns, time.time_ns(), actuator, failed
     finally:
         if actuator is not None:
             actuator.close()
@@ -216,7 +218,7 @@ def live_run(
             agents.wait_metered(METER_START_TIMEOUT_S)
             time.sleep(WARMUP_PERIODS * period_s)
             live.on_progress = tick
-            start_ns, end_ns, actuator = asyncio.run(
+            start_ns, end_ns, actuator, failed = asyncio.run(
                 _drive(live, manager_for if with_pm else None, period_s, timeout_s)
             )
             time.sleep(WARMUP_PERIODS * period_s)
@@ -225,9 +227,11 @@ def live_run(
             recorder.close()
     live.result(result)
     result.start_ns, result.end_ns = start_ns, end_ns
-    result.transitions = (
-        dict(actuator.counts) if actuator is not None else {"sleep": 0, "wake": 0, "refused": 0}
-    )
+    if actuator is not None and failed is not None:
+        result.suspect_nodes = failed.pop("suspect_nodes")
+        result.transitions = dict(actuator.counts) | failed
+    else:
+        result.transitions = {"sleep": 0, "wake": 0, "refused": 0} | dict.fromkeys(FAILURES, 0)
     if scheduler == "eams":
         result.extender_prioritize = (extender.answered("/prioritize") or 0) - asked
     return result

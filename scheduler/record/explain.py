@@ -218,10 +218,11 @@ def _candidates_table(d: dict[str, Any], top: int) -> list[str]:
     stale = d.get("stale_after_s")
     head = ["node", "bid", "price", "headroom", "age_s", "gate", "score", ""]
     rows = []
+    gated = {g["node"]: g["reason"] for g in d["gated"]}
     for c in candidates:
         notes = []
         if c["node"] == d["cleared_node"]:
-            notes.append("← cleared")
+            notes.append(_cleared_note(c["node"], gated))
         if stale is not None and c["age_s"] is not None and c["age_s"] > stale:
             notes.append(f"stale (> {_f(stale)} s: bid discounted)")
         if c["age_s"] is None:
@@ -251,17 +252,26 @@ def _gated_lines(d: dict[str, Any]) -> list[str]:
     out = [f"gated: {sum(counts.values())} node{'s' if sum(counts.values()) != 1 else ''}"]
     by_reason: dict[str, list[str]] = {}
     for g in d["gated"]:
-        detail = (
-            f" (headroom {_f(g['headroom'])})"
-            if g["reason"] in ("headroom_floor", "capped")
-            else ""
+        notes = (
+            [f"headroom {_f(g['headroom'])}"] if g["reason"] in ("headroom_floor", "capped") else []
         )
+        if g["node"] == d["cleared_node"]:  # the bid's soft gate let it bid: say so
+            notes.append("yet cleared: its bid's gate is soft")
+        detail = f" ({'; '.join(notes)})" if notes else ""
         by_reason.setdefault(g["reason"], []).append(g["node"] + detail)
     for reason, n in counts.items():
         named = by_reason.get(reason, [])
         more = f", … {n - len(named)} more" if n > len(named) else ""
         out.append(f"  {GATE_WORDS.get(reason, reason)}: {n}: {', '.join(named)}{more}")
     return out
+
+
+def _cleared_note(node: str, gated: dict[str, str]) -> str:
+    """The cleared node's mark; where the same snapshot also gated it (its bid's gate
+    σ(k(ĥ − h0)) is soft, so a node just under the headroom floor still bids), both said."""
+    if node not in gated:
+        return "← cleared"
+    return f"← cleared, though {GATE_WORDS.get(gated[node], gated[node])} (see gated)"
 
 
 def _after_lines(e: dict[str, Any]) -> list[str]:

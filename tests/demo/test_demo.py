@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -66,9 +68,11 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
         assert key in summary
     transitions = summary["power_transitions"]
     assert set(transitions) == {"default", "default+pm", "eams+pm"}
-    assert transitions["default"] == {"sleep": 0, "wake": 0, "refused": 0}  # no manager there
+    kinds = {"sleep", "wake", "refused", "failed", "suspend_failed", "wake_failed", "suspect"}
+    assert transitions["default"] == dict.fromkeys(kinds, 0)  # no manager there
     for run in ("default+pm", "eams+pm"):
-        assert set(transitions[run]) == {"sleep", "wake", "refused"}
+        assert set(transitions[run]) == kinds
+    _check_power_log(out, summary, stdout)
     # the live path: every EAMS pod went through the live extender, placed on its answer
     live = summary["extender"]
     assert live["pods"] == 40
@@ -83,6 +87,7 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
     html = out / "report" / "wallpower_report.html"
     assert f"report: {html}" in stdout
     assert html.read_text().count("data:image/png;base64,") == 3
+    _check_units(stdout, summary, html.read_text())
     _check_record(out, summary, tmp_path, complete=data == "shared")
     if CHROMIUM is not None:  # the report as a reader sees it, rendered by Chromium
         with Browser(tmp_path / "profile") as browser:
@@ -109,6 +114,66 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
             assert badge == "NOT RESOLVED"
     ingested = int(stdout.split("the extender ingested ")[1].split()[0])
     assert ingested > 0  # the agents pushed telemetry to the running extender
+
+
+def _check_power_log(out: Path, summary: dict, stdout: str) -> None:
+    """Issue 35 item 3: the demo's phase timeouts hold (no sound sleep or wake timed out), and
+    the summary's counts are the power log's, failures said where there are any."""
+    log = (out / "record" / "power.log").read_text().splitlines()
+    assert not [x for x in log if "suspend-timeout" in x or "wake-timeout" in x], log
+    runs = summary["power_transitions"].values()
+    transitions = [x for x in log if "power transition:" in x]
+    ok_off = [x for x in transitions if " to=off " in x and " result=ok " in x]
+    ok_on = [x for x in transitions if " to=running " in x and " result=ok " in x
+             and "NotReady after a wake" not in x]  # fmt: skip
+    assert len(ok_off) == sum(r["sleep"] for r in runs)
+    assert len(ok_on) == sum(r["wake"] for r in runs)
+    assert len([x for x in transitions if " result=refused " in x]) == sum(
+        r["refused"] for r in runs
+    )
+    assert len([x for x in transitions if " result=failed " in x]) == sum(r["failed"] for r in runs)
+    assert sum(r["suspend_failed"] + r["wake_failed"] for r in runs) == 0
+    suspect = set(re.findall(r"power manager: (\S+) asleep and suspect", "\n".join(log)))
+    assert sum(r["suspect"] for r in runs) >= len(suspect)  # per run; the log has both runs
+    html = (out / "report" / "wallpower_report.html").read_text()
+    failed = any(r["failed"] or r["suspect"] for r in runs)  # said where there are any
+    assert ("; failed: " in stdout) is failed and ("id=alerts" in html) is failed
+
+
+def _check_units(stdout: str, summary: dict, html: str) -> None:
+    """Issue 35 item 4: the terminal's runs table, the report's and the JSON summary state the
+    same figures in one clock, named in each of the three."""
+    from eams.demo.live import CLOCK
+    from eams.demo.report import RUN_COLUMNS
+
+    assert summary["clock"] == CLOCK
+    assert CLOCK in " ".join(stdout.split()) and CLOCK in html
+    figures = summary["run_figures"]
+    assert list(figures) == ["default", "default+pm", "eams+pm"]
+    expected = {
+        label: [label]
+        + ["—" if f[key] is None else fmt.format(f[key]) for key, _, fmt in RUN_COLUMNS]
+        + [f"{f['sleeps']}/{f['wakes']}"]
+        for label, f in figures.items()
+    }
+    terminal = {}
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if cells and cells[0] in figures:
+            terminal[cells[0]] = cells
+    assert terminal == expected, (terminal, expected)
+    table = html.split("<table id=runs-all>", 1)[1].split("</table>", 1)[0]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in table.split("<tr>")]
+    assert {r[0]: r for r in rows if r} == expected
+    # the wall-power check's own figures (its JSON runs and its HTML runs table) are the same
+    for key, run in summary["runs"].items():
+        f = figures[run["label"]]
+        assert run["work_core_s"] == pytest.approx(f["work_core_s"], rel=1e-9)
+        assert run["metered_normalised"] == pytest.approx(f["metered_j_per_core_s"], rel=1e-9)
+        assert run["modelled_normalised"] == pytest.approx(f["modelled_j_per_core_s"], rel=1e-9)
+        assert f"<td>{run['metered_normalised']:.4g}</td>" in html, key
+        assert summary["p95_completion_s"][run["label"]] == f["p95_completion_s"]
+    assert summary["unit"] == "J/core-s"
 
 
 def _best(summary: dict) -> str:
@@ -174,7 +239,37 @@ def _check_record(out: Path, summary: dict, tmp_path: Path, complete: bool = Tru
     assert len(saved) <= 3  # none where no placement beat LeastAllocated's on the margin
     assert all(s["saved_wh"] > 0 and s["node"] != s["default_node"] for s in saved), saved
     assert [s["saved_wh"] for s in saved] == sorted((s["saved_wh"] for s in saved), reverse=True)
+    # issue 35 item 5: the report features only placements the market cleared, says how many
+    # it cleared, and explains the cycles; explain never marks a node cleared and gated bare
+    for s in saved:
+        assert bound[s["pod"]]["honoured"] is True and bound[s["pod"]]["bound_node"] == s["node"]
+        assert bound[s["pod"]]["cleared_node"] == s["node"]
+    market = summary["market"]
+    assert market == {
+        "pods": len(bound),
+        "cleared": sum(1 for b in bound.values() if b["honoured"]),
+        "cleared_nowhere": sum(1 for b in bound.values() if b["scored"] and b["honoured"] is None),
+        "unscored": sum(1 for b in bound.values() if b["scored"] is False),
+        "overridden": sum(1 for b in bound.values() if b["honoured"] is False),
+    }
     html = (out / "report" / "wallpower_report.html").read_text()
+    assert f"The market cleared {market['cleared']} of the {market['pods']} placements" in html
+    assert "A scheduling cycle is one pass" in html
+    assert escape(summary["cycles_explained"]) in html
+    eams_cycles = f"eams+pm {live['cycles']} for {live['pods']} pods"
+    assert eams_cycles in summary["cycles_explained"]
+    from eams.scheduler.record import read_records
+    from eams.scheduler.record.explain import explain_pod, render_pod
+
+    records = read_records(record).records
+    for name in bound:
+        text = render_pod(explain_pod([r for r in records if getattr(r, "pod", None) and
+                                       r.pod.name == name], name))  # fmt: skip
+        gated_nodes = {g["node"] for p in placements if p["pod"]["name"] == name
+                       for g in p["gated"]}  # fmt: skip
+        for line in text.splitlines():
+            if line.rstrip().endswith("← cleared"):  # a bare mark: the node is not gated
+                assert line.split()[0] not in gated_nodes, text
     assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == max(1, len(saved))
     assert saved or "No placement used less energy on its node&#x27;s calibrated line" in html
     pod, node = (

@@ -174,3 +174,39 @@ def test_a_bare_name_in_two_namespaces_explains_the_latest_and_lists_the_other(
     assert code == 0
     assert out.startswith("pod team-b/web (uid b)")
     assert "also matching: team-a/web (uid a)" in out
+
+
+def test_a_cleared_node_also_gated_is_said_once_without_contradiction() -> None:
+    """Issue 35 item 5: a clearing may choose a node its snapshot also puts under the headroom
+    floor (the bid's gate is soft); the candidate's mark and the gated line must say both, not
+    "← cleared" beside a bare "under the headroom floor"."""
+    from eams.scheduler.record.explain import explain_pod, render_pod
+    from eams.scheduler.record.schema import Candidate, Certificate, Gated
+
+    placement = Placement(
+        at_s=1_700_000_000.0, mode="active", clearing_id="abc-1", batch_pods=1,
+        pod=PodRef(namespace="demo", name="task-680", uid="u"), cleared_node="mini-1",
+        price=0.0, bid=0.004, method="short_lists", fell_back=False,
+        certificate=Certificate(kind="exact", bound=0.0, value=0.004),
+        candidates=[
+            Candidate(node="mini-1", bid=0.004, price=0.0, headroom=0.04, age_s=0.1, gate=0.4,
+                      score=10),
+            Candidate(node="mini-2", bid=0.003, price=0.0, headroom=0.5, age_s=0.1, gate=1.0,
+                      score=7),
+        ],
+        candidates_total=6, gated_counts={"headroom_floor": 1},
+        gated=[Gated(node="mini-1", reason="headroom_floor", headroom=0.04, age_s=0.1)],
+    )  # fmt: skip
+    text = render_pod(explain_pod([placement], "demo/task-680"))
+    row = next(line for line in text.splitlines() if line.strip().startswith("mini-1"))
+    assert "← cleared, though under the headroom floor" in row, text
+    gated = next(line for line in text.splitlines() if line.strip().startswith("under the"))
+    assert "mini-1 (headroom 0.04; yet cleared" in gated, text
+    # a cleared node no gate names keeps the plain mark
+    clean = msgspec.structs.replace(placement, gated=[], gated_counts={})
+    row = next(
+        line
+        for line in render_pod(explain_pod([clean], "demo/task-680")).splitlines()
+        if line.strip().startswith("mini-1")
+    )
+    assert row.rstrip().endswith("← cleared")
