@@ -1,23 +1,25 @@
-"""A stand-in kube-apiserver on loopback: the list, watch, patch and binding calls the extender
-and the emulated kube-scheduler make, in the published API shapes.
+"""A stand-in kube-apiserver on loopback for ``benchmarks/extender_cycle.py``: the list, watch
+and patch calls the extender makes, in the published API shapes, at thousands of nodes and
+hundreds of pods a second without a real server's CPU in the measurement.
 
-No kube-apiserver can run here, so this serves what the Kubernetes API documents
-(kubernetes/website ``content/en/docs/reference/using-api/api-concepts.md``: lists carry
+The tests no longer use it: they run on the real kube-apiserver
+(``tests/servers/kube_control_plane.py``), which also produces the faults this stand-in once
+injected (504 Too large resource version, 410 Expired; ``tests/extender/test_watch.py``).
+
+It serves what the Kubernetes API documents (kubernetes/website
+``content/en/docs/reference/using-api/api-concepts.md``: lists carry
 ``metadata.resourceVersion``; ``?watch=true&resourceVersion=RV`` streams one JSON
-``{"type", "object"}`` event per line — ``ADDED``, ``MODIFIED``, ``DELETED``, ``BOOKMARK``
-(object with only ``kind``, ``apiVersion``, ``metadata.resourceVersion``) and ``ERROR`` with a
-``Status``; a watch from a compacted version gets an ``ERROR`` event with code 410 Expired; a
-field selector turns an object leaving the selection into ``DELETED``), with the objects
-themselves taken from real ``NodeList``/``PodList`` dumps. Faults are injected as the apiserver
-shows them: ``504 Timeout: Too large resource version`` (the etcd < 3.5.13 fault of issue 15)
-answered to a list or watch, and expiry (410) of every open watch.
+``{"type", "object"}`` event per line — ``ADDED``, ``MODIFIED``, ``DELETED``; a field selector
+turns an object leaving the selection into ``DELETED``), with the objects themselves taken from
+real ``NodeList``/``PodList`` dumps; the benchmark creates and binds pods by calling
+:meth:`FakeApiServer.put` and :meth:`FakeApiServer.bind` on the server's loop.
 
 Routes: ``GET /api/v1/nodes``, ``GET /api/v1/pods`` (list or watch; ``fieldSelector`` on
 ``spec.nodeName``, ``spec.schedulerName``, ``status.phase``, ``metadata.name``,
 ``metadata.namespace`` with ``=``, ``==``, ``!=``), ``GET``/``PATCH /api/v1/nodes/NAME``
 (``application/merge-patch+json``; a ``metadata.resourceVersion`` in the patch must match, else
-409 Conflict), ``PATCH /api/v1/namespaces/NS/pods/NAME`` (merge patch),
-``POST /api/v1/namespaces/NS/pods/NAME/binding``.
+409 Conflict: the extender's floor taints), ``PATCH /api/v1/namespaces/NS/pods/NAME`` (merge
+patch: the decision record's annotations).
 """
 
 from __future__ import annotations
@@ -55,17 +57,6 @@ def status(code: int, reason: str, message: str, **details: Any) -> dict[str, An
     return body
 
 
-def too_large_rv(asked: int, current: int) -> dict[str, Any]:
-    """The watch cache's 504 for a resource version it has not reached (apiserver storage)."""
-    return status(
-        504,
-        "Timeout",
-        f"Timeout: Too large resource version: {asked}, current: {current}",
-        causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-        retryAfterSeconds=1,
-    )
-
-
 def _field(obj: dict[str, Any], path: str) -> str:
     value: Any = obj
     for part in path.split("."):
@@ -88,21 +79,19 @@ def selects(selector: str, obj: dict[str, Any]) -> bool:
 
 
 class _Watcher:
-    def __init__(self, selector: str, bookmarks: bool) -> None:
-        self.selector, self.bookmarks = selector, bookmarks
+    def __init__(self, selector: str) -> None:
+        self.selector = selector
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
 
 class Resource:
-    """One collection (nodes or pods) with its history of events since the compaction point."""
+    """One collection (nodes or pods) with its history of events."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.objects: dict[str, dict[str, Any]] = {}
         self.watchers: list[_Watcher] = []
         self.history: list[tuple[int, str, dict[str, Any] | None, dict[str, Any]]] = []
-        self.compacted_rv = 0
-        self.fault: dict[str, Any] | None = None  # answered to every list and watch while set
 
     def line(self, kind: str, obj: dict[str, Any]) -> bytes:
         return msgspec.json.encode({"type": kind, "object": obj}) + b"\n"
@@ -129,9 +118,6 @@ class FakeApiServer:
     def __init__(self) -> None:
         self.rv = 100
         self.resources = {"nodes": Resource("Node"), "pods": Resource("Pod")}
-        self.patches: list[tuple[str, dict[str, Any]]] = []
-        self.pod_patches: list[tuple[str, dict[str, Any]]] = []  # ("ns/name", merge patch)
-        self.watch_requests: list[str] = []
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -139,7 +125,6 @@ class FakeApiServer:
             Route("/api/v1/nodes", self._collection("nodes"), methods=["GET"]),
             Route("/api/v1/pods", self._collection("pods"), methods=["GET"]),
             Route("/api/v1/nodes/{name}", self._node, methods=["GET", "PATCH"]),
-            Route("/api/v1/namespaces/{ns}/pods/{name}/binding", self._binding, methods=["POST"]),
             Route("/api/v1/namespaces/{ns}/pods/{name}", self._pod_patch, methods=["PATCH"]),
         ]
         self.app = Starlette(routes=routes)
@@ -192,31 +177,12 @@ class FakeApiServer:
     def _public(obj: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in obj.items() if k != "_deleted"}
 
-    def expire(self, resource: str) -> None:
-        """Compact the history: every open watch gets a 410 ``ERROR`` event and ends."""
-        res = self.resources[resource]
-        res.compacted_rv, res.history = self.rv, []
-        expired = status(410, "Expired", f"too old resource version: {self.rv - 1} ({self.rv})")
-        for watcher in res.watchers:
-            watcher.queue.put_nowait(res.line("ERROR", expired))
-            watcher.queue.put_nowait(None)
-
-    def bookmark(self, resource: str) -> None:
-        """Send a ``BOOKMARK`` at the current resourceVersion to watchers that asked for them."""
-        res = self.resources[resource]
-        obj = {"kind": res.kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(self.rv)}}
-        for watcher in res.watchers:
-            if watcher.bookmarks:
-                watcher.queue.put_nowait(res.line("BOOKMARK", obj))
-
     # ---- routes ------------------------------------------------------------------------------
 
     def _collection(self, resource: str) -> Any:
         async def handle(request: Request) -> Response:
             res = self.resources[resource]
             params = request.query_params
-            if res.fault is not None:
-                return JSONResponse(res.fault, res.fault["code"])
             selector = params.get("fieldSelector", "")
             if params.get("watch") not in ("true", "1"):
                 items = [self._public(o) for o in res.objects.values() if selects(selector, o)]
@@ -227,7 +193,6 @@ class FakeApiServer:
                     "items": items,
                 }
                 return Response(json.dumps(body), media_type="application/json")
-            self.watch_requests.append(str(request.url.query))
             return self._watch(res, params, selector)
 
         return handle
@@ -235,23 +200,15 @@ class FakeApiServer:
     def _watch(self, res: Resource, params: Any, selector: str) -> Response:
         asked = params.get("resourceVersion") or "0"
         since = int(asked) if asked != "0" else self.rv
-        watcher = _Watcher(selector, params.get("allowWatchBookmarks") in ("true", "1"))
+        watcher = _Watcher(selector)
         if asked == "0":  # unset or "0": synthetic ADDED events for the current state first
             for obj in res.objects.values():
                 if selects(selector, obj):
                     watcher.queue.put_nowait(res.line("ADDED", self._public(obj)))
-        if since > self.rv:
-            fault = too_large_rv(since, self.rv)
-            return JSONResponse(fault, 504)
-        if since < res.compacted_rv:
-            expired = status(410, "Expired", f"too old resource version: {since} ({self.rv})")
-            watcher.queue.put_nowait(res.line("ERROR", expired))
-            watcher.queue.put_nowait(None)
-        else:
-            for rv, _, old, new in res.history:
-                kind = res.transition(selector, old, new) if rv > since else None
-                if kind is not None:
-                    watcher.queue.put_nowait(res.line(kind, self._public(new)))
+        for rv, _, old, new in res.history:
+            kind = res.transition(selector, old, new) if rv > since else None
+            if kind is not None:
+                watcher.queue.put_nowait(res.line(kind, self._public(new)))
         timeout_s = float(params.get("timeoutSeconds") or 1800)
         res.watchers.append(watcher)
 
@@ -286,7 +243,6 @@ class FakeApiServer:
         if request.headers.get("content-type", "").split(";")[0] != "application/merge-patch+json":
             return JSONResponse(status(415, "UnsupportedMediaType", "merge patch only"), 415)
         patch = json.loads(await request.body())
-        self.patches.append((name, patch))
         want_rv = (patch.get("metadata") or {}).get("resourceVersion")
         if want_rv is not None and want_rv != node["metadata"]["resourceVersion"]:
             message = (
@@ -307,16 +263,7 @@ class FakeApiServer:
         if request.headers.get("content-type", "").split(";")[0] != "application/merge-patch+json":
             return JSONResponse(status(415, "UnsupportedMediaType", "merge patch only"), 415)
         patch = json.loads(await request.body())
-        self.pod_patches.append((key, patch))
         return JSONResponse(self._public(self.put("pods", merge_patch(pod, patch))))
-
-    async def _binding(self, request: Request) -> Response:
-        ns, name = request.path_params["ns"], request.path_params["name"]
-        binding = json.loads(await request.body())
-        if f"{ns}/{name}" not in self.resources["pods"].objects:
-            return JSONResponse(status(404, "NotFound", f'pods "{name}" not found'), 404)
-        self.bind(ns, name, binding["target"]["name"])
-        return JSONResponse({"kind": "Status", "apiVersion": "v1", "status": "Success"}, 201)
 
     # ---- serving -----------------------------------------------------------------------------
 

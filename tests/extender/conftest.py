@@ -16,6 +16,8 @@ from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
 from eams.scheduler.extender.app import create_app
 from eams.scheduler.extender.settings import Settings
+from tests.servers.kube_binaries import kube_binaries  # noqa: F401 (the real control plane)
+from tests.servers.kube_control_plane import control_plane  # noqa: F401
 
 T0_S = 1_800_000_000.0  # a fixed "now" for the fake clock, epoch seconds
 

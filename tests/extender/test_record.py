@@ -1,17 +1,19 @@
 """The decision record wired into the extender (issue 19), through real HTTP.
 
 ``eams extender serve --watch --record FILE`` runs as its own uvicorn process and lists and
-watches a stand-in kube-apiserver (``tests/extender/apiserver.py``: no kube-apiserver can run
-here, so the pod watch is the published event stream, one ``{"type", "object"}`` line per
-event, and the binding is what ``pods/binding`` does: ``spec.nodeName`` set). The test plays
-kube-scheduler: creates a pending pod, calls ``/prioritize`` names-only as the shipped config
-does, binds, and then reads the record back over ``GET /decisions`` and from the file.
+watches the real kube-apiserver 1.36 (``tests/servers/kube_control_plane.py``, one per module)
+as its service account ``kube-system/eams-scheduler`` (the shipped RBAC: a missing ``patch``
+on pods fails the annotations). The test plays kube-scheduler: creates a pending pod, calls
+``/prioritize`` names-only with the pod as the server has it, as the shipped config does,
+binds it (``pods/binding``), and then reads the record back over ``GET /decisions`` and from
+the file, and the ``eams.io/*`` annotations from the pod on the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -23,11 +25,14 @@ from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.record import read_records
 from eams.scheduler.record.errors import RecordConfigError
 from eams.scheduler.record.reader import Query
-from tests.extender.apiserver import FakeApiServer
 from tests.extender.conftest import args_names, node_object, pod_object, sample, write_calibration
+from tests.servers.kube_control_plane import ControlPlane
+from tests.servers.kube_documents import clear, create_node, create_pod
 from tests.servers.uvicorn import ExtenderServer
 
 NAMES = ["node-a", "node-b", "node-c"]
+ACCOUNT = "kube-system/eams-scheduler"  # the extender's service account (deploy/k3s/rbac.yaml)
+PODS = "/api/v1/namespaces/default/pods"
 pytestmark = pytest.mark.anyio
 
 
@@ -42,15 +47,16 @@ async def _until(check: Any, timeout_s: float = 45.0) -> Any:
 
 
 async def _serve(
-    tmp_path: Path, mode: str, api: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, mode: str, plane: ControlPlane, admin: httpx.Client
 ) -> ExtenderServer:
     cal = tmp_path / "cal"
     cal.mkdir()
     for i, name in enumerate(NAMES):
         write_calibration(cal, name, 40.0 + 10 * i, 150.0 + 20 * i)
-        api.put("nodes", node_object(name, cpu="4"))
-    monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig(tmp_path / "kubeconfig")))
+        create_node(admin, node_object(name, cpu="4"))
     server = ExtenderServer(tmp_path / "extender.log", mode=mode, calibrations_dir=cal)
+    server.env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig(ACCOUNT))}
+    server.env.pop("KUBERNETES_SERVICE_HOST", None)  # never an in-cluster account
     server.argv += ["--watch", "--record", str(tmp_path / "record" / "decisions.jsonl")]
     server.argv += ["--record-max-file-bytes", "65536"]
     await asyncio.to_thread(server.start)
@@ -66,57 +72,69 @@ def _metric(text: str, name: str) -> float | None:
 
 @pytest.mark.parametrize("mode", ["active", "shadow"])
 async def test_every_decision_is_on_record_with_its_outcome_and_annotations(
-    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, mode: str, control_plane: ControlPlane
 ) -> None:
-    api = FakeApiServer()
-    await api.serve()
-    server = await _serve(tmp_path, mode, api, monkeypatch)
-    try:
-        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
-            headroom = {"node-a": 0.6, "node-b": 0.02, "node-c": 0.4}  # node-b under the floor
-            samples = [sample(n, time.time(), h) for n, h in headroom.items()]
-            (await http.post("/telemetry", json={"samples": samples})).raise_for_status()
-            await _until(lambda: _ready(http))
-            pod = pod_object("job-1")
-            api.put("pods", pod)
-            answer = await _prioritized(http, pod)
-            scores = {e["Host"]: e["Score"] for e in answer}
-            if mode == "active":
-                chosen = max(scores, key=scores.__getitem__)
-                assert scores[chosen] == 10
-            else:
-                assert set(scores.values()) == {0}  # shadow answers neutrally
-                chosen = "node-c"  # kube-scheduler's default placement, whatever it is
-            api.bind("default", "job-1", chosen)
+    with control_plane.client() as admin:
+        server = None
+        try:
+            server = await _serve(tmp_path, mode, control_plane, admin)
+            async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+                headroom = {"node-a": 0.6, "node-b": 0.02, "node-c": 0.4}  # node-b: under floor
+                samples = [sample(n, time.time(), h) for n, h in headroom.items()]
+                (await http.post("/telemetry", json={"samples": samples})).raise_for_status()
+                await _until(lambda: _ready(http))
+                create_pod(admin, pod_object("job-1"))
+                pod = admin.get(f"{PODS}/job-1").json()  # as kube-scheduler sends it
+                answer = await _prioritized(http, pod)
+                scores = {e["Host"]: e["Score"] for e in answer}
+                if mode == "active":
+                    chosen = max(scores, key=scores.__getitem__)
+                    assert scores[chosen] == 10
+                else:
+                    assert set(scores.values()) == {0}  # shadow answers neutrally
+                    chosen = "node-c"  # kube-scheduler's default placement, whatever it is
+                _bind(admin, "job-1", chosen)
 
-            async def on_record() -> Any:
-                got = (await http.get("/decisions", params={"pod": "default/job-1"})).json()
-                kinds = [r["kind"] for r in got["records"]]
-                return got["records"] if "bound" in kinds else None
+                async def on_record() -> Any:
+                    got = (await http.get("/decisions", params={"pod": "default/job-1"})).json()
+                    kinds = [r["kind"] for r in got["records"]]
+                    return got["records"] if "bound" in kinds else None
 
-            records = await _until(on_record)
-            patched = await _until(lambda: _patched(api))
-            # a pod kube-scheduler binds without asking for scores (one node alone passed its
-            # filters): cleared by its window, never offered, so neither honoured nor not
-            api.put("pods", pod_object("job-2"))
+                records = await _until(on_record)
+                annotated = await _until(lambda: _annotated(admin, "job-1"))
+                # a pod kube-scheduler binds without asking for scores (one node alone passed
+                # its filters): cleared by its window, never offered, so neither honoured nor not
+                create_pod(admin, pod_object("job-2"))
 
-            async def unscored() -> Any:
-                got = (await http.get("/decisions", params={"pod": "default/job-2"})).json()
-                kinds = [r["kind"] for r in got["records"]]
-                if kinds == ["placement"]:
-                    api.bind("default", "job-2", "node-c")
-                return got["records"] if "bound" in kinds else None
+                bound: list[str] = []
 
-            job2 = {r["kind"]: r for r in await _until(unscored)}
-            metrics = (await http.get("/metrics")).text
-    finally:
-        server.stop()
-        await api.close()
+                async def unscored() -> Any:
+                    got = (await http.get("/decisions", params={"pod": "default/job-2"})).json()
+                    kinds = [r["kind"] for r in got["records"]]
+                    if kinds == ["placement"] and not bound:
+                        _bind(admin, "job-2", "node-c")  # once: the server refuses another
+                        bound.append("node-c")
+                    return got["records"] if "bound" in kinds else None
+
+                job2 = {r["kind"]: r for r in await _until(unscored)}
+                await _until(lambda: _annotated(admin, "job-2"))
+
+                async def both_patched() -> str | None:
+                    text = (await http.get("/metrics")).text
+                    series = 'eams_extender_annotation_patches_total{outcome="ok"}'
+                    return text if _metric(text, series) == 2.0 else None
+
+                metrics = await _until(both_patched)
+        finally:
+            if server is not None:
+                server.stop()
+            clear(admin, NAMES)
 
     placement = next(r for r in records if r["kind"] == "placement")
     bound = next(r for r in records if r["kind"] == "bound")
     assert placement["mode"] == mode and placement["batch_pods"] == 1
-    assert placement["pod"] == {"namespace": "default", "name": "job-1", "uid": "uid-job-1"}
+    uid = pod["metadata"]["uid"]  # the server's
+    assert placement["pod"] == {"namespace": "default", "name": "job-1", "uid": uid}
     assert placement["clearing_id"] and placement["method"] == "short_lists"
     cleared = placement["cleared_node"]
     assert cleared == "node-a"  # the most headroom on the cheapest calibration
@@ -155,9 +173,10 @@ async def test_every_decision_is_on_record_with_its_outcome_and_annotations(
     assert _metric(metrics, 'eams_extender_annotation_patches_total{outcome="ok"}') == 2.0
     for part in ("lines", "join", "writer", "annotator"):  # each measured where it ran
         assert _metric(metrics, f'eams_record_cpu_seconds_total{{part="{part}"}}') > 0, part
-    key, patch = patched
-    annotations = patch["metadata"]["annotations"]
-    assert key == "default/job-1" and annotations["eams.io/cleared-node"] == cleared
+    annotations = annotated["metadata"]["annotations"]  # job-1 as the server has it now
+    assert (
+        annotations["eams.io/cleared-node"] == cleared and annotated["spec"]["nodeName"] == chosen
+    )
     assert annotations["eams.io/mode"] == mode and float(annotations["eams.io/clearing-price"]) == 0
     # the same lines in the file, as eams explain reads them
     on_file = read_records(tmp_path / "record", Query(pod="default/job-1")).records
@@ -179,8 +198,18 @@ async def _prioritized(http: httpx.AsyncClient, pod: dict[str, Any]) -> list[dic
     return list(response.json())
 
 
-async def _patched(api: FakeApiServer) -> tuple[str, dict[str, Any]] | None:
-    return api.pod_patches[0] if api.pod_patches else None
+def _bind(admin: httpx.Client, name: str, node: str) -> None:
+    """What kube-scheduler does once it has chosen: ``POST pods/NAME/binding``."""
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": node}}  # fmt: skip
+    admin.post(f"{PODS}/{name}/binding", json=binding).raise_for_status()
+
+
+async def _annotated(admin: httpx.Client, name: str) -> dict[str, Any] | None:
+    """The pod ``name`` as the server has it, once the extender's annotations are on it."""
+    pod = admin.get(f"{PODS}/{name}").json()
+    annotations = pod["metadata"].get("annotations") or {}
+    return pod if "eams.io/cleared-node" in annotations else None
 
 
 async def test_the_record_on_the_http_twin_in_shadow_mode_without_an_api_server(
