@@ -8,8 +8,8 @@ logged and counted, and a failure says what was done and what state it left.
 
 The steps by method (:mod:`.inventory`):
 
-- ``systemctl --no-block suspend`` / ``poweroff`` over SSH (paramiko through the calibration's
-  :class:`~eams.calibrate.runners.ssh.SshRunner`: key authentication, host keys verified
+- ``systemctl --no-block suspend`` / ``poweroff`` over SSH (paramiko through the one SSH
+  transport, :class:`eams.ssh.SshClient`: key authentication, host keys verified
   against known_hosts, an unknown or changed key refused). ``--no-block`` queues the job and
   returns, so the exit status comes back before the node goes down; a connection that drops
   right after the command was sent counts as the node going down.
@@ -32,7 +32,6 @@ import socket
 import time
 from collections.abc import Callable
 
-from eams.calibrate.errors import SweepError
 from eams.calibrate.powerstates.errors import (
     InventoryError,
     PowerActionFailed,
@@ -43,7 +42,6 @@ from eams.calibrate.powerstates.inventory import NodeEntry, PowerInventory
 from eams.calibrate.powerstates.kube import Cluster, NodeView
 from eams.calibrate.powerstates.safety import check_sleep
 from eams.calibrate.powerstates.transitions import Transition, record
-from eams.calibrate.runners.ssh import SshRunner, SshTarget
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 from eams.meter.wol import (
@@ -53,6 +51,7 @@ from eams.meter.wol import (
     parse_nic_mac,
     send_magic_packet,
 )
+from eams.ssh import CONNECTION_LOST, SshClient, SshError, SshTarget
 
 SSH_COMMAND_TIMEOUT_S = 30.0
 """Bound on one ``systemctl`` over SSH (s)."""
@@ -350,7 +349,7 @@ class PowerActions:
             raise PowerActionFailed(f"node {node}: no ssh target in {self.inventory.source}")
         try:
             return SshTarget.parse(entry.ssh)
-        except SweepError as exc:
+        except SshError as exc:
             raise PowerActionFailed(f"node {node}: {exc}") from exc
 
     @staticmethod
@@ -361,20 +360,20 @@ class PowerActions:
         target = self._target(node, entry)
         step = self._systemctl_step(target, verb)
         try:
-            runner = SshRunner(
+            runner = SshClient(
                 target,
                 identity=self.inventory.ssh.identity,
                 known_hosts=self.inventory.ssh.known_hosts,
                 timeout_s=self._ssh_timeout_s,
             )
-        except SweepError as exc:
+        except SshError as exc:
             raise PowerActionFailed(f"node {node}: cannot {verb}: {exc}; nothing was done") from exc
         called = time.monotonic()
         try:
             runner.run(["systemctl", "--no-block", verb], timeout_s=SSH_COMMAND_TIMEOUT_S)
             self._acted = (called, time.monotonic())
-        except SweepError as exc:
-            if "SSH connection lost running" not in str(exc):
+        except SshError as exc:
+            if f"{CONNECTION_LOST} running" not in str(exc):
                 raise PowerActionFailed(f"node {node}: {verb} failed: {exc}") from exc
             step += " (the connection dropped as the node went down)"
             self._acted = (called, time.monotonic())

@@ -38,12 +38,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from eams.calibrate.errors import SweepError
 from eams.calibrate.powerstates.errors import InventoryError
-from eams.calibrate.runners.ssh import SshTarget
 from eams.meter.errors import BadMacAddress
 from eams.meter.url import parse_meter_url
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_nic_mac
+from eams.ssh import SshError, SshTarget
 from eams.validation import describe_validation_error
 from eams.yamlfile import read_yaml
 
@@ -106,7 +105,7 @@ class NodeEntry(_Strict):
         if value is not None:
             try:
                 SshTarget.parse(value)  # the one parser the SSH actions use: port 1-65535 too
-            except SweepError as exc:
+            except SshError as exc:
                 raise ValueError(str(exc)) from None
         return value
 

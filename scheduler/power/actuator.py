@@ -14,13 +14,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from eams.calibrate.errors import SweepError
 from eams.calibrate.powerstates.actions import SSH_COMMAND_TIMEOUT_S, PowerActions
 from eams.calibrate.powerstates.errors import PowerRefused, PowerStateError
 from eams.calibrate.powerstates.inventory import PowerInventory
 from eams.calibrate.powerstates.kube import NodeView
 from eams.calibrate.powerstates.transitions import Transition, record
-from eams.calibrate.runners.ssh import SshRunner, SshTarget
+from eams.ssh import SshClient, SshError, SshTarget
 
 WHO = "eams-power-manager"
 SLEEP_STATES = {"wol": "suspended", "ssh": "soft_off", "outlet": "off"}
@@ -83,7 +82,7 @@ class PowerActuator:
         why = "NotReady after the wake"
         step = f"{entry.ssh}: {' '.join(K3S_AGENT_RESTART)}"
         try:
-            runner = SshRunner(
+            runner = SshClient(
                 SshTarget.parse(entry.ssh or ""),
                 identity=self.inventory.ssh.identity,
                 known_hosts=self.inventory.ssh.known_hosts,
@@ -93,7 +92,7 @@ class PowerActuator:
                 runner.run(list(K3S_AGENT_RESTART), timeout_s=SSH_COMMAND_TIMEOUT_S)
             finally:
                 runner.close()
-        except SweepError as exc:
+        except SshError as exc:
             return record(Transition(node, "running", "ssh", "failed", WHO, why, (), 0.0, str(exc)))
         elapsed = time.monotonic() - started
         return record(Transition(node, "running", "ssh", "ok", WHO, why, (step,), elapsed))

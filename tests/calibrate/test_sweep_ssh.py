@@ -10,11 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from eams.calibrate.errors import SweepError
-from eams.calibrate.runners import SshJob, SshRunner, SshTarget
+from eams.calibrate.runners import SshJob, SshRunner
 from eams.calibrate.sweep import SweepPlan, SweepProgress, run_sweep
 from eams.cli import cli
 from eams.meter.blocking import BlockingMeter
 from eams.meter.simulator import PduSimulator
+from eams.ssh import SshError, SshTarget
 from tests.calibrate.conftest import bin_without, process_alive, recovered_or_refused
 from tests.conftest import free_port
 from tests.servers.sshd import SshServer, sshd
@@ -129,7 +130,7 @@ def test_ssh_drop_mid_sweep_stops_the_remote_load(
 
     def progress(event: SweepProgress) -> None:
         if event.index == 1 and event.phase == "measuring":
-            transport = runner._client.get_transport()
+            transport = runner._ssh._client.get_transport()
             assert transport is not None
             transport.close()  # the network goes away
 
@@ -160,5 +161,5 @@ def test_ssh_target_parsing() -> None:
     assert str(SshTarget.parse("root@10.0.0.1")) == "ssh://root@10.0.0.1:22"
     assert SshTarget.parse("eams@[::1]:2222") == SshTarget("eams", "::1", 2222)
     for bad in ("10.0.0.1", "root@", "root@h:0", "root@h:99999"):
-        with pytest.raises(SweepError, match="ssh target"):
+        with pytest.raises(SshError, match="ssh target"):
             SshTarget.parse(bad)
