@@ -3,7 +3,7 @@ rules that make them safe, and the measurement of what each transition costs (is
 
 One module per job (see ``calibrate/README.md``): :mod:`.record` (the calibration file's
 ``power_states``, schema 2), :mod:`.inventory` (which node sleeps and wakes how),
-:mod:`.kube` (the node and its pods from the Kubernetes API), :mod:`.safety` (what is refused
+:mod:`.safety` (what is refused
 and why), :mod:`.transitions` (the log line and the Prometheus counter), :mod:`.actions` (the
 façade: wake, suspend, power off), :mod:`.probes` (is the node back?), :mod:`.measure` (``eams
 calibrate power-states``). Nothing is imported here, so loading a calibration file (which

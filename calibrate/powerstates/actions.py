@@ -39,9 +39,9 @@ from eams.calibrate.powerstates.errors import (
     PowerStateError,
 )
 from eams.calibrate.powerstates.inventory import NodeEntry, PowerInventory
-from eams.calibrate.powerstates.kube import Cluster, NodeView
 from eams.calibrate.powerstates.safety import check_sleep
 from eams.calibrate.powerstates.transitions import Transition, record
+from eams.kube.nodeview import Cluster, NodeView
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 from eams.meter.wol import (

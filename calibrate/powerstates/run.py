@@ -7,12 +7,13 @@ from pathlib import Path
 
 from eams.calibrate.calfile import Calibration, load_calibration, save_calibration
 from eams.calibrate.powerstates.actions import PowerActions
-from eams.calibrate.powerstates.errors import ClusterUnreachable, PowerActionFailed
+from eams.calibrate.powerstates.errors import PowerActionFailed
 from eams.calibrate.powerstates.inventory import PowerInventory
-from eams.calibrate.powerstates.kube import Cluster
 from eams.calibrate.powerstates.measure import MeasurePlan, PowerStateMeasurement
 from eams.calibrate.powerstates.probes import AgentProbe, ReadyProbe
 from eams.calibrate.powerstates.trace import PowerTrace
+from eams.kube.errors import ApiUnreachable, KubeConfigError
+from eams.kube.nodeview import Cluster
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 
@@ -88,7 +89,7 @@ def measure_node(
         cluster = Cluster(inventory.kubeconfig)
         cluster.ready(node)
         ready = ReadyProbe(cluster.ready, node)
-    except ClusterUnreachable:
+    except (ApiUnreachable, KubeConfigError):
         pass  # the safety rules say so (or --force did); no Ready times then
     try:
         meter = BlockingMeter(inventory.meter_url, timeout_s=2.0, retries=1)

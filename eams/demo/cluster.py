@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from eams.calibrate.powerstates.kube import NodeView
 from eams.demo.fleet import MEMORY_MIB, DemoNode
 from eams.demo.testbed import Testbed
 from eams.kube.names import HOSTNAME_LABEL, WORK_ANNOTATION
+from eams.kube.nodeview import NodeView
 from eams.kube.pods import PodRef
 from eams.scheduler.bench.kube_cycle import taint_toleration
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from eams.calibrate.powerstates.actions import SSH_COMMAND_TIMEOUT_S, PowerActions
 from eams.calibrate.powerstates.errors import PowerRefused, PowerStateError
 from eams.calibrate.powerstates.inventory import PowerInventory
-from eams.calibrate.powerstates.kube import NodeView
 from eams.calibrate.powerstates.transitions import Transition, record
+from eams.kube.nodeview import NodeView
 from eams.ssh import SshClient, SshError, SshTarget
 
 WHO = "eams-power-manager"
@@ -35,7 +35,7 @@ class PowerActuator:
     inventory : PowerInventory
     node_view : callable
         ``name -> NodeView`` for the safety check (:meth:`KubeClient.node
-        <eams.calibrate.powerstates.kube.Cluster.node>`).
+        <eams.kube.nodeview.Cluster.node>`).
     ssh_timeout_s : float
         SSH connect timeout (s).
     """

@@ -88,7 +88,7 @@ def build(
     InventoryError, ManagerConfigError
         A bad inventory, calibrations folder or config file; a node of the inventory that no
         calibration names is only logged (it is left out of the fleet).
-    ClusterUnreachable
+    KubeConfigError
         No Kubernetes configuration could be loaded.
     RecordConfigError
         The record folder is refused (another writer holds it, say).
