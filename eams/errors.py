@@ -5,6 +5,7 @@ Each component has its own ``errors.py`` whose classes derive from :class:`EamsE
     EamsError
     ├── eams.meter.errors.MeterError
     ├── eams.calibrate.errors.CalibrationError
+    ├── eams.actuators.errors.PowerStateError
     ├── eams.agent.errors.AgentError
     ├── eams.scheduler.errors.SchedulerError
     ├── eams.demo.errors.DemoError

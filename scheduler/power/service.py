@@ -25,8 +25,8 @@ from types import FrameType
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.registry import Collector
 
-from eams.calibrate.powerstates import transitions
-from eams.calibrate.powerstates.inventory import load_inventory
+from eams.actuators import transitions
+from eams.actuators.inventory import load_inventory
 from eams.scheduler.power.actuator import PowerActuator
 from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.config import load_config

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from eams.calibrate.powerstates.errors import ClusterUnreachable, PowerRefused
-from eams.calibrate.powerstates.inventory import NodeEntry
+from eams.actuators.errors import ClusterUnreachable, PowerRefused
+from eams.actuators.inventory import NodeEntry
 from eams.kube.errors import ApiUnreachable, KubeConfigError
 from eams.kube.nodeview import NodeView
 

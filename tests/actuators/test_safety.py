@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from eams.calibrate.powerstates.errors import ClusterUnreachable, PowerRefused
-from eams.calibrate.powerstates.inventory import NodeEntry
-from eams.calibrate.powerstates.safety import check_sleep
+from eams.actuators.errors import ClusterUnreachable, PowerRefused
+from eams.actuators.inventory import NodeEntry
+from eams.actuators.safety import check_sleep
 from eams.kube.errors import KubeConfigError
 from eams.kube.nodeview import Cluster
-from tests.calibrate.powerstates.conftest import drained
+from tests.actuators.conftest import drained
 from tests.servers.kubeapi import kube_api, write_kubeconfig
 
 ENTRY = NodeEntry(method="wol", mac="02:ea:a5:00:00:01", ssh="root@127.0.0.1")
