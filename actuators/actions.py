@@ -14,13 +14,14 @@ from __future__ import annotations
 import getpass
 import time
 from collections.abc import Callable
+from typing import Unpack
 
 from eams.actuators.errors import InventoryError, PowerRefused, PowerStateError
 from eams.actuators.inventory import PowerInventory
 from eams.actuators.methods import METHODS, Method
 from eams.actuators.methods.base import Action, Steps
 from eams.actuators.safety import check_sleep
-from eams.actuators.steps import StepKit
+from eams.actuators.steps import StepKit, StepOptions
 from eams.actuators.transitions import Transition, record
 from eams.kube.nodeview import Cluster, NodeView
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_nic_mac
@@ -43,12 +44,9 @@ class PowerActions:
         Check and plan only: print what would happen, do nothing.
     node_view : callable, optional
         ``name -> NodeView``; default: :meth:`Cluster.node` on the inventory's kubeconfig.
-    switch_wait_s : float
-        How long an outlet's state may take to read back as asked (s).
-    meter_timeout_s, meter_retries : float, int
-        Per SNMP request.
-    ssh_timeout_s : float
-        SSH connect and authentication timeout (s).
+    **options
+        ``switch_wait_s``, ``meter_timeout_s``, ``meter_retries``, ``ssh_timeout_s``: as
+        :class:`~.steps.StepKit` (the outlet's read-back, SNMP, SSH).
     """
 
     def __init__(
@@ -60,23 +58,14 @@ class PowerActions:
         force: bool = False,
         dry_run: bool = False,
         node_view: Callable[[str], NodeView] | None = None,
-        switch_wait_s: float = 30.0,
-        meter_timeout_s: float = 2.0,
-        meter_retries: int = 1,
-        ssh_timeout_s: float = 10.0,
+        **options: Unpack[StepOptions],
     ) -> None:
         self._inventory = inventory
         self.who = who or getpass.getuser()
         self.why = why
         self.force, self.dry_run = force, dry_run
         self._node_view = node_view
-        self._kit = StepKit(
-            inventory,
-            switch_wait_s=switch_wait_s,
-            meter_timeout_s=meter_timeout_s,
-            meter_retries=meter_retries,
-            ssh_timeout_s=ssh_timeout_s,
-        )
+        self._kit = StepKit(inventory, **options)
 
     @property
     def inventory(self) -> PowerInventory:

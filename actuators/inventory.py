@@ -41,7 +41,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eams.actuators.errors import InventoryError
-from eams.actuators.methods import METHODS
+from eams.actuators.methods import METHODS, known_method
 from eams.meter.errors import BadMacAddress
 from eams.meter.url import parse_meter_url
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_nic_mac
@@ -101,12 +101,7 @@ class NodeEntry(_Strict):
     k3s_server: bool = False
     pdu_owner: bool = False
 
-    @field_validator("method")
-    @classmethod
-    def _known_method(cls, value: str) -> str:
-        if value not in METHODS:
-            raise ValueError(f"method {value!r} is not one of {', '.join(METHODS)}")
-        return value
+    _known_method = field_validator("method")(known_method)
 
     _check_mac = field_validator("mac")(lambda v: None if v is None else _mac(v))
 

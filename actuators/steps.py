@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import socket
 import time
+from typing import TypedDict
 
 from eams.actuators.errors import PowerActionFailed
 from eams.actuators.inventory import NodeEntry, PowerInventory
@@ -35,6 +36,15 @@ SSH_COMMAND_TIMEOUT_S = 30.0
 """Bound on one ``systemctl`` over SSH (s)."""
 DOWN_POLL_S = 1.0
 """Seconds between checks that a shutting-down node's SSH port stopped answering."""
+
+
+class StepOptions(TypedDict, total=False):
+    """The keyword options of :class:`StepKit` (what the façade passes on)."""
+
+    switch_wait_s: float
+    meter_timeout_s: float
+    meter_retries: int
+    ssh_timeout_s: float
 
 
 class StepKit:

@@ -26,7 +26,7 @@ from eams.calibrate.runners.ssh import sweep_errors
 from eams.calibrate.sweep import ProgressCallback, SweepPlan, run_sweep
 from eams.calibrate.sweeprecord import SweepRecord
 from eams.meter.blocking import BlockingMeter
-from eams.ssh import SshTarget
+from eams.ssh import SshClient, SshTarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +75,13 @@ def open_runner(ssh: str | None, options: SshOptions) -> Iterator[Runner]:
         runner = LocalRunner()
     else:
         with sweep_errors():
-            target = SshTarget.parse(ssh)
-        runner = SshRunner(
-            target,
-            identity=options.identity,
-            known_hosts=options.known_hosts,
-            accept_unknown_host=options.accept_unknown_host,
-        )
+            client = SshClient(
+                SshTarget.parse(ssh),
+                identity=options.identity,
+                known_hosts=options.known_hosts,
+                accept_unknown_host=options.accept_unknown_host,
+            )
+        runner = SshRunner(client)
     try:
         yield runner
     finally:

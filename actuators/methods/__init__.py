@@ -19,10 +19,23 @@ METHODS: dict[str, type[Method]] = {
 """Inventory method name → its class."""
 
 
+def known_method(name: str) -> str:
+    """``name`` if :data:`METHODS` has it (a pydantic validator of ``method`` fields).
+
+    Raises
+    ------
+    ValueError
+        Naming the methods there are.
+    """
+    if name not in METHODS:
+        raise ValueError(f"method {name!r} is not one of {', '.join(METHODS)}")
+    return name
+
+
 def suspends(method: str) -> bool:
     """True when ``method``'s sleep is a suspend (wakes fast, draws P_suspend) rather than an
     off state; raises KeyError for a method that is not in :data:`METHODS`."""
     return METHODS[method].sleep_state == "suspended"
 
 
-__all__ = ["METHODS", "Method", "suspends"]
+__all__ = ["METHODS", "Method", "known_method", "suspends"]

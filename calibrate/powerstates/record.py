@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, Field, field_validator, model_validator
 
-from eams.actuators.methods import METHODS, suspends
+from eams.actuators.methods import METHODS, known_method, suspends
 from eams.calibrate.fitresult import StrictModel
 
 MIN_REPEATS = 3
@@ -121,12 +121,7 @@ class PowerStates(StrictModel):
     below_floor: bool = False
     notes: list[str] = Field(default_factory=list)
 
-    @field_validator("method")
-    @classmethod
-    def _known_method(cls, value: str) -> str:
-        if value not in METHODS:
-            raise ValueError(f"method {value!r} is not one of {', '.join(METHODS)}")
-        return value
+    _known_method = field_validator("method")(known_method)
 
     @property
     def sleep_power_w(self) -> float | None:

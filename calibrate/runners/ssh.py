@@ -12,13 +12,12 @@ import contextlib
 import shlex
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import paramiko
 
 from eams.calibrate.errors import SweepError
 from eams.calibrate.runners.base import STOP_GRACE_S
-from eams.ssh import CONNECTION_LOST, SshClient, SshError, SshTarget
+from eams.ssh import CONNECTION_LOST, SshClient, SshError
 
 
 @contextlib.contextmanager
@@ -83,40 +82,12 @@ class SshJob:
 
 
 class SshRunner:
-    """Runs on a remote node over SSH (:class:`eams.ssh.SshClient`), with key authentication
-    only.
+    """Runs on a remote node over an open SSH connection (:class:`eams.ssh.SshClient`, opened
+    inside :func:`sweep_errors` so that a refused one is a :class:`SweepError` too)."""
 
-    Parameters
-    ----------
-    target : SshTarget
-    identity, known_hosts, accept_unknown_host, timeout_s
-        As :class:`~eams.ssh.SshClient`.
-
-    Raises
-    ------
-    SweepError
-        Naming the target: unknown or changed host key, key refused, connection refused or
-        timed out.
-    """
-
-    def __init__(
-        self,
-        target: SshTarget,
-        *,
-        identity: str | Path | None = None,
-        known_hosts: str | Path | None = None,
-        accept_unknown_host: bool = False,
-        timeout_s: float = 10.0,
-    ) -> None:
-        self.target = str(target)
-        with sweep_errors():
-            self._ssh = SshClient(
-                target,
-                identity=identity,
-                known_hosts=known_hosts,
-                accept_unknown_host=accept_unknown_host,
-                timeout_s=timeout_s,
-            )
+    def __init__(self, client: SshClient) -> None:
+        self.target = client.target
+        self._ssh = client
 
     @property
     def connected(self) -> bool:
