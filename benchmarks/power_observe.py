@@ -77,7 +77,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eams.calibrate.powerstates.inventory import parse_inventory  # noqa: E402
+from eams.actuators.inventory import parse_inventory  # noqa: E402
 from eams.datasets import data_file  # noqa: E402
 from eams.scheduler.power.calibrations import read_folder  # noqa: E402
 from eams.scheduler.power.kube_client import KubeClient  # noqa: E402

@@ -338,11 +338,11 @@ def power_states(
 
     The node must be running, drained, cordoned and tainted; it is left running.
     """
-    from eams.calibrate.powerstates.actions import PowerActions
-    from eams.calibrate.powerstates.inventory import load_inventory
+    from eams.actuators.actions import PowerActions
+    from eams.actuators.inventory import load_inventory
+    from eams.actuators.transitions import echo_transitions
     from eams.calibrate.powerstates.measure import MeasurePlan
     from eams.calibrate.powerstates.run import measure_node, plan_power_states
-    from eams.calibrate.powerstates.transitions import echo_transitions
 
     inventory = load_inventory(inventory_path)
     actions = PowerActions(

@@ -21,10 +21,12 @@ from eams.calibrate.calfile import (
     save_sweep_record,
 )
 from eams.calibrate.errors import CalibrationError, SweepError
-from eams.calibrate.runners import LocalRunner, Runner, SshRunner, SshTarget
+from eams.calibrate.runners import LocalRunner, Runner, SshRunner
+from eams.calibrate.runners.ssh import sweep_errors
 from eams.calibrate.sweep import ProgressCallback, SweepPlan, run_sweep
 from eams.calibrate.sweeprecord import SweepRecord
 from eams.meter.blocking import BlockingMeter
+from eams.ssh import SshClient, SshTarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +74,14 @@ def open_runner(ssh: str | None, options: SshOptions) -> Iterator[Runner]:
     if ssh is None:
         runner = LocalRunner()
     else:
-        runner = SshRunner(
-            SshTarget.parse(ssh),
-            identity=options.identity,
-            known_hosts=options.known_hosts,
-            accept_unknown_host=options.accept_unknown_host,
-        )
+        with sweep_errors():
+            client = SshClient(
+                SshTarget.parse(ssh),
+                identity=options.identity,
+                known_hosts=options.known_hosts,
+                accept_unknown_host=options.accept_unknown_host,
+            )
+        runner = SshRunner(client)
     try:
         yield runner
     finally:

@@ -5,10 +5,12 @@ Each component has its own ``errors.py`` whose classes derive from :class:`EamsE
     EamsError
     ├── eams.meter.errors.MeterError
     ├── eams.calibrate.errors.CalibrationError
+    ├── eams.actuators.errors.PowerStateError
     ├── eams.agent.errors.AgentError
     ├── eams.scheduler.errors.SchedulerError
     ├── eams.demo.errors.DemoError
     ├── eams.kube.errors.KubeError  the Kubernetes layer: a malformed object, no configuration
+    ├── eams.ssh.SshError          an SSH target malformed, a connection or command failed
     ├── ProcStatError              /proc/stat missing or malformed (names the source and line)
     └── TelemetryError             a telemetry sample breaks its contract (names the key)
 

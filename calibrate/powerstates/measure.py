@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from eams.calibrate.powerstates.actions import PowerActions
-from eams.calibrate.powerstates.errors import PowerActionFailed, PowerStateError
+from eams.actuators.actions import PowerActions
+from eams.actuators.errors import PowerActionFailed, PowerStateError
+from eams.actuators.methods import suspends
+from eams.actuators.transitions import Transition
 from eams.calibrate.powerstates.estimate import estimate
 from eams.calibrate.powerstates.probes import Probe
 from eams.calibrate.powerstates.record import MIN_REPEATS, PowerStates, TransitionCost
 from eams.calibrate.powerstates.trace import PowerTrace
-from eams.calibrate.powerstates.transitions import Transition
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +176,7 @@ class PowerStateMeasurement:
         asleep = False
         try:
             for _ in range(plan.repeats):
-                if entry.method == "wol":
+                if suspends(entry.method):
                     asleep = True
                     start = self._act(lambda: self.actions.os_sleep(self.node, "suspend"))
                     levels["p_suspend_w"].append(self._sleep(start, running_w, costs["suspend"]))
@@ -363,7 +364,7 @@ class PowerStateMeasurement:
             if values and len(known) < len(values):
                 self.notes.append(f"{name}: reads 0 W under the meter's floor: not measurable")
             found[name] = estimate(known, half_w) if len(known) >= MIN_REPEATS else None
-        if self.entry.method != "wol":
+        if not suspends(self.entry.method):
             self.notes.append(f"method {self.entry.method}: the node cannot suspend")
         boot = costs["boot"].cost()
         return PowerStates(

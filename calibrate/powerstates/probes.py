@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from eams.calibrate.powerstates.errors import ClusterUnreachable
+from eams.kube.errors import ApiUnreachable
 
 Probe = Callable[[], bool]
 """``() -> bool``: True once the node is back."""
@@ -36,7 +36,7 @@ class AgentProbe:
 class ReadyProbe:
     """True when the Kubernetes Node ``node``'s Ready condition is True.
 
-    ``ready`` is :meth:`~.kube.Cluster.ready`; an API that stops answering reads as not
+    ``ready`` is :meth:`eams.kube.nodeview.Cluster.ready`; an API that stops answering reads as not
     ready (the measurement notes it and ends the Ready times)."""
 
     ready: Callable[[str], bool | None]
@@ -45,5 +45,5 @@ class ReadyProbe:
     def __call__(self) -> bool:
         try:
             return self.ready(self.node) is True
-        except ClusterUnreachable:
+        except ApiUnreachable:
             return False

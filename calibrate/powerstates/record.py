@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import AwareDatetime, Field, field_validator, model_validator
 
+from eams.actuators.methods import METHODS, known_method, suspends
 from eams.calibrate.fitresult import StrictModel
 
 MIN_REPEATS = 3
 """A power-state calibration repeats every transition at least this often (issue 13)."""
 
-Method = Literal["wol", "ssh", "outlet"]
-"""How a node sleeps and wakes (see :mod:`eams.calibrate.powerstates.inventory`)."""
 
 _Finite = Annotated[float, Field(allow_inf_nan=False)]
 
@@ -81,8 +80,8 @@ class PowerStates(StrictModel):
     Attributes
     ----------
     measured_at : datetime (UTC)
-    method : {"wol", "ssh", "outlet"}
-        The node's method when measured.
+    method : str
+        The node's method when measured (a name of :data:`eams.actuators.methods.METHODS`).
     meter : str
         The meter URL read, redacted.
     outlet : int
@@ -108,7 +107,7 @@ class PowerStates(StrictModel):
     """
 
     measured_at: AwareDatetime
-    method: Method
+    method: str
     meter: str
     outlet: Annotated[int, Field(ge=1)]
     repeats: Annotated[int, Field(ge=MIN_REPEATS)]
@@ -122,25 +121,27 @@ class PowerStates(StrictModel):
     below_floor: bool = False
     notes: list[str] = Field(default_factory=list)
 
+    _known_method = field_validator("method")(known_method)
+
     @property
     def sleep_power_w(self) -> float | None:
         """What the node draws asleep by its method (W): P_suspend (wol), P_off (ssh: soft-off)
         or 0 (outlet: switched off); ``None`` when not measured."""
-        if self.method == "outlet":
+        if METHODS[self.method].sleep_state == "off":
             return 0.0
-        found = self.p_suspend_w if self.method == "wol" else self.p_off_w
+        found = self.p_suspend_w if suspends(self.method) else self.p_off_w
         return None if found is None else found.value
 
     @property
     def wake_energy_j(self) -> float | None:
         """E_wake: the energy of waking the node from its sleep state to its agent reporting
         (J): the wake from suspend (wol), else the boot; ``None`` when not measured."""
-        cost = self.wake if self.method == "wol" else self.boot
+        cost = self.wake if suspends(self.method) else self.boot
         return None if cost is None else cost.energy_j.value
 
     @property
     def wake_time_s(self) -> float | None:
         """Time from the wake command to the agent reporting (s), by method as
         :attr:`wake_energy_j`; ``None`` when not measured."""
-        cost = self.wake if self.method == "wol" else self.boot
+        cost = self.wake if suspends(self.method) else self.boot
         return None if cost is None else cost.time_s.value

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eams.actuators.actions import PowerActions
+from eams.actuators.errors import PowerActionFailed
+from eams.actuators.inventory import PowerInventory
+from eams.actuators.methods import suspends
 from eams.calibrate.calfile import Calibration, load_calibration, save_calibration
-from eams.calibrate.powerstates.actions import PowerActions
-from eams.calibrate.powerstates.errors import ClusterUnreachable, PowerActionFailed
-from eams.calibrate.powerstates.inventory import PowerInventory
-from eams.calibrate.powerstates.kube import Cluster
 from eams.calibrate.powerstates.measure import MeasurePlan, PowerStateMeasurement
 from eams.calibrate.powerstates.probes import AgentProbe, ReadyProbe
 from eams.calibrate.powerstates.trace import PowerTrace
+from eams.kube.errors import ApiUnreachable, KubeConfigError
+from eams.kube.nodeview import Cluster
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 
@@ -29,7 +31,7 @@ def plan_power_states(node: str, inventory: PowerInventory, actions: PowerAction
     assert actions.dry_run
     entry = inventory.node(node)
     steps = []
-    if entry.method == "wol":
+    if suspends(entry.method):
         steps += [actions.os_sleep(node, "suspend"), actions.magic_packet(node)]
     steps.append(actions.os_sleep(node, "poweroff"))
     if entry.outlet is not None and inventory.pdu is not None:
@@ -88,7 +90,7 @@ def measure_node(
         cluster = Cluster(inventory.kubeconfig)
         cluster.ready(node)
         ready = ReadyProbe(cluster.ready, node)
-    except ClusterUnreachable:
+    except (ApiUnreachable, KubeConfigError):
         pass  # the safety rules say so (or --force did); no Ready times then
     try:
         meter = BlockingMeter(inventory.meter_url, timeout_s=2.0, retries=1)

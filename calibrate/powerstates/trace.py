@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from eams.calibrate.powerstates.errors import PowerActionFailed
+from eams.actuators.errors import PowerActionFailed
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 

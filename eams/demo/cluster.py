@@ -13,7 +13,7 @@ NodeUnschedulable (a cordoned node takes no pod), TaintToleration (the power man
 ``eams.io/asleep:NoSchedule`` and the extender's ``eams.io/power-headroom-low``, through
 :func:`eams.scheduler.bench.kube_cycle.taint_toleration`), and NodeResourcesFit (cpu, memory and
 pod count against what is bound). Thread-safe: the scheduling loop, the power manager's worker
-threads and the safety check of :class:`~eams.calibrate.powerstates.actions.PowerActions` read it
+threads and the safety check of :class:`~eams.actuators.actions.PowerActions` read it
 at once.
 """
 
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from eams.calibrate.powerstates.kube import NodeView
 from eams.demo.fleet import MEMORY_MIB, DemoNode
 from eams.demo.testbed import Testbed
 from eams.kube.names import HOSTNAME_LABEL, WORK_ANNOTATION
+from eams.kube.nodeview import NodeView
 from eams.kube.pods import PodRef
 from eams.scheduler.bench.kube_cycle import taint_toleration
 

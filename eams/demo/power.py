@@ -13,8 +13,8 @@ three ports of :mod:`eams.scheduler.power.ports` for the demo:
   unschedulable pods back to the scheduler's queue;
 * :class:`DemoActuator` — the power inventory's method ``outlet`` (soft-off, then outlet off)
   on the PDU simulator: the safety rules of
-  :class:`~eams.calibrate.powerstates.actions.PowerActions`
-  (:func:`~eams.calibrate.powerstates.safety.check_sleep`: never the PDU owner and k3s server,
+  :class:`~eams.actuators.actions.PowerActions`
+  (:func:`~eams.actuators.safety.check_sleep`: never the PDU owner and k3s server,
   cordoned, tainted and drained first) against the emulated cluster, the node's OS powered off
   (the virtual node has no SSH: its ``systemctl poweroff`` is the simulator's soft-off, as its
   stress-ng is :class:`~eams.demo.testbed.VirtualRunner`'s), then its outlet switched off over
@@ -38,11 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
+from eams.actuators.errors import PowerStateError
+from eams.actuators.inventory import PowerInventory, parse_inventory
+from eams.actuators.safety import check_sleep
+from eams.actuators.transitions import Transition, record
 from eams.calibrate.calfile import Calibration
-from eams.calibrate.powerstates.errors import PowerStateError
-from eams.calibrate.powerstates.inventory import PowerInventory, parse_inventory
-from eams.calibrate.powerstates.safety import check_sleep
-from eams.calibrate.powerstates.transitions import Transition, record
 from eams.demo.cluster import EmulatedCluster
 from eams.demo.fleet import MEMORY_MIB
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed

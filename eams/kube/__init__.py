@@ -12,6 +12,8 @@ power-state safety check and the demo are its users; it imports only the ground
 * :mod:`.pods` — the pod model (:class:`~.pods.PodObject`) and the workload-pod rule
   (:class:`~.pods.PodRef`);
 * :mod:`.nodes` — a node's allocatable resources and Ready condition;
+* :mod:`.nodeview` — one node read from the API: cordon, taints, Ready, its pods
+  (:class:`~.nodeview.NodeView`, :class:`~.nodeview.Cluster`);
 * :mod:`.taints` — taints and tolerations, kube-scheduler's TaintToleration rule;
 * :mod:`.patch` — node merge patches of ``spec.taints`` with resourceVersion and 409 retry;
 * :mod:`.client` — the client configuration (explicit kubeconfig, ``$KUBECONFIG``, in-cluster);

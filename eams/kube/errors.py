@@ -6,11 +6,15 @@
         │   │                   quantity breaking the grammar, a negative request, a wrong type;
         │   │                   names the field's JSON path; also a ``ValueError``
         │   └── BadQuantity     the field is a resource quantity
-        └── KubeConfigError     no client configuration could be loaded (names where it looked)
+        ├── KubeConfigError     no client configuration could be loaded (names where it looked)
+        └── ApiUnreachable      the API did not answer, refused (the HTTP status), or answered
+                                something else than the kind asked for (names the server)
 
 Callers translate at their edge: the extender answers a :class:`BadObject` in a request with
 HTTP 400 (``eams.scheduler.extender.errors.BadRequest``, the message unchanged), the power-state
-safety check reports a :class:`KubeConfigError` as ``ClusterUnreachable``.
+safety check reports a :class:`KubeConfigError` or an :class:`ApiUnreachable` as
+``ClusterUnreachable`` (a refusal), the power manager an :class:`ApiUnreachable` as its
+``KubeApiError``.
 """
 
 from eams.errors import EamsError
@@ -41,3 +45,8 @@ class BadQuantity(BadObject):
 class KubeConfigError(KubeError):
     """No Kubernetes client configuration: the kubeconfig is missing, not YAML or without a
     current context, and no in-cluster account either."""
+
+
+class ApiUnreachable(KubeError):
+    """The Kubernetes API did not answer, refused the request, or answered something that is
+    not what was asked for; the message names the server and the request."""

@@ -5,5 +5,5 @@ sleep and which wake.
 the bench's discrete-event simulator in simulated time and by the live manager service in real
 time; ``manager`` is that service's loop, which reaches the world only through the
 ``ports`` (observer, marker, actuator: README.md); ``cli`` holds the ``eams power`` commands
-(wake, suspend, power off one node by hand, through :mod:`eams.calibrate.powerstates`).
+(wake, suspend, power off one node by hand, through :mod:`eams.actuators`).
 """

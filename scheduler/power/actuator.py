@@ -1,9 +1,9 @@
 """The manager's :class:`~.ports.Actuator` on real nodes: the power-state actions of
-:mod:`eams.calibrate.powerstates` (Wake-on-LAN, ``systemctl`` over SSH, switched outlets read
+:mod:`eams.actuators` (Wake-on-LAN, ``systemctl`` over SSH, switched outlets read
 back), with their safety rules: a node with pods that are not DaemonSets', one not cordoned
 and tainted, the k3s server and the PDU owner are refused, never forced.
 
-A refusal or failure comes back as a :class:`~eams.calibrate.powerstates.transitions.Transition`
+A refusal or failure comes back as a :class:`~eams.actuators.transitions.Transition`
 (``refused`` / ``failed``, the error in ``detail``); the actions have already logged and
 counted it (``eams_power_transitions_total``). :meth:`PowerActuator.restart_agent` runs
 ``systemctl restart k3s-agent`` over the same SSH target, logged and counted the same way.
@@ -14,17 +14,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from eams.calibrate.errors import SweepError
-from eams.calibrate.powerstates.actions import SSH_COMMAND_TIMEOUT_S, PowerActions
-from eams.calibrate.powerstates.errors import PowerRefused, PowerStateError
-from eams.calibrate.powerstates.inventory import PowerInventory
-from eams.calibrate.powerstates.kube import NodeView
-from eams.calibrate.powerstates.transitions import Transition, record
-from eams.calibrate.runners.ssh import SshRunner, SshTarget
+from eams.actuators.actions import PowerActions
+from eams.actuators.errors import PowerRefused, PowerStateError
+from eams.actuators.inventory import PowerInventory
+from eams.actuators.methods import METHODS
+from eams.actuators.steps import SSH_COMMAND_TIMEOUT_S
+from eams.actuators.transitions import Transition, record
+from eams.kube.nodeview import NodeView
+from eams.ssh import SshClient, SshError, SshTarget
 
 WHO = "eams-power-manager"
-SLEEP_STATES = {"wol": "suspended", "ssh": "soft_off", "outlet": "off"}
-"""The state each inventory method's sleep leaves a node in."""
 K3S_AGENT_RESTART = ("systemctl", "restart", "k3s-agent")
 
 
@@ -36,7 +35,7 @@ class PowerActuator:
     inventory : PowerInventory
     node_view : callable
         ``name -> NodeView`` for the safety check (:meth:`KubeClient.node
-        <eams.calibrate.powerstates.kube.Cluster.node>`).
+        <eams.kube.nodeview.Cluster.node>`).
     ssh_timeout_s : float
         SSH connect timeout (s).
     """
@@ -59,8 +58,9 @@ class PowerActuator:
         )
 
     def sleep_state(self, node: str) -> str:
-        """``suspended`` (wol), ``soft_off`` (ssh) or ``off`` (outlet)."""
-        return SLEEP_STATES[self.inventory.node(node).method]
+        """The state the node's method's sleep leaves it in (``suspended`` for wol, ``soft_off``
+        for ssh, ``off`` for outlet: :data:`eams.actuators.methods.METHODS`)."""
+        return METHODS[self.inventory.node(node).method].sleep_state
 
     def sleep(self, node: str, reason: str) -> Transition:
         """:meth:`PowerActions.suspend` (after its safety rules)."""
@@ -83,7 +83,7 @@ class PowerActuator:
         why = "NotReady after the wake"
         step = f"{entry.ssh}: {' '.join(K3S_AGENT_RESTART)}"
         try:
-            runner = SshRunner(
+            runner = SshClient(
                 SshTarget.parse(entry.ssh or ""),
                 identity=self.inventory.ssh.identity,
                 known_hosts=self.inventory.ssh.known_hosts,
@@ -93,7 +93,7 @@ class PowerActuator:
                 runner.run(list(K3S_AGENT_RESTART), timeout_s=SSH_COMMAND_TIMEOUT_S)
             finally:
                 runner.close()
-        except SweepError as exc:
+        except SshError as exc:
             return record(Transition(node, "running", "ssh", "failed", WHO, why, (), 0.0, str(exc)))
         elapsed = time.monotonic() - started
         return record(Transition(node, "running", "ssh", "ok", WHO, why, (step,), elapsed))

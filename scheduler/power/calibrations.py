@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from eams.actuators.methods import suspends
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.calfolder import load_calibration_folder
 from eams.calibrate.errors import CalibrationFileError
@@ -56,8 +57,8 @@ def node_figures(cal: Calibration) -> dict[str, Any]:
     }
     if states is None:
         return figures
-    wake = states.wake if states.method == "wol" else states.boot
-    sleep = states.suspend if states.method == "wol" else states.shutdown
+    wake = states.wake if suspends(states.method) else states.boot
+    sleep = states.suspend if suspends(states.method) else states.shutdown
     figures["sleep_power_w"] = states.sleep_power_w
     figures["wake_energy_j"] = states.wake_energy_j
     if wake is not None:

@@ -1,6 +1,6 @@
 """``eams power``: wake, suspend and power off one node, safely; run the power manager. This
 module only wires (STYLE.md §14): the actions, their safety rules and their log line are
-:mod:`eams.calibrate.powerstates`; the manager is :mod:`.service`."""
+:mod:`eams.actuators`; the manager is :mod:`.service`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import click
 
-from eams.calibrate.powerstates.actions import PowerActions
-from eams.calibrate.powerstates.inventory import load_inventory
-from eams.calibrate.powerstates.transitions import Transition, echo_transitions
+from eams.actuators.actions import PowerActions
+from eams.actuators.inventory import load_inventory
+from eams.actuators.methods import METHODS
+from eams.actuators.transitions import Transition, echo_transitions
 from eams.cli import FiniteFloatRange, configure_logging, log_level_option
 from eams.meter.errors import BadMacAddress
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_nic_mac
@@ -160,8 +161,9 @@ def _stop_command(verb: str, doc: str) -> click.Command:
 
 _stop_command(
     "suspend",
-    """Put NODE into its sleep state: suspend-to-RAM (method wol); soft-off (ssh); soft-off,
-    then its outlet off (outlet).""",
+    "Put NODE into its sleep state: "
+    + "; ".join(f"{m.sleeps_by} (method {name})" for name, m in METHODS.items())
+    + ".",
 )
 _stop_command(
     "poweroff",

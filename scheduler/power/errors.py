@@ -8,8 +8,8 @@ EamsError
         └── KubeApiError         the Kubernetes API did not answer, refused, or answered
                                  something else (names the request and the server)
 
-The power-state actions' errors (:mod:`eams.calibrate.powerstates.errors`) reach the manager as
-the :class:`~eams.calibrate.powerstates.transitions.Transition` of the action, not as errors.
+The power-state actions' errors (:mod:`eams.actuators.errors`) reach the manager as
+the :class:`~eams.actuators.transitions.Transition` of the action, not as errors.
 """
 
 from eams.scheduler.errors import SchedulerError

@@ -1,7 +1,7 @@
 """The Kubernetes API calls of the power manager: list and watch nodes, pods and node Leases,
 read and patch a node.
 
-A :class:`~eams.calibrate.powerstates.kube.Cluster` (the same credentials, timeout and error
+A :class:`~eams.kube.nodeview.Cluster` (the same credentials, timeout and error
 wording as the power-state actions' safety check, whose ``node`` view it also serves) with:
 
 * ``GET /api/v1/nodes``, ``GET /api/v1/pods`` (every namespace: bound and pending pods) and
@@ -21,22 +21,22 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from eams.calibrate.powerstates.errors import ClusterUnreachable
-from eams.calibrate.powerstates.kube import Cluster
+from eams.kube.errors import ApiUnreachable
 from eams.kube.names import MERGE_PATCH, NODE_LEASE_NAMESPACE
+from eams.kube.nodeview import Cluster
 from eams.scheduler.power.errors import KubeApiError
 
 
 class KubeClient(Cluster):
     """The manager's API client (module docstring); parameters as
-    :class:`~eams.calibrate.powerstates.kube.Cluster`. Every call raises
+    :class:`~eams.kube.nodeview.Cluster`. Every call raises
     :class:`KubeApiError` naming the request and the server, with the HTTP status when the API
     answered one."""
 
     def _call(self, what: str, call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         try:
             return self._get(what, call, *args, **kwargs)
-        except ClusterUnreachable as exc:
+        except ApiUnreachable as exc:
             status = getattr(exc.__cause__, "status", None)
             raise KubeApiError(str(exc), status if isinstance(status, int) else None) from exc
 

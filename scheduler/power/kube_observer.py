@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from eams.actuators.inventory import PowerInventory
 from eams.calibrate.calfile import Calibration
-from eams.calibrate.powerstates.inventory import PowerInventory
 from eams.calibrate.powerstates.probes import AgentProbe
 from eams.kube.names import ASLEEP_TAINT
 from eams.kube.nodes import kubelet_heartbeat_s, node_capacity, ready_condition

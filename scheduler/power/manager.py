@@ -55,7 +55,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from eams.calibrate.powerstates.transitions import Transition
+from eams.actuators.transitions import Transition
 from eams.errors import EamsError
 from eams.scheduler.power.metrics import ManagerMetrics
 from eams.scheduler.power.policy import Plan, PowerPolicy

@@ -11,7 +11,7 @@
 * ``eams_power_wakes_confirmed_total`` — wakes that re-registered (Ready and agent reporting);
 * ``eams_power_observe_errors_total`` — ticks in which the fleet could not be seen;
 * ``eams_power_transitions_total`` — every action's outcome
-  (:mod:`eams.calibrate.powerstates.transitions`, on the same registry when the manager
+  (:mod:`eams.actuators.transitions`, on the same registry when the manager
   serves that one).
 """
 

@@ -11,8 +11,8 @@ three protocols, so the same loop runs against a real cluster (:mod:`.kube_obser
   (:meth:`~NodeMarker.annotate`), untaint + uncordon once the node is back
   (:meth:`~NodeMarker.release`).
 * :class:`Actuator` — sleep and wake one node, restart its k3s agent, each returning the
-  :class:`~eams.calibrate.powerstates.transitions.Transition` of
-  :mod:`eams.calibrate.powerstates` (a refusal or failure is a Transition, not an exception).
+  :class:`~eams.actuators.transitions.Transition` of
+  :mod:`eams.actuators` (a refusal or failure is a Transition, not an exception).
 
 The phase columns of the observer's :class:`~.policy_fleet.FleetState` (``state``,
 ``state_since_s``, ``last_wake_s``, ``last_sleep_s``, ``suspect``, ``failed_wakes``) are only
@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from eams.calibrate.powerstates.transitions import Transition
+from eams.actuators.transitions import Transition
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, FleetInputError, FleetState
 from eams.scheduler.record.schema import Power
 
@@ -132,7 +132,7 @@ class NodeMarker(Protocol):
 
 @runtime_checkable
 class Actuator(Protocol):
-    """Switches nodes (:class:`~eams.calibrate.powerstates.actions.PowerActions`; the demo's
+    """Switches nodes (:class:`~eams.actuators.actions.PowerActions`; the demo's
     simulator). Each call returns the action's Transition: ``result`` ``ok``, ``failed`` or
     ``refused`` (the safety rules: a node with pods that are not DaemonSets', a role that
     never sleeps), never raising for those."""
@@ -152,7 +152,7 @@ class Actuator(Protocol):
 
     def sleep_state(self, node: str) -> str:
         """The state :meth:`sleep` leaves ``node`` in: ``suspended``, ``soft_off`` or ``off``
-        (:data:`~eams.calibrate.powerstates.transitions.STATES`)."""
+        (:data:`~eams.actuators.transitions.STATES`)."""
         ...
 
 

@@ -26,8 +26,8 @@ from types import FrameType
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.registry import Collector
 
-from eams.calibrate.powerstates import transitions
-from eams.calibrate.powerstates.inventory import load_inventory
+from eams.actuators import transitions
+from eams.actuators.inventory import load_inventory
 from eams.scheduler.power.actuator import PowerActuator
 from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.config import load_config
@@ -92,7 +92,7 @@ def build(
     InventoryError, ManagerConfigError
         A bad inventory, calibrations folder or config file; a node of the inventory that no
         calibration names is only logged (it is left out of the fleet).
-    ClusterUnreachable
+    KubeConfigError
         No Kubernetes configuration could be loaded.
     KubeApiError
         The nodes, pods or node Leases could not be listed (the watches did not start).

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from eams.agent.config import load_config
-from eams.calibrate.powerstates.inventory import load_inventory
+from eams.actuators.inventory import load_inventory
 from tests.ansible.conftest import ANSIBLE_PLAYBOOK, REPO
 from tests.servers.sshd import SshServer
 

@@ -10,11 +10,14 @@ import pytest
 from click.testing import CliRunner
 
 from eams.calibrate.errors import SweepError
-from eams.calibrate.runners import SshJob, SshRunner, SshTarget
+from eams.calibrate.run import SshOptions, open_runner
+from eams.calibrate.runners import SshJob, SshRunner
+from eams.calibrate.runners.ssh import sweep_errors
 from eams.calibrate.sweep import SweepPlan, SweepProgress, run_sweep
 from eams.cli import cli
 from eams.meter.blocking import BlockingMeter
 from eams.meter.simulator import PduSimulator
+from eams.ssh import SshClient, SshError, SshTarget
 from tests.calibrate.conftest import bin_without, process_alive, recovered_or_refused
 from tests.conftest import free_port
 from tests.servers.sshd import SshServer, sshd
@@ -24,7 +27,8 @@ pytestmark = pytest.mark.integration
 
 def _runner(server: SshServer, **kwargs: object) -> SshRunner:
     options = {"identity": server.client_key, "known_hosts": server.known_hosts, **kwargs}
-    return SshRunner(SshTarget.parse(server.target), **options)  # type: ignore[arg-type]
+    with sweep_errors():
+        return SshRunner(SshClient(SshTarget.parse(server.target), **options))  # type: ignore[arg-type]
 
 
 @pytest.mark.usefixtures("stress_ng")
@@ -96,8 +100,11 @@ def test_a_key_the_node_does_not_authorise_is_refused(
 
 
 def test_nothing_listening_is_named() -> None:
-    with pytest.raises(SweepError, match="cannot connect"):
-        SshRunner(SshTarget.parse(f"root@127.0.0.1:{free_port()}"))
+    with (
+        pytest.raises(SweepError, match="cannot connect"),
+        open_runner(f"root@127.0.0.1:{free_port()}", SshOptions()),
+    ):
+        pass
 
 
 def test_stress_ng_missing_on_the_remote_node(
@@ -129,7 +136,7 @@ def test_ssh_drop_mid_sweep_stops_the_remote_load(
 
     def progress(event: SweepProgress) -> None:
         if event.index == 1 and event.phase == "measuring":
-            transport = runner._client.get_transport()
+            transport = runner._ssh._client.get_transport()
             assert transport is not None
             transport.close()  # the network goes away
 
@@ -160,5 +167,5 @@ def test_ssh_target_parsing() -> None:
     assert str(SshTarget.parse("root@10.0.0.1")) == "ssh://root@10.0.0.1:22"
     assert SshTarget.parse("eams@[::1]:2222") == SshTarget("eams", "::1", 2222)
     for bad in ("10.0.0.1", "root@", "root@h:0", "root@h:99999"):
-        with pytest.raises(SweepError, match="ssh target"):
+        with pytest.raises(SshError, match="ssh target"):
             SshTarget.parse(bad)

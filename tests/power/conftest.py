@@ -5,7 +5,7 @@ those of ``tests/calibrate/powerstates``."""
 from __future__ import annotations
 
 from eams.scheduler.power.policy_fleet import FleetState, NodePowerView, PendingPod, PowerState
-from tests.calibrate.powerstates.conftest import control, k8s, node1, sim  # noqa: F401
+from tests.actuators.conftest import control, k8s, node1, sim  # noqa: F401
 from tests.servers.kube_binaries import kube_binaries  # noqa: F401 (the real control plane)
 from tests.servers.kube_control_plane import control_plane  # noqa: F401
 from tests.servers.kube_node import emulated_nodes  # noqa: F401

@@ -27,7 +27,7 @@ from eams.kube.names import ASLEEP_TAINT, NO_SCHEDULE
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.manager import PowerManager
 from eams.scheduler.power.policy_fleet import ASLEEP
-from tests.calibrate.powerstates.conftest import AgentStandIn, inventory_data
+from tests.actuators.conftest import AgentStandIn, inventory_data
 from tests.power.live import Clock, Records, build, calibrate
 from tests.servers.kube_control_plane import ControlPlane, eventually
 from tests.servers.kube_node import NOT_READY, NodeEmulator, remove_taint

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from eams.actuators.inventory import PowerInventory, parse_inventory
 from eams.calibrate.calfile import load_calibration, save_calibration
 from eams.calibrate.powerstates.estimate import estimate
-from eams.calibrate.powerstates.inventory import PowerInventory, parse_inventory
 from eams.calibrate.powerstates.record import PowerStates, TransitionCost
 from eams.scheduler.power.actuator import PowerActuator
 from eams.scheduler.power.calibrations import read_folder

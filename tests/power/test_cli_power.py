@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from eams.meter.wol import magic_packet
-from tests.calibrate.powerstates.conftest import drained, inventory_data, write_inventory
+from tests.actuators.conftest import drained, inventory_data, write_inventory
 from tests.servers.kube_control_plane import ControlPlane
 from tests.servers.kube_documents import clear, load
 from tests.servers.snmpsim import SnmpSim, snmpsim

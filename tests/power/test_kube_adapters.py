@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from eams.calibrate.powerstates.inventory import parse_inventory
+from eams.actuators.inventory import parse_inventory
 from eams.kube.names import ASLEEP_TAINT, POWER_STATE_ANNOTATION
 from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.errors import KubeApiError

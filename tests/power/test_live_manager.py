@@ -17,7 +17,7 @@ import pytest
 from eams.kube.names import ASLEEP_TAINT, POWER_REASON_ANNOTATION, POWER_STATE_ANNOTATION
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
-from tests.calibrate.powerstates.conftest import AgentStandIn
+from tests.actuators.conftest import AgentStandIn
 from tests.power.kube_world import SERVER, A, B, World, delete_pods, make_world
 
 pytestmark = pytest.mark.integration

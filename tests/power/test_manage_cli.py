@@ -18,7 +18,7 @@ import yaml
 
 from eams.cli import cli, run_cli
 from eams.scheduler.record import Query, read_records
-from tests.calibrate.powerstates.conftest import drained
+from tests.actuators.conftest import drained
 from tests.conftest import free_port
 from tests.power.live import calibrate, node_doc, workload_pod
 from tests.servers.kube_control_plane import ControlPlane

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eams.calibrate.powerstates.transitions import Transition
+from eams.actuators.transitions import Transition
 from eams.errors import EamsError
 from eams.scheduler.power.manager import ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy

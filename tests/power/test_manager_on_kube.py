@@ -13,7 +13,7 @@ import pytest
 
 from eams.kube.names import ASLEEP_TAINT, WAS_CORDONED_ANNOTATION
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
-from tests.calibrate.powerstates.conftest import AgentStandIn
+from tests.actuators.conftest import AgentStandIn
 from tests.power.kube_world import MERGE, A, World, delete_pods, make_world
 from tests.servers.kube_control_plane import ControlPlane, eventually
 from tests.servers.kube_controller_manager import KubeControllerManager

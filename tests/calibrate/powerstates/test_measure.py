@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from eams.calibrate.calfile import calibration_from_sweep, load_calibration, save_calibration
 from eams.cli import cli
-from tests.calibrate.powerstates.conftest import FAST, drained, inventory_data, write_inventory
+from tests.actuators.conftest import FAST, drained, inventory_data, write_inventory
 from tests.servers.kubeapi import kube_api
 from tests.sweeps import sweep_record
 

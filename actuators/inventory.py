@@ -14,7 +14,9 @@ One YAML file (ansible renders it from the host vars: ``ansible/README.md``)::
       mini2: {method: outlet, outlet: 2, ssh: root@192.0.2.12}
       mini3: {method: ssh, mac: "02:ea:a5:00:00:03", outlet: 3, ssh: root@192.0.2.13}
 
-The methods (``eams power suspend`` puts a node into its method's sleep state):
+The methods (``eams power suspend`` puts a node into its method's sleep state), one module each
+in :mod:`eams.actuators.methods`, whose table :data:`~eams.actuators.methods.METHODS` says which
+exist and which fields each needs:
 
 ======  ==========================================  ==========================  ================
 method  sleeps by                                   asleep                      wakes by
@@ -34,16 +36,16 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from eams.calibrate.errors import SweepError
-from eams.calibrate.powerstates.errors import InventoryError
-from eams.calibrate.runners.ssh import SshTarget
+from eams.actuators.errors import InventoryError
+from eams.actuators.methods import METHODS, known_method
 from eams.meter.errors import BadMacAddress
 from eams.meter.url import parse_meter_url
 from eams.meter.wol import DEFAULT_ADDRESS, DEFAULT_PORT, format_mac, parse_nic_mac
+from eams.ssh import SshError, SshTarget
 from eams.validation import describe_validation_error
 from eams.yamlfile import read_yaml
 
@@ -73,7 +75,8 @@ class NodeEntry(_Strict):
 
     Attributes
     ----------
-    method : {"wol", "ssh", "outlet"}
+    method : str
+        A name of :data:`~eams.actuators.methods.METHODS` (``wol``, ``ssh``, ``outlet``).
     mac : str or None
         ``aa:bb:cc:dd:ee:ff``; required by wol and ssh.
     outlet : int or None
@@ -89,7 +92,7 @@ class NodeEntry(_Strict):
         Roles that forbid sleeping.
     """
 
-    method: Literal["wol", "ssh", "outlet"]
+    method: str
     mac: str | None = None
     outlet: Annotated[int, Field(ge=1)] | None = None
     ssh: str | None = None
@@ -97,6 +100,8 @@ class NodeEntry(_Strict):
     agent_url: str | None = None
     k3s_server: bool = False
     pdu_owner: bool = False
+
+    _known_method = field_validator("method")(known_method)
 
     _check_mac = field_validator("mac")(lambda v: None if v is None else _mac(v))
 
@@ -106,14 +111,13 @@ class NodeEntry(_Strict):
         if value is not None:
             try:
                 SshTarget.parse(value)  # the one parser the SSH actions use: port 1-65535 too
-            except SweepError as exc:
+            except SshError as exc:
                 raise ValueError(str(exc)) from None
         return value
 
     @model_validator(mode="after")
     def _method_needs(self) -> NodeEntry:
-        needs = {"wol": ("mac", "ssh"), "ssh": ("mac", "ssh"), "outlet": ("outlet", "ssh")}
-        missing = [name for name in needs[self.method] if getattr(self, name) is None]
+        missing = [n for n in METHODS[self.method].requires if getattr(self, n) is None]
         if missing:
             raise ValueError(f"method {self.method} needs {' and '.join(missing)}")
         return self
@@ -188,10 +192,13 @@ class PowerInventory(_Strict):
                 if count > 1:
                     shared = sorted(n for n, v in values.items() if v == value)
                     problems.append(f"{label} {value} is given to {', '.join(shared)}")
-        if self.pdu is None:
-            needing = sorted(n for n, e in self.nodes.items() if e.method == "outlet")
-            if needing:
-                problems.append(f"pdu is required by the outlet method of {', '.join(needing)}")
+        for name, method in METHODS.items():
+            for field in method.requires_inventory:
+                needing = sorted(n for n, e in self.nodes.items() if e.method == name)
+                if needing and getattr(self, field) is None:
+                    problems.append(
+                        f"{field} is required by the {name} method of {', '.join(needing)}"
+                    )
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from eams.calibrate.powerstates.errors import ClusterUnreachable, PowerRefused
-from eams.calibrate.powerstates.inventory import NodeEntry
-from eams.calibrate.powerstates.kube import NodeView
+from eams.actuators.errors import ClusterUnreachable, PowerRefused
+from eams.actuators.inventory import NodeEntry
+from eams.kube.errors import ApiUnreachable, KubeConfigError
+from eams.kube.nodeview import NodeView
 
 MAX_PODS_NAMED = 5
 """A refusal names at most this many pods, then says how many more there are."""
@@ -73,8 +74,9 @@ def check_sleep(
     entry : NodeEntry
         Its inventory entry.
     node_view : callable
-        ``name -> NodeView`` from the API (:meth:`~.kube.Cluster.node`); raises
-        :class:`ClusterUnreachable` when it cannot say.
+        ``name -> NodeView`` from the API (:meth:`eams.kube.nodeview.Cluster.node`); raises
+        :class:`ClusterUnreachable`, or the Kubernetes layer's ``ApiUnreachable`` or
+        ``KubeConfigError``, when it cannot say.
     force : bool
         Override rules 2 and 3 (never rule 1).
 
@@ -94,7 +96,7 @@ def check_sleep(
     check_roles(name, entry)
     try:
         view = node_view(name)
-    except ClusterUnreachable as exc:
+    except (ClusterUnreachable, ApiUnreachable, KubeConfigError) as exc:
         if not force:
             raise ClusterUnreachable(
                 f"node {name}: cannot tell what runs on it: {exc}; refused (--force overrides)"

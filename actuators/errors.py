@@ -1,24 +1,23 @@
-"""Errors of the power-state package::
+"""Errors of the power-state actuators (also raised by the power-state measurement)::
 
 EamsError
-└── CalibrationError
-    └── PowerStateError        a power action or power-state measurement failed (names the node)
-        ├── InventoryError     the power inventory is malformed or lacks the node (names field)
-        ├── PowerRefused       a safety rule refused the action before anything was done (says
-        │   │                  which rule and why, and whether ``--force`` overrides it)
-        │   └── ClusterUnreachable  the Kubernetes API could not say what runs on the node
-        └── PowerActionFailed  the action was attempted and failed (SSH, Wake-on-LAN, outlet,
-                               a read-back); says what was done and the state it left
+└── PowerStateError            a power action or power-state measurement failed (names the node)
+    ├── InventoryError     the power inventory is malformed or lacks the node (names field)
+    ├── PowerRefused       a safety rule refused the action before anything was done (says
+    │   │                  which rule and why, and whether ``--force`` overrides it)
+    │   └── ClusterUnreachable  the Kubernetes API could not say what runs on the node
+    └── PowerActionFailed  the action was attempted and failed (SSH, Wake-on-LAN, outlet,
+                           a read-back); says what was done and the state it left
 
 The meter's own errors (``UnknownOutlet``, ``WriteRefused``, ``SwitchUnsupported``,
 ``ReadBackDiffers``, ``BadMacAddress``...) reach callers as :class:`PowerActionFailed` raised
-from them, with the node named.
+from them, with the node named; the SSH transport's :class:`~eams.ssh.SshError` likewise.
 """
 
-from eams.calibrate.errors import CalibrationError
+from eams.errors import EamsError
 
 
-class PowerStateError(CalibrationError):
+class PowerStateError(EamsError):
     """Base class of every power-action and power-state failure."""
 
 

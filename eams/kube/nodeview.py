@@ -1,4 +1,5 @@
-"""What the Kubernetes API says about a node before it sleeps: cordon, taints, pods, Ready.
+"""What the Kubernetes API says about one node: cordon, taints, pods, Ready (what the power-state
+safety check reads before a node sleeps, and the power manager's client builds on).
 
 The kubernetes Python client reads ``GET /api/v1/nodes/NAME`` (a ``v1.Node``) and ``GET
 /api/v1/pods?fieldSelector=spec.nodeName=NAME`` (a ``v1.PodList``), as ``kubectl drain`` does
@@ -18,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eams.calibrate.powerstates.errors import ClusterUnreachable
 from eams.kube.client import core_api, load_configuration
-from eams.kube.errors import KubeConfigError
+from eams.kube.errors import ApiUnreachable
 from eams.kube.names import FILTERING_EFFECTS
 from eams.kube.nodes import ready_condition
 from eams.kube.pods import PodRef, pod_ref
@@ -66,13 +66,13 @@ def parse_node(node: dict[str, Any], pods: dict[str, Any]) -> NodeView:
 
     Raises
     ------
-    ClusterUnreachable
+    ApiUnreachable
         If either document is not of its kind (the API answered something else).
     """
     if node.get("kind") not in (None, "Node") or not isinstance(node.get("metadata"), dict):
-        raise ClusterUnreachable(f"the API answered a {node.get('kind')!r}, not a Node")
+        raise ApiUnreachable(f"the API answered a {node.get('kind')!r}, not a Node")
     if pods.get("kind") not in (None, "PodList") or not isinstance(pods.get("items"), list):
-        raise ClusterUnreachable(f"the API answered a {pods.get('kind')!r}, not a PodList")
+        raise ApiUnreachable(f"the API answered a {pods.get('kind')!r}, not a PodList")
     return NodeView(
         name=node["metadata"].get("name", "?"),
         unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
@@ -95,15 +95,12 @@ class Cluster:
 
     Raises
     ------
-    ClusterUnreachable
+    KubeConfigError
         If no configuration can be loaded (missing, not YAML, or without a current context).
     """
 
     def __init__(self, kubeconfig: str | Path | None = None, *, timeout_s: float = 5.0) -> None:
-        try:
-            configuration = load_configuration(kubeconfig)
-        except KubeConfigError as exc:
-            raise ClusterUnreachable(str(exc)) from exc
+        configuration = load_configuration(kubeconfig)
         configuration.retries = 0
         self.server = configuration.host
         self._core = core_api(configuration)
@@ -118,21 +115,21 @@ class Cluster:
             )
             data = json.loads(response.data)
         except ApiException as exc:
-            raise ClusterUnreachable(
+            raise ApiUnreachable(
                 f"the Kubernetes API at {self.server} refused {what}: {exc.status} {exc.reason}"
             ) from exc
         except (OSError, ValueError) as exc:  # urllib3 errors are OSErrors; JSON is ValueError
             reason = str(exc).split(": ")[-1][:160]
-            raise ClusterUnreachable(
+            raise ApiUnreachable(
                 f"the Kubernetes API at {self.server} did not answer {what}: {reason}"
             ) from exc
         except Exception as exc:  # urllib3 MaxRetryError and kin are not OSErrors
-            raise ClusterUnreachable(
+            raise ApiUnreachable(
                 f"the Kubernetes API at {self.server} did not answer {what}: "
                 f"{type(exc).__name__}: {str(exc)[:160]}"
             ) from exc
         if not isinstance(data, dict):
-            raise ClusterUnreachable(f"the Kubernetes API at {self.server}: {what} is not JSON")
+            raise ApiUnreachable(f"the Kubernetes API at {self.server}: {what} is not JSON")
         return data
 
     def node(self, name: str) -> NodeView:
@@ -140,7 +137,7 @@ class Cluster:
 
         Raises
         ------
-        ClusterUnreachable
+        ApiUnreachable
             The API did not answer, refused (401/403, 404 for a node it does not know), or
             answered something that is not a Node / PodList.
         """
@@ -153,7 +150,7 @@ class Cluster:
         return parse_node(node, pods)
 
     def ready(self, name: str) -> bool | None:
-        """The node's Ready condition (``None``: not reported). Raises ClusterUnreachable."""
+        """The node's Ready condition (``None``: not reported). Raises ApiUnreachable."""
         return parse_node(
             self._get(f"node {name}", self._core.read_node, name), {"items": []}
         ).ready

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from eams.calibrate.powerstates.errors import ClusterUnreachable, PowerRefused
-from eams.calibrate.powerstates.inventory import NodeEntry
-from eams.calibrate.powerstates.kube import Cluster
-from eams.calibrate.powerstates.safety import check_sleep
-from tests.calibrate.powerstates.conftest import drained
+from eams.actuators.errors import ClusterUnreachable, PowerRefused
+from eams.actuators.inventory import NodeEntry
+from eams.actuators.safety import check_sleep
+from eams.kube.errors import KubeConfigError
+from eams.kube.nodeview import Cluster
+from tests.actuators.conftest import drained
 from tests.servers.kubeapi import kube_api, write_kubeconfig
 
 ENTRY = NodeEntry(method="wol", mac="02:ea:a5:00:00:01", ssh="root@127.0.0.1")
@@ -94,15 +95,15 @@ def test_a_node_the_api_does_not_know_is_refused(k8s) -> None:
         check_sleep("mini9", ENTRY, Cluster(api.kubeconfig).node)
 
 
-def test_no_kubeconfig_at_all_is_a_refusal(tmp_path: Path) -> None:
-    with pytest.raises(ClusterUnreachable, match=r"no Kubernetes API configured"):
+def test_no_kubeconfig_at_all_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(KubeConfigError, match=r"no Kubernetes API configured"):
         Cluster(tmp_path / "absent")
 
 
-def test_a_kubeconfig_that_is_not_yaml_is_a_refusal_not_a_traceback(tmp_path: Path) -> None:
+def test_a_kubeconfig_that_is_not_yaml_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("{\n")  # an unterminated flow mapping, as a truncated copy leaves it
-    with pytest.raises(ClusterUnreachable, match=r"no Kubernetes API configured \(.*kubeconfig\)"):
+    with pytest.raises(KubeConfigError, match=r"no Kubernetes API configured \(.*kubeconfig\)"):
         Cluster(kubeconfig)
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from eams.calibrate.powerstates.actions import PowerActions
-from eams.calibrate.powerstates.errors import ClusterUnreachable, PowerActionFailed, PowerRefused
-from eams.calibrate.powerstates.inventory import parse_inventory
-from eams.calibrate.powerstates.transitions import TRANSITIONS
+from eams.actuators.actions import PowerActions
+from eams.actuators.errors import ClusterUnreachable, PowerActionFailed, PowerRefused
+from eams.actuators.inventory import parse_inventory
+from eams.actuators.transitions import TRANSITIONS
 from eams.meter.simulator import PduSimulator
-from tests.calibrate.powerstates.conftest import Node, drained, inventory_data
+from tests.actuators.conftest import Node, drained, inventory_data
 from tests.servers.kubeapi import KubeApi, kube_api
 
 pytestmark = pytest.mark.integration
@@ -141,7 +141,7 @@ def test_an_unknown_host_key_is_refused(sim, node1, api, tmp_path) -> None:
 def test_a_failing_systemctl_is_an_error_and_the_outlet_stays_on(
     sim, api, tmp_path, control
 ) -> None:
-    from tests.calibrate.powerstates.conftest import need_sshd, systemctl_bin
+    from tests.actuators.conftest import need_sshd, systemctl_bin
     from tests.servers.sshd import sshd
 
     need_sshd()
