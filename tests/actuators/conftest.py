@@ -1,6 +1,7 @@
 """Real parts for the power-state tests: the PDU simulator (switched outlets, power states,
-Wake-on-LAN), sshd on loopback whose ``systemctl`` is a stand-in, a stand-in Kubernetes API
-serving the published Node/PodList shapes, and a stand-in for a virtual node's agent.
+Wake-on-LAN), sshd on loopback whose ``systemctl`` is a stand-in, the real Kubernetes API server
+(``tests/servers/kube_control_plane.py``, one per test module) holding the reference data's
+Node and pods, and a stand-in for a virtual node's agent.
 
 A CI machine cannot really suspend or power off (it would end the test run), so the node's
 ``systemctl`` on sshd's PATH is a shell script: it records its arguments and, like the real
@@ -11,6 +12,7 @@ its stand-in answers HTTP 200 exactly while the simulator says the node is runni
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import shutil
@@ -27,6 +29,9 @@ import yaml
 
 from eams.meter.simulator import LinearCurve, NodePower, PduSimulator, VirtualOutlet
 from eams.meter.simulator.control import ControlServer
+from tests.servers.kube_binaries import kube_binaries  # noqa: F401 (the real control plane)
+from tests.servers.kube_control_plane import ControlPlane, control_plane  # noqa: F401
+from tests.servers.kube_documents import clear, load
 from tests.servers.sshd import SshServer, sshd
 
 FAST = NodePower(
@@ -63,6 +68,19 @@ def drained(node: dict[str, Any], pods: dict[str, Any]) -> tuple[dict[str, Any],
         if any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences", []))
     ]
     return node, {**pods, "items": kept}
+
+
+@contextlib.contextmanager
+def served(plane: ControlPlane, node: dict[str, Any], pods: dict[str, Any]) -> Iterator[Path]:
+    """``node`` and the PodList ``pods`` made objects of ``plane``'s API server; yields the
+    operator's admin kubeconfig (what ``eams power`` is run with by hand), and deletes the pods
+    and the node after the block."""
+    with plane.client() as admin:
+        load(admin, [node], pods["items"])
+        try:
+            yield plane.kubeconfig()
+        finally:
+            clear(admin, [node["metadata"]["name"]])
 
 
 @pytest.fixture

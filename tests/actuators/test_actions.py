@@ -1,7 +1,8 @@
 """The power actions end to end: ``systemctl`` over SSH against a real sshd on loopback (whose
 ``systemctl`` is a stand-in: a CI machine cannot really suspend or power off), magic packets
-and outlet switches against the PDU simulator over real SNMP and UDP, the pods from a stand-in
-Kubernetes API serving the published shapes. Each refusal or failure leaves nothing
+and outlet switches against the PDU simulator over real SNMP and UDP, the node and its pods
+from the real API server (``tests/servers/kube_control_plane.py``) holding the reference data's
+documents, read with the operator's admin kubeconfig. Each refusal or failure leaves nothing
 half-done."""
 
 from __future__ import annotations
@@ -16,23 +17,24 @@ from eams.actuators.errors import ClusterUnreachable, PowerActionFailed, PowerRe
 from eams.actuators.inventory import parse_inventory
 from eams.actuators.transitions import TRANSITIONS
 from eams.meter.simulator import PduSimulator
-from tests.actuators.conftest import Node, drained, inventory_data
-from tests.servers.kubeapi import KubeApi, kube_api
+from tests.actuators.conftest import Node, drained, inventory_data, served
+from tests.servers.kube_control_plane import ControlPlane
+from tests.servers.kube_documents import MERGE
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def api(k8s):
-    """The API serving duckboat-01 cordoned, tainted and drained."""
-    node, pods = drained(*k8s)
-    with kube_api({"duckboat-01": node}, {"duckboat-01": pods}) as server:
-        yield server
+def api(k8s, control_plane: ControlPlane):
+    """The admin kubeconfig of the API server holding duckboat-01 cordoned, tainted and
+    drained."""
+    with served(control_plane, *drained(*k8s)) as kubeconfig:
+        yield kubeconfig
 
 
-def _actions(sim: PduSimulator, node: Node, api: KubeApi | None, **kwargs) -> PowerActions:
+def _actions(sim: PduSimulator, node: Node, api: Path | None, **kwargs) -> PowerActions:
     options = {k: kwargs.pop(k) for k in ("force", "dry_run") if k in kwargs}
-    kubeconfig = api.kubeconfig if api else Path("/nonexistent/kubeconfig")
+    kubeconfig = api or Path("/nonexistent/kubeconfig")
     data = inventory_data(sim, node, kubeconfig=kubeconfig, **kwargs)
     inventory = parse_inventory(data, Path("."), "power.yaml")
     # the simulated PDU answers in the test's own process: patient SNMP on a loaded machine
@@ -90,9 +92,8 @@ def test_a_node_that_cannot_suspend_is_powered_off_instead(sim, node1, api) -> N
     assert _until(lambda: sim.state(1).node == "soft_off")
 
 
-def test_a_node_with_pods_is_refused_and_nothing_is_run(sim, node1, k8s) -> None:
-    node, pods = k8s
-    with kube_api({"duckboat-01": node}, {"duckboat-01": pods}) as server:
+def test_a_node_with_pods_is_refused_and_nothing_is_run(sim, node1, k8s, control_plane) -> None:
+    with served(control_plane, *k8s) as server:
         actions = _actions(sim, node1, server, method="outlet", mac=None)
         with pytest.raises(PowerRefused, match=r"runs 6 pod\(s\) not owned by a DaemonSet"):
             actions.poweroff("duckboat-01")
@@ -171,11 +172,17 @@ def test_an_outlet_the_pdu_does_not_have_is_refused_before_anything(sim, node1, 
     assert node1.calls() == []
 
 
-def test_a_dry_run_checks_and_plans_and_does_nothing(sim, node1, api) -> None:
+def test_a_dry_run_checks_and_plans_and_does_nothing(sim, node1, api, control_plane) -> None:
     actions = _actions(sim, node1, api, method="outlet", mac=None, dry_run=True)
     plan = actions.poweroff("duckboat-01")
     assert plan.result == "dry_run"
     assert plan.steps[1].endswith("systemctl --no-block poweroff")
     assert "  SET 1.3.6.1.4.1.318.1.1.26.9.2.4.1.5.1 = 2" in plan.steps
     assert node1.calls() == [] and sim.state(1).state == "on"
-    assert api.requests  # the safety rules were checked
+    # the dry run checks the safety rules on the node as it is now: uncordoned, it is refused
+    with control_plane.client() as admin:
+        admin.patch("/api/v1/nodes/duckboat-01", json={"spec": {"unschedulable": None}},
+                    headers=MERGE).raise_for_status()  # fmt: skip
+    with pytest.raises(PowerRefused, match=r"duckboat-01 is not cordoned"):
+        actions.poweroff("duckboat-01")
+    assert node1.calls() == [] and sim.state(1).state == "on"

@@ -1,6 +1,6 @@
 """Small fleets for the policy tests, described as the live manager would (NodePowerView); the
-power-state fixtures (simulator, sshd with a systemctl stand-in, stand-in Kubernetes API) are
-those of ``tests/calibrate/powerstates``."""
+power-state fixtures (simulator, sshd with a systemctl stand-in, the reference Node and pods)
+are those of ``tests/actuators``, the real control plane that of ``tests/servers``."""
 
 from __future__ import annotations
 

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from eams.meter.wol import magic_packet
-from tests.actuators.conftest import drained, inventory_data, write_inventory
+from tests.actuators.conftest import drained, inventory_data, served, write_inventory
 from tests.servers.kube_control_plane import ControlPlane
-from tests.servers.kube_documents import clear, load
 from tests.servers.snmpsim import SnmpSim, snmpsim
 
 pytestmark = pytest.mark.integration
@@ -40,19 +39,11 @@ def _one_error_line(result: subprocess.CompletedProcess[str], *needles: str, cod
     return lines[0]
 
 
-def _served(plane: ControlPlane, node: dict, pods: dict) -> Iterator[Path]:
-    with plane.client() as admin:
-        load(admin, [node], pods["items"])
-        try:
-            yield plane.kubeconfig()
-        finally:
-            clear(admin, [node["metadata"]["name"]])
-
-
 @pytest.fixture
 def api(k8s, control_plane: ControlPlane) -> Iterator[Path]:
     """The kubeconfig of an API server holding the reference node, cordoned and drained."""
-    yield from _served(control_plane, *drained(*k8s))
+    with served(control_plane, *drained(*k8s)) as kubeconfig:
+        yield kubeconfig
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +125,7 @@ def test_suspend_prints_the_transition_and_a_dry_run_does_nothing(
 
 
 def test_a_node_with_pods_is_refused(tmp_path, sim, node1, k8s, control_plane) -> None:
-    for kubeconfig in _served(control_plane, *k8s):
+    with served(control_plane, *k8s) as kubeconfig:
         inventory = _inventory(tmp_path, sim, node1, kubeconfig)
         result = _eams("power", "poweroff", "duckboat-01", "--inventory", inventory)
     _one_error_line(result, "node duckboat-01 is not cordoned", "runs 6 pod(s)", "or --force")

@@ -1,8 +1,8 @@
 """``eams power manage``: bad inputs refused with one ``eams: error:`` line (2 a bad option
-value, 1 a bad file), and a real run as the console script in shadow mode against the
-stand-in Kubernetes API (no kube-apiserver runs here: it serves the published Node, NodeList
-and PodList shapes): decisions logged, counted on /metrics and recorded, nothing patched, and
-a clean exit 0 on SIGTERM."""
+value, 1 a bad file), and a real run as the console script in shadow mode against the real
+API server (``tests/servers/kube_control_plane.py``, as the manager's service account):
+decisions logged, counted on /metrics and recorded, nothing patched, and a clean exit 0 on
+SIGTERM."""
 
 from __future__ import annotations
 

@@ -7,8 +7,12 @@ and (through ``/status``) its capacity, allocatable and conditions; a Pod's labe
 annotations, owner references, containers (name, image, resources), init containers, node
 selector, tolerations, ``nodeName`` and (through ``/status``) its phase and conditions. The
 rest (uids, resourceVersions, timestamps, volumes, service accounts) is the server's to make.
-Pods go to the namespace ``default`` under their own names: the reference data's namespaces
-need not exist.
+
+Pods keep their own namespace (``default`` when the document names none), as ``kubectl get pods
+-A`` lists them and as the safety rule names them (``nginx/nginx-ingress-default-backend``):
+the reference data's namespaces (``nginx``, ``metallb-system``, ...) are created when missing
+and left in place (deleting a namespace needs the namespace controller, which runs only with a
+controller-manager). :func:`clear` deletes the pods of every namespace that has some.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from tests.servers.kube_node import NOT_READY, remove_taint
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 NAMESPACE = "default"
+"""The namespace of a pod whose document names none."""
 _POD_SPEC_KEEP = ("nodeName", "nodeSelector", "tolerations", "schedulerName")
 _CONTAINER_KEEP = ("name", "image", "resources", "restartPolicy")
 
@@ -58,9 +63,23 @@ def create_node(admin: httpx.Client, doc: dict[str, Any]) -> dict[str, Any]:
     return dict(answer.json())
 
 
+def ensure_namespace(admin: httpx.Client, name: str) -> None:
+    """Create the namespace ``name`` unless it exists (a 409 is its being there).
+
+    Raises
+    ------
+    httpx.HTTPStatusError
+        The API server refused otherwise.
+    """
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    answer = admin.post("/api/v1/namespaces", json=namespace)
+    if answer.status_code != 409:
+        answer.raise_for_status()
+
+
 def create_pod(admin: httpx.Client, doc: dict[str, Any]) -> None:
-    """Create the Pod ``doc`` describes in ``default`` (module docstring), then its published
-    phase and conditions.
+    """Create the Pod ``doc`` describes in its own namespace (made when missing; module
+    docstring), then its published phase and conditions.
 
     Raises
     ------
@@ -73,14 +92,17 @@ def create_pod(admin: httpx.Client, doc: dict[str, Any]) -> None:
         return [{k: c[k] for k in _CONTAINER_KEEP if k in c} | {"image": c.get("image", "pause")}
                 for c in spec.get(key) or []]  # fmt: skip
 
+    namespace = (doc.get("metadata") or {}).get("namespace") or NAMESPACE
+    if namespace != NAMESPACE:
+        ensure_namespace(admin, namespace)
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {**_meta(doc, "labels", "annotations", "ownerReferences"),
-                        "namespace": NAMESPACE},
+                        "namespace": namespace},
            "spec": {**{k: spec[k] for k in _POD_SPEC_KEEP if k in spec},
                     "containers": containers("containers"),
                     **({"initContainers": containers("initContainers")}
                        if spec.get("initContainers") else {})}}  # fmt: skip
-    base = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    base = f"/api/v1/namespaces/{namespace}/pods"
     answer = admin.post(base, json=pod)
     if answer.is_error:  # the server's reason names the field it refused
         raise httpx.HTTPStatusError(
@@ -106,8 +128,19 @@ def load(
 
 
 def clear(admin: httpx.Client, nodes: Iterable[str]) -> None:
-    """Delete every pod of ``default`` (at once: nothing runs them) and the nodes ``nodes``."""
-    admin.delete(f"/api/v1/namespaces/{NAMESPACE}/pods", params={"gracePeriodSeconds": 0})
+    """Delete every pod of every namespace that has some (at once: nothing runs them), then
+    the nodes ``nodes``.
+
+    Raises
+    ------
+    httpx.HTTPStatusError
+        The API server refused to list the pods.
+    """
+    listed = admin.get("/api/v1/pods")
+    listed.raise_for_status()
+    namespaces = {pod["metadata"]["namespace"] for pod in listed.json()["items"]}
+    for namespace in sorted(namespaces | {NAMESPACE}):
+        admin.delete(f"/api/v1/namespaces/{namespace}/pods", params={"gracePeriodSeconds": 0})
     for name in nodes:
         admin.delete(f"/api/v1/nodes/{name}")
 

@@ -11,7 +11,8 @@ nodes API objects and keeps them alive itself, as KWOK does. :class:`NodeEmulato
   thread that, every ``period_s``, renews the Lease and refreshes the conditions'
   ``lastHeartbeatTime``;
 - ``sleep()`` makes it silent (the thread keeps running but posts nothing), as a suspended
-  machine is: a controller-manager then marks it ``Unknown`` after its grace period;
+  machine is: a controller-manager then marks it ``Unknown`` after its grace period (without
+  one, a test that needs it ``Unknown`` calls :func:`mark_unknown`);
 - ``wake()`` posts Ready again with a fresh heartbeat (a new ``lastTransitionTime``) at once and
   resumes the beats;
 - ``stop()`` ends the thread and, by default, deletes the Node (and so its Lease): a stopped
@@ -225,6 +226,28 @@ def remove_taint(client: httpx.Client, node: str, key: str = NOT_READY) -> bool:
             return True
     answer.raise_for_status()
     return True
+
+
+def mark_unknown(client: httpx.Client, node: str) -> None:
+    """Set ``node``'s Ready and pressure conditions ``Unknown`` as the node-lifecycle controller
+    does once a node stopped posting status for its grace period (reason ``NodeStatusUnknown``,
+    "Kubelet stopped posting node status.", the last heartbeat kept, the transition now), for a
+    test that runs no controller-manager. Its ``unreachable`` taints are not added.
+
+    Raises
+    ------
+    httpx.HTTPStatusError
+        The apiserver refused.
+    """
+    now = _now()
+    unknown = [{"type": kind, "status": "Unknown", "reason": "NodeStatusUnknown",
+                "message": "Kubelet stopped posting node status.", "lastTransitionTime": now}
+               for kind in ("Ready", *_PRESSURES)]  # fmt: skip
+    client.patch(
+        f"/api/v1/nodes/{node}/status",
+        json={"status": {"conditions": unknown}},
+        headers={"Content-Type": "application/strategic-merge-patch+json"},
+    ).raise_for_status()
 
 
 def condition(node: dict[str, Any], kind: str = "Ready") -> dict[str, Any] | None:

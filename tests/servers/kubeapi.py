@@ -1,23 +1,25 @@
-"""A small real HTTP server on loopback that answers the Kubernetes API calls the power
-actions and the power manager make, in the published wire format, and a kubeconfig that points
-at it.
+"""A stand-in for the Kubernetes API server, kept for one fault the real one
+(``kube_control_plane.py``) cannot be made to show on demand: a node another writer changes
+between every read and patch, so that each of the power marker's optimistic-concurrency tries
+conflicts (``tests/power/test_kube_adapters.py``). Every other test runs on the real server.
 
-No kube-apiserver can run here (ENVIRONMENT.md), so this serves ``GET /api/v1/nodes/NAME``
-(a ``v1.Node``), ``GET /api/v1/nodes`` (a ``v1.NodeList``), ``GET
-/api/v1/pods?fieldSelector=spec.nodeName=NAME`` and ``GET /api/v1/pods`` (a ``v1.PodList``:
-every node's pods and the unbound ``pending`` ones) from JSON documents the test gives it — the
-real ones in ``../shared/data/k8s`` or edits of them — to the real kubernetes Python client.
-``PATCH /api/v1/nodes/NAME`` with ``application/merge-patch+json`` is applied as RFC 7386 says
-(every patch of a node kept in ``patches``, in order, and applied to each later read of it);
-a patch carrying a ``metadata.resourceVersion`` other than the node's is a 409 Conflict, as
-the API server's optimistic concurrency answers; each applied patch changes the
-resourceVersion. Another patch type is a 415. Everything else is a 404 ``Status``. A node's
-document may be a callable, called at each request (a node whose Ready follows a simulator).
+It is a small real HTTP server on loopback, and a kubeconfig that points at it, answering the
+marker's two calls in the published wire format, to the real kubernetes Python client:
+
+- ``GET /api/v1/nodes/NAME``: a ``v1.Node``, from the test's document, or from a callable
+  called at each request (a node that changes on its own);
+- ``PATCH /api/v1/nodes/NAME`` with ``application/merge-patch+json``: applied as RFC 7386 says
+  (kept in ``patches``, in order, and applied to each later read), unless it carries a
+  ``metadata.resourceVersion`` other than the node's: then a 409 Conflict, as the API server's
+  optimistic concurrency answers (counted in ``conflicts``); each applied patch changes the
+  resourceVersion. Another patch type is a 415.
+
+Anything else is a 404 ``Status``.
 
 Example::
 
-    with kube_api({"duckboat-01": node}, {"duckboat-01": pods}) as api:
-        Cluster(api.kubeconfig).node("duckboat-01")
+    with kube_api({"a": changing_node}) as api:
+        KubeMarker(KubeClient(api.kubeconfig)).mark_asleep("a", "idle")
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -43,15 +45,12 @@ Document = dict[str, Any] | Callable[[], dict[str, Any]]
 
 @dataclass
 class KubeApi:
-    """A running stand-in API server: ``url``, ``kubeconfig`` (a file), the ``requests`` seen
-    (path with query), and the documents it serves (change them while it runs)."""
+    """A running stand-in: ``url``, ``kubeconfig`` (a file), the node documents it serves, the
+    patches asked and how many conflicted."""
 
     url: str
     kubeconfig: Path
     nodes: dict[str, Document]
-    pods: dict[str, dict[str, Any]]
-    requests: list[str] = field(default_factory=list)
-    pending: list[dict[str, Any]] = field(default_factory=list)
     patches: list[Patch] = field(default_factory=list)
     conflicts: int = 0
     """How many patches were refused with 409 (a stale resourceVersion)."""
@@ -69,10 +68,6 @@ class KubeApi:
         meta["resourceVersion"] = f"{meta.get('resourceVersion', '0')}.{len(applied)}"
         return node
 
-    def patches_of(self, name: str) -> list[dict[str, Any]]:
-        """The bodies of the applied patches of node ``name``, in order."""
-        return [p.body for p in self.patches if p.node == name and p.applied]
-
 
 @dataclass(frozen=True)
 class Patch:
@@ -89,6 +84,11 @@ def _status(code: int, message: str) -> dict[str, Any]:
             "code": code}  # fmt: skip
 
 
+def _node_name(path: str) -> str | None:
+    parts = urlsplit(path).path.strip("/").split("/")
+    return parts[3] if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4 else None
+
+
 def _handler(api: KubeApi) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
@@ -102,52 +102,28 @@ def _handler(api: KubeApi) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _node(self) -> tuple[str, dict[str, Any]] | None:
+            """The node the path names and its document; None once a 404 is sent."""
+            name = _node_name(self.path)
+            current = api.node(name) if name else None
+            if name is None or current is None:
+                missing = f'nodes "{name}" not found' if name else f"cannot find {self.path}"
+                self._send(404, _status(404, missing))
+                return None
+            return name, current
+
         def do_GET(self) -> None:
-            api.requests.append(self.path)
-            url = urlsplit(self.path)
-            parts = url.path.strip("/").split("/")
-            if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
-                doc = api.node(parts[3])
-                if doc is None:
-                    self._send(404, _status(404, f'nodes "{parts[3]}" not found'))
-                else:
-                    self._send(200, doc)
-                return
-            if parts == ["api", "v1", "nodes"]:
-                items = [api.node(name) for name in list(api.nodes)]
-                self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {},
-                                 "items": items})  # fmt: skip
-                return
-            if url.path == "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases":
-                # no Leases here: a heartbeat is the Ready condition's, as the test's documents say
-                self._send(200, {"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
-                                 "metadata": {}, "items": []})  # fmt: skip
-                return
-            if parts == ["api", "v1", "pods"]:
-                selector = parse_qs(url.query).get("fieldSelector", [""])[0]
-                if selector:
-                    name = selector.removeprefix("spec.nodeName=")
-                    items = api.pods.get(name, {"items": []})["items"]
-                else:
-                    items = [p for lst in api.pods.values() for p in lst["items"]] + api.pending
-                self._send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {},
-                                 "items": items})  # fmt: skip
-                return
-            self._send(404, _status(404, f"the server could not find {url.path}"))
+            found = self._node()
+            if found is not None:
+                self._send(200, found[1])
 
         def do_PATCH(self) -> None:
-            api.requests.append(f"PATCH {self.path}")
-            parts = urlsplit(self.path).path.strip("/").split("/")
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            found = self._node()
+            if found is None:
+                return
+            name, current = found
             kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            if parts[:3] != ["api", "v1", "nodes"] or len(parts) != 4:
-                self._send(404, _status(404, f"the server could not find {self.path}"))
-                return
-            name = parts[3]
-            current = api.node(name)
-            if current is None:
-                self._send(404, _status(404, f'nodes "{name}" not found'))
-                return
             if kind != "application/merge-patch+json":
                 api.patches.append(Patch(name, kind, body, False))
                 accepted = "accepted media types include: application/merge-patch+json"
@@ -172,7 +148,7 @@ def _handler(api: KubeApi) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def write_kubeconfig(path: Path, server: str) -> Path:
+def _write_kubeconfig(path: Path, server: str) -> Path:
     """A kubeconfig with one cluster at ``server`` and a bearer token."""
     config = {
         "apiVersion": "v1",
@@ -187,18 +163,14 @@ def write_kubeconfig(path: Path, server: str) -> Path:
 
 
 @contextlib.contextmanager
-def kube_api(
-    nodes: dict[str, Document],
-    pods: dict[str, dict[str, Any]] | None = None,
-    pending: list[dict[str, Any]] | None = None,
-) -> Iterator[KubeApi]:
-    """Serve ``nodes`` (name → Node or a callable returning one), ``pods`` (node name →
-    PodList) and the unbound ``pending`` pods on a free loopback port until the block ends."""
+def kube_api(nodes: dict[str, Document]) -> Iterator[KubeApi]:
+    """Serve ``nodes`` (name → Node, or a callable returning one) on a free loopback port
+    until the block ends."""
     with tempfile.TemporaryDirectory(prefix="eams-kubeapi-") as tmp:
-        api = KubeApi("", Path(tmp) / "kubeconfig", nodes, pods or {}, pending=pending or [])
+        api = KubeApi("", Path(tmp) / "kubeconfig", nodes)
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
         api.url = f"http://127.0.0.1:{server.server_address[1]}"
-        write_kubeconfig(api.kubeconfig, api.url)
+        _write_kubeconfig(api.kubeconfig, api.url)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:

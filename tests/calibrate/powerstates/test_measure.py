@@ -1,27 +1,45 @@
 """``eams calibrate power-states`` on the PDU simulator recovers the hidden NodePower of the
 virtual node within the intervals it reports: P_off, P_suspend, the wake's time and energy,
-and the suspend, shutdown and boot, with the node's Ready time from a stand-in Kubernetes API.
+and the suspend, shutdown and boot, with the node's Ready time from the real Kubernetes API
+server.
 
 The real parts: the simulator over SNMP and its Wake-on-LAN port, sshd on loopback whose
 ``systemctl`` is a stand-in (a CI machine cannot suspend) that puts the virtual node to sleep
-through the simulator's control endpoint, and the façade's safety rules against the stand-in
-API serving the published Node and PodList of a drained node whose Ready condition follows
-the simulator (as kubelet's would). The virtual node's agent is a stand-in answering while
-the simulator says the node runs.
+through the simulator's control endpoint, and the real API server
+(``tests/servers/kube_control_plane.py``; the operator's admin kubeconfig) holding the node,
+cordoned, tainted and drained (the reference data's DaemonSet pods), for the façade's safety
+rules and the measurement's Ready probe (``Cluster.ready``: the Ready condition is True). The
+virtual node's agent is a stand-in answering while the simulator says the node runs.
+
+The node's kubelet is a :class:`~tests.servers.kube_node.NodeEmulator` that a follower thread
+keeps in step with the simulator: beating while the virtual machine runs (and posting Ready at
+once when it is back, as a kubelet does on start), silent otherwise. A silent node keeps its
+last Ready until the node-lifecycle controller marks it ``Unknown`` after its grace period
+(8 s with ``tests/servers/kube_controller_manager.py``, longer than these fast sleeps
+last: the measurement would only note that Kubernetes kept the node Ready), so the
+follower marks it ``Unknown`` itself the moment the machine stops
+(:func:`~tests.servers.kube_node.mark_unknown`): the controller's answer with no grace
+period. It never posts Ready False: a kubelet that goes to sleep posts nothing.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
 from eams.calibrate.calfile import calibration_from_sweep, load_calibration, save_calibration
 from eams.cli import cli
+from eams.meter.simulator import PduSimulator
 from tests.actuators.conftest import FAST, drained, inventory_data, write_inventory
-from tests.servers.kubeapi import kube_api
+from tests.servers.kube_control_plane import ControlPlane
+from tests.servers.kube_documents import MERGE, clear, load
+from tests.servers.kube_node import NodeEmulator, mark_unknown
 from tests.sweeps import sweep_record
 
 pytestmark = pytest.mark.integration
@@ -36,30 +54,74 @@ def line_calibration(path: Path, node: str = "duckboat-01") -> Path:
     return save_calibration(calibration_from_sweep(record, created_at=T0), path)
 
 
+class Follower:
+    """A thread keeping ``node``'s kubelet in step with the simulator's machine on ``outlet``
+    (module docstring), looking every ``period_s``; what its posts raised is kept in
+    ``errors``."""
+
+    def __init__(self, sim: PduSimulator, outlet: int, node: NodeEmulator, period_s: float = 0.02):
+        self.sim, self.outlet, self.node, self.period_s = sim, outlet, node, period_s
+        self.errors: list[Exception] = []
+        self.changes = 0
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ready-follower", daemon=True)
+
+    def __enter__(self) -> Follower:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        running = True  # the emulated node is up, and the machine runs, when this starts
+        while not self._stopping.wait(self.period_s):
+            now = self.sim.state(self.outlet).node == "running"
+            if now == running:
+                continue
+            running, self.changes = now, self.changes + 1
+            try:
+                if now:
+                    self.node.wake()
+                else:
+                    self.node.sleep()
+                    mark_unknown(self.node.client, self.node.name)
+            except httpx.HTTPError as error:
+                self.errors.append(error)
+
+
 def _inside(estimate, truth: float) -> bool:
     lo, hi = estimate.ci95
     return lo <= truth <= hi
 
 
 def test_power_states_recover_the_hidden_parameters(
-    sim, node1, agent1, k8s, tmp_path: Path
-) -> None:
+    sim, node1, agent1, k8s, tmp_path: Path, control_plane: ControlPlane,
+    emulated_nodes: Callable[..., NodeEmulator],
+) -> None:  # fmt: skip
     node, pods = drained(*k8s)
-
-    def live_node() -> dict:  # Ready follows the virtual node, as kubelet's status would
-        running = sim.state(1).node == "running"
-        conditions = [{"type": "Ready", "status": "True" if running else "Unknown"}]
-        return {**node, "status": {**node["status"], "conditions": conditions}}
-
+    kubelet = emulated_nodes("duckboat-01")
+    cordon = {"spec": {"unschedulable": True, "taints": node["spec"]["taints"]}}  # not-ready goes
+    kubelet.client.patch("/api/v1/nodes/duckboat-01", json=cordon,
+                         headers=MERGE).raise_for_status()  # fmt: skip
+    load(kubelet.client, pods=pods["items"])
     calibration = line_calibration(tmp_path / "duckboat-01.json")
-    with kube_api({"duckboat-01": live_node}, {"duckboat-01": pods}) as api:
-        data = inventory_data(sim, node1, kubeconfig=api.kubeconfig, agent_url=agent1.url)
-        inventory = write_inventory(tmp_path / "power.yaml", data)
-        args = ["calibrate", "power-states", "duckboat-01", "--inventory", str(inventory)]
-        args += ["--calibration", str(calibration), "--settle-s", "1", "--measure-s", "1"]
-        args += ["--sample-s", "0.05", "--meter-lag-s", "0.05", "--boot-off-s", "0.5"]
-        args += ["--timeout-s", "60", "--meter-timeout-s", "5"]  # the PDU simulator is in-process
-        result = CliRunner().invoke(cli, args)
+    try:
+        with Follower(sim, 1, kubelet) as follower:
+            data = inventory_data(sim, node1, kubeconfig=control_plane.kubeconfig(),
+                                  agent_url=agent1.url)  # fmt: skip
+            inventory = write_inventory(tmp_path / "power.yaml", data)
+            args = ["calibrate", "power-states", "duckboat-01", "--inventory", str(inventory)]
+            args += ["--calibration", str(calibration), "--settle-s", "1", "--measure-s", "1"]
+            args += ["--sample-s", "0.05", "--meter-lag-s", "0.05", "--boot-off-s", "0.5"]
+            args += ["--timeout-s", "60", "--meter-timeout-s", "5"]  # the simulator is in-process
+            result = CliRunner().invoke(cli, args)
+    finally:
+        clear(kubelet.client, [])  # the node goes with the emulator, after the test
+    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    assert follower.errors == [] and kubelet.errors == []
+    assert follower.changes == 12  # down and up again: 3 × (suspend, wake, poweroff, boot)
     assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
     assert node1.calls() == ["--no-block suspend", "--no-block poweroff"] * 3
     states = load_calibration(calibration, expect_node="duckboat-01").power_states
