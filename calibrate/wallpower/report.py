@@ -140,6 +140,7 @@ def render_html(
     overview: Sequence[Sequence[str]] = (),
     alerts: Sequence[str] = (),
     links_intro: str | None = None,
+    marks: Mapping[str, Sequence[plots.PowerMark]] | None = None,
 ) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG), rendered from
     ``templates/report.html.j2`` with every value escaped.
@@ -168,6 +169,9 @@ def render_html(
     alerts : sequence of str
         What went wrong in the runs as the caller saw it (the demo's failed power
         transitions), shown under ``overview`` (``<div id=alerts>``); none by default.
+    marks : mapping of str to sequence of PowerMark, optional
+        By run label: where a node was put to sleep or woken, marked on the power-over-time
+        plot (:func:`plots.power_over_time`); none by default.
 
     A PASS while run B used more energy than run A is never green: the badge is orange and
     says so (the model agreeing with a loss is not a success).
@@ -225,7 +229,7 @@ def render_html(
         "per_node": [(run.label, _per_node_rows(run, r.accuracy_pct)) for run in (a, b)],
         "img_savings": _data_uri(plots.savings(r)),
         "img_energy": _data_uri(plots.energy_per_node(r)),
-        "img_power": _data_uri(plots.power_over_time(r)),
+        "img_power": _data_uri(plots.power_over_time(r, marks)),
         "counter_min_steps": COUNTER_MIN_STEPS,
         "gap_factor": f"{GAP_FACTOR:g}",
         "accuracy": f"{r.accuracy_pct:g}",
@@ -322,6 +326,7 @@ def write_report(
     overview: Sequence[Sequence[str]] = (),
     alerts: Sequence[str] = (),
     links_intro: str | None = None,
+    marks: Mapping[str, Sequence[plots.PowerMark]] | None = None,
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
 
@@ -330,7 +335,7 @@ def write_report(
     result : SavingCheck
     out_dir : Path
         Created as needed.
-    title, note, about, answer, links, overview, alerts, links_intro
+    title, note, about, answer, links, overview, alerts, links_intro, marks
         See :func:`render_html`.
     extra : mapping, optional
         More keys for the JSON summary (:func:`summary_json`).
@@ -349,7 +354,9 @@ def write_report(
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
         html_path.write_text(
-            render_html(result, title, note, about, answer, links, overview, alerts, links_intro)
+            render_html(
+                result, title, note, about, answer, links, overview, alerts, links_intro, marks
+            )
         )
         json_path.write_text(json.dumps(summary_json(result, extra), indent=2) + "\n")
     except OSError as exc:

@@ -24,11 +24,13 @@ from rich.table import Table
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_report
 from eams.calibrate.wallpower.check import SavingCheck
 from eams.calibrate.wallpower.cli import summary_lines
+from eams.calibrate.wallpower.plots import PowerMark
 from eams.calibrate.wallpower.report import NOT_RESOLVED, About, shown_verdict
 from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
+from eams.scheduler.record import Power, read_records
 
 ACCURACY_PCT = 3.0
 """The simulated PDU is an APC rPDU2: ±3 % of reading (Schneider FAQ FA156074)."""
@@ -300,6 +302,7 @@ def check_and_report(
             answer=answer(full, pm, band.rho),
             links=links if i == 0 else (),
             links_intro=market_text(share) if i == 0 else None,
+            marks=power_marks(band, record_dir.parent.parent),
             extra=extra,
         )  # fmt: skip
         _print_band(console, band, full, pm)
@@ -317,6 +320,32 @@ def check_and_report(
         markup=False,
     )
     return main
+
+
+def power_marks(band: Band, record_root: Path) -> dict[str, list[PowerMark]]:
+    """Where each run's power manager put a node to sleep or woke it (the transitions that
+    went through, ``result`` ok), from the run's power record, in seconds since the run's start:
+    the marks of the report's power-over-time plot. A run without a record (no power manager)
+    has none.
+
+    Parameters
+    ----------
+    band : Band
+    record_root : Path
+        The demo's ``record`` folder (``<band>/<label>/power*.jsonl`` below it).
+    """
+    out: dict[str, list[PowerMark]] = {}
+    for run in band.runs:
+        folder = record_root / band.name / run.label
+        if not folder.is_dir():
+            continue
+        start_s = run.start_ns / 1e9
+        out[run.label] = [
+            PowerMark(p.node, p.at_s - start_s, "wake" if p.to_state == "running" else "sleep")
+            for p in read_records(folder).records
+            if isinstance(p, Power) and p.mode == "active" and p.result == "ok"
+        ]
+    return out
 
 
 def _relative(path: Path, start: Path) -> str:
