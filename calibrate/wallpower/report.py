@@ -141,6 +141,7 @@ def render_html(
     alerts: Sequence[str] = (),
     links_intro: str | None = None,
     marks: Mapping[str, Sequence[plots.PowerMark]] | None = None,
+    see_also: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The report as one HTML document with its figures inlined (base64 PNG), rendered from
     ``templates/report.html.j2`` with every value escaped.
@@ -172,6 +173,9 @@ def render_html(
     marks : mapping of str to sequence of PowerMark, optional
         By run label: where a node was put to sleep or woken, marked on the power-over-time
         plot (:func:`plots.power_over_time`); none by default.
+    see_also : sequence of (str, str)
+        (text, href) of other reports of the same study (the demo's other offered loads),
+        listed under ``alerts`` (``<ul id=see-also>``); none by default.
 
     A PASS while run B used more energy than run A is never green: the badge is orange and
     says so (the model agreeing with a loss is not a success).
@@ -193,6 +197,7 @@ def render_html(
         "overview_body": [list(row) for row in body],
         "note": note,
         "alerts": list(alerts),
+        "see_also": list(see_also),
         "measured": _measured(r, about or About()),
         "badge": f"verdict {shown.replace(' ', '-')}" + (" LOSS" if loss else ""),
         "shown": shown,
@@ -237,6 +242,16 @@ def render_html(
         "not_resolved": NOT_RESOLVED,
     }
     return _ENV.get_template("report.html.j2").render(context)
+
+
+def render_text_page(
+    title: str, text: str, intro: str | None = None, links: Sequence[tuple[str, str]] = ()
+) -> str:
+    """A small HTML page of preformatted ``text`` (``<pre id=text>``) under ``title``, with an
+    ``intro`` paragraph above and (label, href) ``links`` below: how the demo's report shows a
+    decision as ``eams explain`` prints it. Every value is escaped."""
+    context = {"title": title, "text": text, "intro": intro, "links": list(links)}
+    return _ENV.get_template("text_page.html.j2").render(context)
 
 
 def summary_json(result: SavingCheck, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -327,6 +342,7 @@ def write_report(
     alerts: Sequence[str] = (),
     links_intro: str | None = None,
     marks: Mapping[str, Sequence[plots.PowerMark]] | None = None,
+    see_also: Sequence[tuple[str, str]] = (),
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
 
@@ -335,7 +351,7 @@ def write_report(
     result : SavingCheck
     out_dir : Path
         Created as needed.
-    title, note, about, answer, links, overview, alerts, links_intro, marks
+    title, note, about, answer, links, overview, alerts, links_intro, marks, see_also
         See :func:`render_html`.
     extra : mapping, optional
         More keys for the JSON summary (:func:`summary_json`).
@@ -355,7 +371,17 @@ def write_report(
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
         html_path.write_text(
             render_html(
-                result, title, note, about, answer, links, overview, alerts, links_intro, marks
+                result,
+                title,
+                note,
+                about,
+                answer,
+                links,
+                overview,
+                alerts,
+                links_intro,
+                marks,
+                see_also,
             )
         )
         json_path.write_text(json.dumps(summary_json(result, extra), indent=2) + "\n")

@@ -270,8 +270,14 @@ def _check_record(out: Path, summary: dict, tmp_path: Path, complete: bool = Tru
         for line in text.splitlines():
             if line.rstrip().endswith("← cleared"):  # a bare mark: the node is not gated
                 assert line.split()[0] not in gated_nodes, text
-    assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == max(1, len(saved))
+    # each link opens the pod's decision as `eams explain` prints it, not the raw JSONL
+    hrefs = re.findall(r"<ul id=decisions>.*?</ul>", html)[0]
+    pages = re.findall(r'href="(decisions/[^"]+\.html)"', hrefs)
+    assert len(pages) == max(1, len(saved)) and "decisions.jsonl" not in hrefs
     assert saved or "No placement used less energy on its node's calibrated line" in unescape(html)
+    for s, href in zip(saved, pages, strict=False):
+        page = unescape((out / "report" / href).read_text())
+        assert f"pod demo/{s['pod']}" in page and "← cleared" in page
     pod, node = (
         (saved[0]["pod"], saved[0]["node"])
         if saved

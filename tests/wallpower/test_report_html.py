@@ -71,3 +71,14 @@ def test_a_node_or_pod_called_script_comes_out_as_text(two_runs, fleet_dir) -> N
     # of the caller's texts: all read as the characters they are
     assert text.count(EVIL) >= 2 + 3 + 10, text.count(EVIL)
     assert "&lt;script&gt;" in html and "<script>" not in html
+
+
+def test_other_reports_are_linked(two_runs, fleet_dir) -> None:
+    html = render_html(
+        check_runs(*_runs(two_runs), load_fleet(fleet_dir)),
+        see_also=[("the same three runs at ρ = 0.3", "rho-0.3/wallpower_report.html")],
+    )
+    assert (
+        '<h2>Other reports</h2><ul id=see-also><li><a href="rho-0.3/wallpower_report.html">'
+        "the same three runs at ρ = 0.3</a></li></ul>"
+    ) in html
