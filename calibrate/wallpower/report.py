@@ -22,7 +22,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from eams import __version__
 from eams.calibrate.wallpower import plots
-from eams.calibrate.wallpower.check import RunResult, SavingCheck
+from eams.calibrate.wallpower.check import RunResult, SavingCheck, unflagged_model_errors
 from eams.calibrate.wallpower.counter import COUNTER_MIN_STEPS
 from eams.calibrate.wallpower.energy import GAP_FACTOR
 from eams.calibrate.wallpower.errors import WallPowerError
@@ -231,7 +231,10 @@ def render_html(
         "warnings": list(r.warnings),
         # one value per node over both runs, so one table, not a column repeated in each run's
         "shares": [(name, f"{points:+.2f}") for name, points in r.disagreement_pts.items()],
-        "per_node": [(run.label, _per_node_rows(run, r.accuracy_pct)) for run in (a, b)],
+        "per_node": [
+            (run.label, _per_node_rows(run, r.accuracy_pct), unflagged_model_errors(run))
+            for run in (a, b)
+        ],
         "img_savings": _data_uri(plots.savings(r)),
         "img_energy": _data_uri(plots.energy_per_node(r)),
         "img_power": _data_uri(plots.power_over_time(r, marks)),
