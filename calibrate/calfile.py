@@ -57,6 +57,11 @@ class SpeedReference(StrictModel):
     reference_bogo_ops_per_s: Annotated[float, Field(gt=0)]
 
 
+INTERCEPT_FAR = 0.10
+"""How far (a fraction of the measured active idle) the line's intercept may sit from it before
+:meth:`Calibration.intercept_note` says why."""
+
+
 class Calibration(StrictModel):
     """One node's calibration (the ``calibration/NAME.json`` file).
 
@@ -164,6 +169,27 @@ class Calibration(StrictModel):
     def rmse_w(self) -> float:
         """RMSE of the line (W)."""
         return self.fit.rmse_w
+
+    def intercept_note(self, far: float = INTERCEPT_FAR) -> str | None:
+        """A sentence when the line's intercept ``p_idle_w`` is far from the measured active
+        idle (more than ``far`` of it): why the printed P_idle is not the node's idle draw, with
+        the fit's own verdict (``fit.linear_reason``, as ``eams calibrate`` prints it);
+        ``None`` when they agree or no active idle was measured."""
+        idle = self.p_active_idle_w
+        if idle is None or abs(self.p_idle_w - idle) <= far * idle:
+            return None
+        stepped = self._idle_step() is not None
+        used = (
+            "the model steps down to the measured active idle below the lowest loaded level"
+            if stepped
+            else "the model uses the line down to 0 % load (no significant idle step was found)"
+        )
+        return (
+            f"{self.node}: P_idle {self.p_idle_w:.1f} W is where the straight line fitted "
+            f"through the loaded levels meets 0 % load, not what the node draws idle (measured "
+            f"active idle {idle:.1f} W): a power curve that is not straight, or steps at idle, "
+            f"puts the intercept away from it; {used}. The fit: {self.fit.linear_reason}"
+        )
 
     @property
     def linear_ok(self) -> bool:

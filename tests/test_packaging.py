@@ -1,5 +1,6 @@
 """The distribution installs every package folder under ``eams.*`` and wires every CLI group."""
 
+import glob
 import subprocess
 import sys
 import tomllib
@@ -47,3 +48,44 @@ def test_a_command_loads_only_its_own_component() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_every_template_is_package_data() -> None:
+    """A file a package reads at run time from a sub-folder (the report's Jinja2 templates)
+    is installed only when a package-data glob names it: setuptools globs from the package's
+    folder, where ``*`` does not cross a ``/``."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    declared, package_dir = set(config["packages"]), config["package-dir"]
+    data = config["package-data"]
+    templates = [
+        path
+        for name, folder in package_dir.items()
+        for path in (ROOT / folder).rglob("templates/*")
+        if path.is_file()
+    ]
+    assert templates, "the report's templates are under a templates/ folder"
+    for path in templates:
+        package = _owner(path, declared, package_dir)
+        folder = _folder(package, package_dir)
+        covered = {
+            (folder / match).resolve()
+            for pattern in data.get(package, []) + data.get("*", [])
+            for match in glob.glob(pattern, root_dir=folder)
+        }
+        assert path.resolve() in covered, f"add {path.relative_to(folder)} to {package}'s data"
+
+
+def _folder(package: str, package_dir: dict[str, str]) -> Path:
+    """The source folder of a dotted package under pyproject's package-dir mapping."""
+    parts = package.split(".")
+    for i in range(len(parts), 0, -1):
+        root = ".".join(parts[:i])
+        if root in package_dir:
+            return ROOT / package_dir[root] / Path(*parts[i:])
+    raise AssertionError(package)
+
+
+def _owner(path: Path, declared: set[str], package_dir: dict[str, str]) -> str:
+    """The declared package whose folder holds ``path`` most closely."""
+    owners = [p for p in declared if _folder(p, package_dir) in path.parents]
+    return max(owners, key=lambda p: len(_folder(p, package_dir).parts))

@@ -45,6 +45,11 @@ from eams.calibrate.wallpower.nodes import NodeEnergy, NodeModel, run_energy
 TOLERANCE_PTS = 3.0
 SAME_LENGTH_TOL = 0.01
 MODEL_ERROR_WARN_PCT = 5.0
+MODEL_ERROR_MIN_RUN_PCT = 0.5
+"""A node's model error over :data:`MODEL_ERROR_WARN_PCT` of its own energy is flagged only when
+it is also at least this share of its run's metered energy (%): a node that drew little (asleep
+or off most of the run) can be off by a large fraction of almost nothing, which moves the
+run's saving by less than this many hundredths."""
 _SQRT3 = math.sqrt(3.0)
 _BRIDGE = {
     "power": "metered power",
@@ -276,6 +281,37 @@ def _places(places: list[tuple[str, str]], every: dict[str, set[str]]) -> str:
     )
 
 
+def model_error_flagged(node: NodeEnergy, run_metered_wh: float) -> bool:
+    """Whether ``node``'s model error is a finding: over :data:`MODEL_ERROR_WARN_PCT` of its
+    metered energy and at least :data:`MODEL_ERROR_MIN_RUN_PCT` of its run's
+    (``run_metered_wh``)."""
+    error_wh = abs(node.modelled_wh - node.metered_wh)
+    return (
+        abs(node.model_error_pct) > MODEL_ERROR_WARN_PCT
+        and error_wh >= MODEL_ERROR_MIN_RUN_PCT / 100 * run_metered_wh
+    )
+
+
+def unflagged_model_errors(run: RunResult) -> list[str]:
+    """One sentence per node of ``run`` whose relative model error is over
+    :data:`MODEL_ERROR_WARN_PCT` but not flagged (:func:`model_error_flagged`): its absolute
+    error and why it does not count."""
+    out = []
+    for n in run.nodes.values():
+        if abs(n.model_error_pct) <= MODEL_ERROR_WARN_PCT or model_error_flagged(n, run.metered_wh):
+            continue
+        error_wh = n.modelled_wh - n.metered_wh
+        out.append(
+            f"{n.node}: model error {n.model_error_pct:+.1f} % is not flagged: it is "
+            f"{error_wh:+.4f} Wh of the node's {n.metered_wh:.3f} Wh, "
+            f"{abs(error_wh) / run.metered_wh * 100:.2f} % of the run's {run.metered_wh:.2f} Wh "
+            f"(a node's error is flagged from {MODEL_ERROR_MIN_RUN_PCT:g} % of its run's energy): "
+            "a large fraction of a small energy, as of a node asleep or off most of the run, "
+            "hardly moves the saving."
+        )
+    return out
+
+
 def _warnings(results: tuple[RunResult, RunResult]) -> list[str]:
     """Findings per node; one finding shared by several nodes is listed once, naming them."""
     where: dict[str, list[tuple[str, str]]] = {}
@@ -287,9 +323,9 @@ def _warnings(results: tuple[RunResult, RunResult]) -> list[str]:
     out = [f"{_places(places, every)}: {finding}" for finding, places in where.items()]
     for run in results:
         large = [
-            f"{n.node} {n.model_error_pct:+.1f} %"
+            f"{n.node} {n.model_error_pct:+.1f} % ({n.modelled_wh - n.metered_wh:+.3f} Wh)"
             for n in run.nodes.values()
-            if abs(n.model_error_pct) > MODEL_ERROR_WARN_PCT
+            if model_error_flagged(n, run.metered_wh)
         ]
         if large:
             out.append(

@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, Literal
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from eams.calibrate.wallpower.check import RunResult, SavingCheck
 from eams.calibrate.wallpower.nodes import NodeEnergy
 
 METERED, MODELLED = "#1f5fa8", "#d9792b"
 PASS_BAND = "#c8e6c9"
+SLEEP, WAKE = "#6a1b9a", "#2e7d32"
 K_SIGMA = 2
 """The coverage factor of every ± and error bar of the report: 2σ (about 95 %)."""
 _DPI = 100
@@ -44,15 +49,46 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def power_over_time(result: SavingCheck) -> bytes:
+@dataclass(frozen=True, slots=True)
+class PowerMark:
+    """A node put to sleep or woken during a run: a mark on the power-over-time plot.
+
+    Attributes
+    ----------
+    node : str
+    at_s : float
+        Seconds since the run's start (the plot's time axis).
+    kind : {"sleep", "wake"}
+    """
+
+    node: str
+    at_s: float
+    kind: Literal["sleep", "wake"]
+
+
+MARK_STYLE: dict[str, dict[str, Any]] = {
+    "sleep": {"color": SLEEP, "ls": ":", "lw": 1.6, "label": "put to sleep"},
+    "wake": {"color": WAKE, "ls": "-.", "lw": 1.6, "label": "woken"},
+}
+"""How :func:`power_over_time` draws a :class:`PowerMark` of each kind (a vertical line, its
+``gid`` the kind)."""
+
+
+def power_over_time_figure(
+    result: SavingCheck, marks: Mapping[str, Sequence[PowerMark]] | None = None
+) -> Figure:
     """Per-node metered vs modelled power over time: one row per node, one column per run.
 
-    Gaps in the metered series are shaded grey. Returns PNG bytes.
+    Gaps in the metered series are shaded grey. ``marks`` (by run label) draw a vertical line
+    on the node's row where it was put to sleep or woken (:data:`MARK_STYLE`), with a legend
+    entry for each kind drawn.
     """
+    marks = marks or {}
     names = list(result.a.nodes)
     fig = Figure(figsize=(11, 1.7 * len(names) + 0.8))
     axes = fig.subplots(len(names), 2, sharey="row", squeeze=False)
     run: RunResult
+    drawn: set[str] = set()
     for col, run in enumerate((result.a, result.b)):
         for row, name in enumerate(names):
             ax, node = axes[row][col], run.nodes[name]
@@ -70,6 +106,12 @@ def power_over_time(result: SavingCheck) -> bytes:
             )
             for gap in node.gaps:
                 ax.axvspan(gap.start_s, gap.end_s, color="0.85", zorder=0)
+            for mark in marks.get(run.label, ()):
+                if mark.node == name:
+                    style = MARK_STYLE[mark.kind]
+                    ax.axvline(mark.at_s, color=style["color"], ls=style["ls"], lw=style["lw"],
+                               gid=mark.kind)  # fmt: skip
+                    drawn.add(mark.kind)
             ax.set_xlim(0, run.duration_s)
             ax.grid(alpha=0.3)
             if col == 0:
@@ -78,10 +120,26 @@ def power_over_time(result: SavingCheck) -> bytes:
                 ax.set_title(f"run {run.label}, from {utc(run.start_ns)}")
             if row == len(names) - 1:
                 ax.set_xlabel("time since run start (s)")
-    axes[0][1].legend(loc="upper right", fontsize=8)
-    fig.suptitle("Power per node: metered (solid) vs modelled (dashed); grey = gap", y=1.0)
+    handles, _ = axes[0][1].get_legend_handles_labels()
+    for kind in ("sleep", "wake"):
+        if kind in drawn:
+            style = MARK_STYLE[kind]
+            handles.append(Line2D([], [], color=style["color"], ls=style["ls"], lw=style["lw"],
+                                  label=f"node {style['label']}"))  # fmt: skip
+    axes[0][1].legend(handles=handles, loc="upper right", fontsize=8)
+    title = "Power per node: metered (solid) vs modelled (dashed); grey = gap"
+    if drawn:
+        title += "; vertical lines: a node put to sleep (dotted) or woken (dash-dot)"
+    fig.suptitle(title, y=1.0)
     fig.tight_layout()
-    return _png(fig)
+    return fig
+
+
+def power_over_time(
+    result: SavingCheck, marks: Mapping[str, Sequence[PowerMark]] | None = None
+) -> bytes:
+    """:func:`power_over_time_figure` as PNG bytes."""
+    return _png(power_over_time_figure(result, marks))
 
 
 def energy_per_node(result: SavingCheck) -> bytes:

@@ -15,13 +15,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
 from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
 from eams import __version__
 from eams.calibrate.wallpower import plots
-from eams.calibrate.wallpower.check import RunResult, SavingCheck
+from eams.calibrate.wallpower.check import RunResult, SavingCheck, unflagged_model_errors
 from eams.calibrate.wallpower.counter import COUNTER_MIN_STEPS
 from eams.calibrate.wallpower.energy import GAP_FACTOR
 from eams.calibrate.wallpower.errors import WallPowerError
@@ -57,46 +58,44 @@ def shown_verdict(result: SavingCheck) -> str:
     return result.verdict if result.resolvable else NOT_RESOLVED
 
 
-_CSS = """
-body{font:15px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1120px;color:#222}
-h1{font-size:24px;margin:0 0 4px} h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #ddd}
-.verdict{display:inline-block;padding:6px 16px;border-radius:6px;color:#fff;font-weight:700;
- font-size:22px;margin:8px 0} .PASS{background:#2e7d32} .FAIL{background:#c62828}
-.NOT-RESOLVED{background:#6d6d6d} .PASS.LOSS{background:#ef6c00}
-.answer{font-size:18px;font-weight:600}
-table{border-collapse:collapse;margin:6px 0 12px} td,th{border:1px solid #ccc;padding:4px 9px;
- text-align:right;white-space:nowrap} th{background:#f3f3f3} td.l,th.l{text-align:left}
-td.l{white-space:normal}
-code{font-size:12px;word-break:break-all}
-.warn{background:#fff8e1;border-left:4px solid #f9a825;padding:6px 10px;margin:4px 0}
-img{max-width:100%;border:1px solid #eee} .small{color:#555;font-size:13px}
-"""
+_ENV = Environment(
+    loader=PackageLoader("eams.calibrate.wallpower", "templates"),
+    autoescape=select_autoescape(["html.j2"]),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+)
+"""The report's templates (package data); every value is HTML-escaped, attributes included."""
 
 
-def _per_node_rows(run: RunResult, accuracy_pct: float) -> str:
+def _per_node_rows(run: RunResult, accuracy_pct: float) -> list[list[str]]:
     rows = []
     for name, n in run.nodes.items():
         rmse = "—" if n.power_rmse_w is None else f"{n.power_rmse_w:.2f}"
         rows.append(
-            f"<tr><td class=l>{escape(name)}</td><td class=l>{n.method}</td>"
-            f"<td>{n.metered_wh:.3f} ± {K_SIGMA * metered_sd_wh(n, accuracy_pct):.3f}</td>"
-            f"<td>{n.modelled_wh:.3f}</td><td>{n.model_error_pct:+.2f}</td><td>{rmse}</td>"
-            f"<td>{len(n.gaps)} ({sum(g.length_s for g in n.gaps):.1f} s)</td>"
-            f"<td>{len(n.counter_events)}</td></tr>"
+            [
+                name,
+                n.method,
+                f"{n.metered_wh:.3f} ± {K_SIGMA * metered_sd_wh(n, accuracy_pct):.3f}",
+                f"{n.modelled_wh:.3f}",
+                f"{n.model_error_pct:+.2f}",
+                rmse,
+                f"{len(n.gaps)} ({sum(g.length_s for g in n.gaps):.1f} s)",
+                str(len(n.counter_events)),
+            ]
         )
-    return "".join(rows)
+    return rows
 
 
-def _img(png: bytes, alt: str) -> str:
-    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+def _data_uri(png: bytes) -> str:
+    return f"data:image/png;base64,{base64.b64encode(png).decode()}"
 
 
 def _sd_pts(parts: dict[str, float]) -> float:
     return math.sqrt(sum(v**2 for v in parts.values())) * 100
 
 
-def _measured(result: SavingCheck, about: About) -> str:
-    """The "What was measured" table."""
+def _measured(result: SavingCheck, about: About) -> list[tuple[str, str]]:
+    """The "What was measured" table's rows (label, text)."""
     setup = about.setup or (
         "not stated by whoever ran the check: the meter and the nodes are those of the "
         "telemetry below"
@@ -116,10 +115,7 @@ def _measured(result: SavingCheck, about: About) -> str:
     rows.append(("meter accuracy", f"±{result.accuracy_pct:g} % of reading (stated)"))
     made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows.append(("report", f"made {made} by EAMS {__version__}"))
-    body = "".join(
-        f"<tr><th class=l>{escape(k)}</th><td class=l>{escape(v)}</td></tr>" for k, v in rows
-    )
-    return f"<table id=measured>{body}</table>"
+    return rows
 
 
 def _verdict_text(r: SavingCheck) -> str:
@@ -144,8 +140,11 @@ def render_html(
     overview: Sequence[Sequence[str]] = (),
     alerts: Sequence[str] = (),
     links_intro: str | None = None,
+    marks: Mapping[str, Sequence[plots.PowerMark]] | None = None,
+    see_also: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The report as one HTML document with its figures inlined (base64 PNG).
+    """The report as one HTML document with its figures inlined (base64 PNG), rendered from
+    ``templates/report.html.j2`` with every value escaped.
 
     Parameters
     ----------
@@ -171,130 +170,91 @@ def render_html(
     alerts : sequence of str
         What went wrong in the runs as the caller saw it (the demo's failed power
         transitions), shown under ``overview`` (``<div id=alerts>``); none by default.
+    marks : mapping of str to sequence of PowerMark, optional
+        By run label: where a node was put to sleep or woken, marked on the power-over-time
+        plot (:func:`plots.power_over_time`); none by default.
+    see_also : sequence of (str, str)
+        (text, href) of other reports of the same study (the demo's other offered loads),
+        listed under ``alerts`` (``<ul id=see-also>``); none by default.
 
     A PASS while run B used more energy than run A is never green: the badge is orange and
     says so (the model agreeing with a loss is not a success).
     """
     r = result
     a, b = r.a, r.b
-    about = about or About()
     shown = shown_verdict(r)
     norm = {"work": "energy per unit of work", "time": "mean power", "none": "total energy"}
-    runs_rows = "".join(
-        f"<tr><td class=l>{escape(run.label)}</td><td>{run.duration_s:.1f}</td>"
-        f"<td>{'—' if run.work_core_s is None else f'{run.work_core_s:.1f}'}</td>"
-        f"<td>{run.metered_wh:.3f}</td><td>{run.modelled_wh:.3f}</td>"
-        f"<td>{run.metered_normalised:.4g}</td>"
-        f"<td>{run.modelled_normalised:.4g}</td></tr>"
-        for run in (a, b)
-    )
-    sd_rows = "".join(
-        f"<tr><td class=l>{kind}: {name.replace('_', ' ')}</td>"
-        f"<td>±{K_SIGMA * value * 100:.2f}</td></tr>"
-        for kind, parts in (("metered", r.sd_metered), ("modelled", r.sd_modelled))
-        for name, value in parts.items()
-    )
-    warnings = "".join(f"<div class=warn>{escape(w)}</div>" for w in r.warnings) or (
-        "<p>None: no gaps, no counter glitches or drops, no modelled samples.</p>"
-    )
-    node_header = (
-        "<tr><th class=l>node</th><th class=l>method</th><th>metered Wh ±2σ</th>"
-        "<th>modelled Wh</th><th>model error %</th><th>power RMSE W</th><th>gaps</th>"
-        "<th>counter events</th></tr>"
-    )
-    # one value per node over both runs, so one table, not a column repeated in each run's
-    share_rows = "".join(
-        f"<tr><td class=l>{escape(name)}</td><td>{points:+.2f}</td></tr>"
-        for name, points in r.disagreement_pts.items()
-    )
-    per_node = "".join(
-        f"<h2>Per node: run {escape(run.label)}</h2>"
-        f"<table>{node_header}{_per_node_rows(run, r.accuracy_pct)}</table>"
-        for run in (a, b)
-    )
-    # issue 14 fills `answer`: the first sentence, what EAMS saved at the wall, in words
-    answer_html = f"<p id=answer class=answer>{escape(answer)}</p>\n" if answer else ""
-    if links:
-        items = "".join(f'<li><a href="{escape(h)}">{escape(t)}</a></li>' for t, h in links)
-        intro = f"<p id=decisions-intro>{escape(links_intro)}</p>" if links_intro else ""
-        answer_html += f"<h2>Decisions on record</h2>{intro}<ul id=decisions>{items}</ul>\n"
-    if overview:
-        head, *body = overview
-        cells = "".join(f"<th>{escape(h)}</th>" for h in head)
-        rows = "".join(
-            "<tr>" + "".join(
-                f"<td{' class=l' if j == 0 else ''}>{escape(c)}</td>" for j, c in enumerate(row)
-            ) + "</tr>"
-            for row in body
-        )  # fmt: skip
-        answer_html += f"<h2>The runs</h2><table id=runs-all><tr>{cells}</tr>{rows}</table>\n"
-        if note:
-            answer_html += f"<p id=clock>{escape(note)}</p>\n"
-    if alerts:
-        items = "".join(f"<div class=warn>{escape(a)}</div>" for a in alerts)
-        answer_html += f"<div id=alerts>{items}</div>\n"
     loss = r.passed and r.saving_metered < 0
-    badge = f"verdict {shown.replace(' ', '-')}" + (" LOSS" if loss else "")
-    loss_html = (
-        f"<p><b>The model agrees, but run {escape(b.label)} used more energy than run "
-        f"{escape(a.label)}</b>: the check passes on a loss.</p>"
-        if loss
-        else ""
-    )
-    return f"""<!doctype html><html lang=en><head><meta charset=utf-8>
-<title>{escape(title)}</title><style>{_CSS}</style></head><body>
-<h1>{escape(title)}: run {escape(b.label)} vs run {escape(a.label)}</h1>
-{answer_html}<h2>What was measured</h2>{_measured(r, about)}
-<h2>Does the modelled saving hold at the wall? (VT-5)</h2>
-<div id=verdict class="{badge}">{shown}</div>{loss_html}
-<p>Metered saving at the wall <b>{r.saving_metered * 100:.2f} %</b>
- (±{K_SIGMA * _sd_pts(r.sd_metered):.2f}); modelled saving
- <b>{r.saving_modelled * 100:.2f} %</b> (±{K_SIGMA * _sd_pts(r.sd_modelled):.2f}). Difference
- <b>{r.difference_pts:+.2f} points</b> (±{K_SIGMA * r.sd_difference_pts:.2f}).
- {_verdict_text(r)} Compared by {norm[r.normalised_by]} ({escape(r.unit)}).</p>
-<p class=small>Every ± on this page is 2σ (about 95 %); the JSON summary holds the standard
- uncertainties (1σ).</p>
-{_img(plots.savings(r), "metered and modelled saving, their difference and the pass band")}
-<h2>Runs</h2>
-<table><tr><th class=l>run</th><th>window s</th><th>work core-s</th>
-<th>metered Wh</th><th>modelled Wh</th><th>metered {escape(r.unit)}</th>
-<th>modelled {escape(r.unit)}</th></tr>
-{runs_rows}</table>
-{f"<p>{escape(note)}</p>" if note else ""}
-<h2>Uncertainty of the savings (points, ±2σ)</h2>
-<table>{sd_rows}<tr><th class=l>difference D</th>
-<th>±{K_SIGMA * r.sd_difference_pts:.2f}</th></tr></table>
-<h2>Findings</h2>{warnings}
-<h2>Where the difference comes from</h2>
-<table><tr><th class=l>node</th><th>share of D (points)</th></tr>{share_rows}</table>
-<p class=small>“share of D”: how many points of the metered−modelled difference vanish when
-this node's modelled energy is replaced by its metered energy (in both runs).</p>
-{per_node}
-<h2>Energy per node</h2>{_img(plots.energy_per_node(r), "energy per node")}
-<h2>Power over time</h2>{_img(plots.power_over_time(r), "power per node over time")}
-<h2>How this was computed</h2><ul class=small>
-<li>Metered energy: the PDU outlet's cumulative counter where it advanced at least
- {COUNTER_MIN_STEPS} steps, trusting only increments the outlet could have drawn (a reading
- off the counter's course and back is a glitch: ignored; a drop is a wrap or reset and a leap
- beyond the outlet's ceiling a jump: both stitched with the metered power across them), else
- the trapezoid of the metered power samples. Power the agents modelled is never
- counted as wall power.</li>
-<li>A gap is an interval longer than {GAP_FACTOR:g} × the median interval between a quantity's
- samples; it is bridged linearly (never with zeros; at a window edge the nearest value is
- held) and charged range × length / √12 of uncertainty.</li>
-<li>Modelled energy: each node's calibrated curve applied to the measured utilisation (the line
- P(u) = P_idle + (P_max − P_idle)·u, stepping to the measured active idle below the lowest
- loaded level where the calibration found an idle step); utilisation is a mean over the
- interval ending at its sample, so each value weighs its own interval.</li>
-<li>Energy is compared by {norm[r.normalised_by]} ({escape(r.unit)}): per unit of work when
- both runs state it, per unit time when they differ in length without it.</li>
-<li>Meter accuracy ±{r.accuracy_pct:g} % taken as a uniform bound (σ = a/√3), both as a per-outlet
- gain shared by runs A and B (cancels except through shifts of energy share) and as independent
- per-reading error. Calibration uncertainty from each node's P_idle/P_max CI
- (and its active idle's σ where the curve steps).</li>
-<li>VT-5 passes when |D| ≤ {r.tolerance_pts:g} points and is resolved when 2σ of D is within
- that tolerance; an unresolved check is shown as {NOT_RESOLVED}, whatever D is.</li>
-</ul></body></html>"""
+    head, *body = overview or ([],)
+    context = {
+        "title": title,
+        "a_label": a.label,
+        "b_label": b.label,
+        "answer": answer,
+        "links": list(links),
+        "links_intro": links_intro,
+        "overview_head": list(head),
+        "overview_body": [list(row) for row in body],
+        "note": note,
+        "alerts": list(alerts),
+        "see_also": list(see_also),
+        "measured": _measured(r, about or About()),
+        "badge": f"verdict {shown.replace(' ', '-')}" + (" LOSS" if loss else ""),
+        "shown": shown,
+        "loss": loss,
+        "saving_metered": f"{r.saving_metered * 100:.2f}",
+        "u_metered": f"{K_SIGMA * _sd_pts(r.sd_metered):.2f}",
+        "saving_modelled": f"{r.saving_modelled * 100:.2f}",
+        "u_modelled": f"{K_SIGMA * _sd_pts(r.sd_modelled):.2f}",
+        "difference": f"{r.difference_pts:+.2f}",
+        "u_difference": f"{K_SIGMA * r.sd_difference_pts:.2f}",
+        "verdict_text": _verdict_text(r),
+        "norm": norm[r.normalised_by],
+        "unit": r.unit,
+        "runs": [
+            [
+                run.label,
+                f"{run.duration_s:.1f}",
+                "—" if run.work_core_s is None else f"{run.work_core_s:.1f}",
+                f"{run.metered_wh:.3f}",
+                f"{run.modelled_wh:.3f}",
+                f"{run.metered_normalised:.4g}",
+                f"{run.modelled_normalised:.4g}",
+            ]
+            for run in (a, b)
+        ],
+        "sd_rows": [
+            (f"{kind}: {name.replace('_', ' ')}", f"{K_SIGMA * value * 100:.2f}")
+            for kind, parts in (("metered", r.sd_metered), ("modelled", r.sd_modelled))
+            for name, value in parts.items()
+        ],
+        "warnings": list(r.warnings),
+        # one value per node over both runs, so one table, not a column repeated in each run's
+        "shares": [(name, f"{points:+.2f}") for name, points in r.disagreement_pts.items()],
+        "per_node": [
+            (run.label, _per_node_rows(run, r.accuracy_pct), unflagged_model_errors(run))
+            for run in (a, b)
+        ],
+        "img_savings": _data_uri(plots.savings(r)),
+        "img_energy": _data_uri(plots.energy_per_node(r)),
+        "img_power": _data_uri(plots.power_over_time(r, marks)),
+        "counter_min_steps": COUNTER_MIN_STEPS,
+        "gap_factor": f"{GAP_FACTOR:g}",
+        "accuracy": f"{r.accuracy_pct:g}",
+        "tolerance": f"{r.tolerance_pts:g}",
+        "not_resolved": NOT_RESOLVED,
+    }
+    return _ENV.get_template("report.html.j2").render(context)
+
+
+def render_text_page(
+    title: str, text: str, intro: str | None = None, links: Sequence[tuple[str, str]] = ()
+) -> str:
+    """A small HTML page of preformatted ``text`` (``<pre id=text>``) under ``title``, with an
+    ``intro`` paragraph above and (label, href) ``links`` below: how the demo's report shows a
+    decision as ``eams explain`` prints it. Every value is escaped."""
+    context = {"title": title, "text": text, "intro": intro, "links": list(links)}
+    return _ENV.get_template("text_page.html.j2").render(context)
 
 
 def summary_json(result: SavingCheck, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -384,6 +344,8 @@ def write_report(
     overview: Sequence[Sequence[str]] = (),
     alerts: Sequence[str] = (),
     links_intro: str | None = None,
+    marks: Mapping[str, Sequence[plots.PowerMark]] | None = None,
+    see_also: Sequence[tuple[str, str]] = (),
 ) -> tuple[Path, Path]:
     """Write ``wallpower_report.html`` and ``wallpower_summary.json`` into ``out_dir``.
 
@@ -392,7 +354,7 @@ def write_report(
     result : SavingCheck
     out_dir : Path
         Created as needed.
-    title, note, about, answer, links, overview, alerts, links_intro
+    title, note, about, answer, links, overview, alerts, links_intro, marks, see_also
         See :func:`render_html`.
     extra : mapping, optional
         More keys for the JSON summary (:func:`summary_json`).
@@ -411,7 +373,19 @@ def write_report(
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out_dir / HTML_NAME, out_dir / JSON_NAME
         html_path.write_text(
-            render_html(result, title, note, about, answer, links, overview, alerts, links_intro)
+            render_html(
+                result,
+                title,
+                note,
+                about,
+                answer,
+                links,
+                overview,
+                alerts,
+                links_intro,
+                marks,
+                see_also,
+            )
         )
         json_path.write_text(json.dumps(summary_json(result, extra), indent=2) + "\n")
     except OSError as exc:

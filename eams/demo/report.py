@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,21 @@ from rich.table import Table
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_report
 from eams.calibrate.wallpower.check import SavingCheck
 from eams.calibrate.wallpower.cli import summary_lines
-from eams.calibrate.wallpower.report import NOT_RESOLVED, About, shown_verdict
+from eams.calibrate.wallpower.errors import WallPowerError
+from eams.calibrate.wallpower.plots import PowerMark
+from eams.calibrate.wallpower.report import (
+    HTML_NAME,
+    NOT_RESOLVED,
+    About,
+    render_text_page,
+    shown_verdict,
+)
 from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
+from eams.scheduler.record import Bound, Power, Query, read_records
+from eams.scheduler.record.explain import explain_pod, render_pod
 
 ACCURACY_PCT = 3.0
 """The simulated PDU is an APC rPDU2: ±3 % of reading (Schneider FAQ FA156074)."""
@@ -269,16 +280,30 @@ def check_and_report(
             f"{s.pod} on {s.node} instead of {s.default_node} (LeastAllocated's choice): "
             f"{s.saved_wh * 1000:.2f} mWh less on the calibrated line — "
             f"eams explain demo/{s.pod} --record {record_dir}",
-            _relative(record_dir / "decisions.jsonl", report_dir),
+            _relative(decision_page(record_dir, report_dir, s.pod), report_dir),
         )
         for s in saved
-    ] or [
+    ]
+    example = None if saved else _example_pod(record_dir)
+    if example is not None:
+        links = [
+            (
+                "No placement used less energy on its node's calibrated line than "
+                "LeastAllocated's choice would have: the saving is the nodes the consolidation "
+                f"let sleep (the sleeps and wakes below) — one decision, {example}: eams explain "
+                f"demo/{example} --record {record_dir}",
+                _relative(decision_page(record_dir, report_dir, example), report_dir),
+            )
+        ]
+    others_html = other_reports(bands, report_dir)
+    see_also = [
         (
-            "No placement used less energy on its node's calibrated line than LeastAllocated's "
-            "choice would have: the saving is the nodes the consolidation let sleep (the sleeps "
-            f"and wakes below) — eams explain demo/POD --record {record_dir}",
-            _relative(record_dir / "decisions.jsonl", report_dir),
+            f"the same three runs at offered load ρ = {band.rho:g}: eams+pm "
+            f"{full.saving_metered * 100:.1f} % ± {K_SIGMA * sd_of(full.sd_metered) * 100:.1f} "
+            f"against default at the wall, VT-5 {shown_verdict(full)}",
+            _relative(path, report_dir),
         )
+        for (band, full, _), path in zip(results[1:], others_html, strict=True)
     ]
     share = market_share(record_dir)
     for i, (band, full, pm) in enumerate(results):
@@ -300,6 +325,8 @@ def check_and_report(
             answer=answer(full, pm, band.rho),
             links=links if i == 0 else (),
             links_intro=market_text(share) if i == 0 else None,
+            marks=power_marks(band, record_dir.parent.parent),
+            see_also=see_also if i == 0 else (),
             extra=extra,
         )  # fmt: skip
         _print_band(console, band, full, pm)
@@ -312,11 +339,92 @@ def check_and_report(
     for line in lines[1:]:
         console.print(line, markup=False)
     console.print(
-        f"report: {main_paths[0]}\nsummary: {main_paths[1]}\nrecord: {record_dir}",
+        paths_text(main_paths[0], main_paths[1], record_dir,
+                   [(band.rho, path) for band, path in zip(bands[1:], others_html, strict=True)]),
         soft_wrap=True,
         markup=False,
-    )
+    )  # fmt: skip
     return main
+
+
+def other_reports(bands: list[Band], report_dir: Path) -> list[Path]:
+    """The report of each band after the demo's (the first), in order: ``<report>/rho-…/``."""
+    return [report_dir / band.name / HTML_NAME for band in bands[1:]]
+
+
+def paths_text(html: Path, summary: Path, record: Path, others: list[tuple[float, Path]]) -> str:
+    """The terminal's last lines: where the report, its summary, the other offered loads'
+    reports and the decision record are."""
+    lines = [f"report: {html}"]
+    lines += [f"report at ρ = {rho:g}: {path}" for rho, path in others]
+    lines += [f"summary: {summary}", f"record: {record}"]
+    return "\n".join(lines)
+
+
+DECISIONS_DIR = "decisions"
+"""The report's sub-folder of decision pages (one per featured pod)."""
+
+
+def decision_page(record_dir: Path, report_dir: Path, pod: str) -> Path:
+    """Write ``<report>/decisions/<pod>.html``: what ``eams explain demo/<pod>`` prints, as a
+    page the report links to (the raw record beside it), and return its path.
+
+    Raises
+    ------
+    WallPowerError
+        The page cannot be written (naming it).
+    """
+    records = read_records(record_dir, Query(pod=pod)).records
+    text = render_pod(explain_pod(records, pod))
+    page = report_dir / DECISIONS_DIR / f"{re.sub(r'[^A-Za-z0-9._-]', '_', pod)}.html"
+    links = [
+        ("back to the report", f"../{HTML_NAME}"),
+        ("the raw decision record (JSONL)", _relative(record_dir / "decisions.jsonl", page.parent)),
+    ]
+    intro = (
+        f"What the decision record says about pod demo/{pod}: the text `eams explain "
+        f"demo/{pod} --record {record_dir}` prints."
+    )
+    try:
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(render_text_page(f"Pod demo/{pod}: its placement", text, intro, links))
+    except OSError as exc:
+        raise WallPowerError(f"cannot write {page}: {exc.strerror or exc}") from exc
+    return page
+
+
+def _example_pod(record_dir: Path) -> str | None:
+    """A pod the market cleared (bound where it chose), to show one decision; ``None``."""
+    for record in read_records(record_dir).records:
+        if isinstance(record, Bound) and record.honoured:
+            return record.pod.name
+    return None
+
+
+def power_marks(band: Band, record_root: Path) -> dict[str, list[PowerMark]]:
+    """Where each run's power manager put a node to sleep or woke it (the transitions that
+    went through, ``result`` ok), from the run's power record, in seconds since the run's start:
+    the marks of the report's power-over-time plot. A run without a record (no power manager)
+    has none.
+
+    Parameters
+    ----------
+    band : Band
+    record_root : Path
+        The demo's ``record`` folder (``<band>/<label>/power*.jsonl`` below it).
+    """
+    out: dict[str, list[PowerMark]] = {}
+    for run in band.runs:
+        folder = record_root / band.name / run.label
+        if not folder.is_dir():
+            continue
+        start_s = run.start_ns / 1e9
+        out[run.label] = [
+            PowerMark(p.node, p.at_s - start_s, "wake" if p.to_state == "running" else "sleep")
+            for p in read_records(folder).records
+            if isinstance(p, Power) and p.mode == "active" and p.result == "ok"
+        ]
+    return out
 
 
 def _relative(path: Path, start: Path) -> str:

@@ -103,6 +103,10 @@ def _calibrate(console: Console, testbed: Testbed, out_dir: Path, quick: bool) -
             "yes" if cal.linear_ok else "no",
         )
     console.print(table)
+    for cal in calibrations:
+        note = cal.intercept_note()
+        if note is not None:
+            console.print(f"    {note}", soft_wrap=True, markup=False)
     return calibrations
 
 

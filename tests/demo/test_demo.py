@@ -8,7 +8,7 @@ import re
 import signal
 import subprocess
 import sys
-from html import escape
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -255,7 +255,7 @@ def _check_record(out: Path, summary: dict, tmp_path: Path, complete: bool = Tru
     html = (out / "report" / "wallpower_report.html").read_text()
     assert f"The market cleared {market['cleared']} of the {market['pods']} placements" in html
     assert "A scheduling cycle is one pass" in html
-    assert escape(summary["cycles_explained"]) in html
+    assert summary["cycles_explained"] in unescape(html)
     eams_cycles = f"eams+pm {live['cycles']} for {live['pods']} pods"
     assert eams_cycles in summary["cycles_explained"]
     from eams.scheduler.record import read_records
@@ -270,8 +270,14 @@ def _check_record(out: Path, summary: dict, tmp_path: Path, complete: bool = Tru
         for line in text.splitlines():
             if line.rstrip().endswith("← cleared"):  # a bare mark: the node is not gated
                 assert line.split()[0] not in gated_nodes, text
-    assert html.count('href="../record/rho-0.3/eams+pm/decisions.jsonl"') == max(1, len(saved))
-    assert saved or "No placement used less energy on its node&#x27;s calibrated line" in html
+    # each link opens the pod's decision as `eams explain` prints it, not the raw JSONL
+    hrefs = re.findall(r"<ul id=decisions>.*?</ul>", html)[0]
+    pages = re.findall(r'href="(decisions/[^"]+\.html)"', hrefs)
+    assert len(pages) == max(1, len(saved)) and "decisions.jsonl" not in hrefs
+    assert saved or "No placement used less energy on its node's calibrated line" in unescape(html)
+    for s, href in zip(saved, pages, strict=False):
+        page = unescape((out / "report" / href).read_text())
+        assert f"pod demo/{s['pod']}" in page and "← cleared" in page
     pod, node = (
         (saved[0]["pod"], saved[0]["node"])
         if saved

@@ -9,7 +9,12 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from eams.calibrate.calfile import Calibration, calibration_from_sweep, save_calibration
+from eams.calibrate.calfile import (
+    INTERCEPT_FAR,
+    Calibration,
+    calibration_from_sweep,
+    save_calibration,
+)
 from eams.calibrate.model import LinearPowerModel, PowerCurve
 from eams.calibrate.wallpower import check_runs, load_fleet, load_run, parse_run_spec
 from eams.calibrate.wallpower.fleet import node_model
@@ -113,3 +118,20 @@ def test_the_energy_sensitivities_are_its_finite_differences(calibrations, tmp_p
         assert derivative_h == pytest.approx(numeric, rel=1e-6)
     assert got.dE_dpactive_h > 20 / 3600 * 0.9  # the idle stretch and the sine's troughs
     assert got.dE_dpidle_h + got.dE_dpmax_h + got.dE_dpactive_h == pytest.approx(60 / 3600)
+
+
+def test_an_intercept_far_from_the_idle_draw_is_explained(calibrations) -> None:
+    """Issue 35 item 7: the demo prints each fitted P_idle beside the fleet's real idle; where
+    they differ (the line's intercept on a curve stepping at idle) a sentence says why."""
+    s1, s2 = calibrations["s1"], calibrations["s2"]
+    assert s1.p_active_idle_w is not None and s2.p_active_idle_w is not None
+    assert abs(s1.p_idle_w - s1.p_active_idle_w) > INTERCEPT_FAR * s1.p_active_idle_w
+    note = s1.intercept_note()
+    assert note is not None and note.startswith(f"s1: P_idle {s1.p_idle_w:.1f} W is where")
+    assert f"measured active idle {s1.p_active_idle_w:.1f} W" in note
+    assert "steps down to the measured active idle" in note  # what the model does instead
+    assert note.endswith(s1.fit.linear_reason)  # calibrate's own verdict, word for word
+    assert s2.intercept_note() is None  # on its line: nothing to explain
+    # where the gap is inside the threshold, nothing is said either
+    gap = abs(s1.p_idle_w - s1.p_active_idle_w) / s1.p_active_idle_w
+    assert s1.intercept_note(far=gap * 1.01) is None
