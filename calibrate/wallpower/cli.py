@@ -35,9 +35,11 @@ def summary_lines(result: SavingCheck) -> list[str]:
     r = result
     shown = shown_verdict(r)
     if shown == NOT_RESOLVED:
-        shown += f" ({'a pass' if r.passed else 'a fail'} at face value)"
+        outcome = "within" if r.passed else "outside"
+        shown += f" (the difference is {outcome} the band, but the run is too short to tell)"
     lines = [
-        f"VT-5 {shown}: metered saving {r.saving_metered * 100:.2f} % vs modelled "
+        f"VT-5 {shown} — does the model agree with the wall? "
+        f"metered saving {r.saving_metered * 100:.2f} % vs modelled "
         f"{r.saving_modelled * 100:.2f} % → difference {r.difference_pts:+.2f} points "
         f"(±{2 * r.sd_difference_pts:.2f} at 2σ; pass within ±{r.tolerance_pts:g})",
     ]

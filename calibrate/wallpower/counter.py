@@ -312,13 +312,15 @@ def counter_energy(
     resolution = _resolution(increments, tol)
     if resolution is None:
         return CounterFallback(
-            "the energy counter did not advance (too coarse for this run): power integrated",
+            "the PDU's energy counter (Wh) did not change during this run (its steps are too "
+            "coarse for so short a run), so energy is the metered power integrated over time",
             found,
         )
     if increments.sum() < COUNTER_MIN_STEPS * resolution:
         return CounterFallback(
             f"the energy counter advanced only {increments.sum() / resolution:.0f} steps of "
-            f"{resolution:g} Wh (< {COUNTER_MIN_STEPS}): too coarse, power integrated instead",
+            f"{resolution:g} Wh (< {COUNTER_MIN_STEPS}): too coarse for this run, so energy is "
+            "the metered power integrated over time",
             found,
         )
     n_bridges = int((~trusted).sum())
