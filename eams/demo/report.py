@@ -25,6 +25,7 @@ from eams.calibrate.wallpower import check_runs, load_fleet, load_run, write_rep
 from eams.calibrate.wallpower.check import SavingCheck
 from eams.calibrate.wallpower.cli import summary_lines
 from eams.calibrate.wallpower.report import NOT_RESOLVED, About, shown_verdict
+from eams.demo.lag import lag_sentence
 from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
@@ -201,6 +202,8 @@ def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
         "run_figures": runs,
         "power_transitions": {r.label: dict(r.transitions) for r in band.runs},
         "power_suspect_nodes": {r.label: list(r.suspect_nodes) for r in band.runs},
+        "lag": {r.label: r.lag for r in band.runs},
+        "lag_explained": lag_sentence({r.label: r.lag for r in band.runs}),
         "saving_power_manager": pm.saving_metered,
         "sd_power_manager": pm.sd_metered,
         "saving_placement": full.saving_metered - pm.saving_metered,
@@ -292,7 +295,7 @@ def check_and_report(
             full,
             folder,
             title="eams demo — VT-5 wall-power check",
-            note=f"{clock_note(band.speedup)} {cycles_text(band)}",
+            note=f"{clock_note(band.speedup)} {cycles_text(band)} {extra['lag_explained']}",
             overview=_overview(band, full, pm),
             alerts=power_alerts(band),
             about=About(setup=SETUP.format(fleet=fleet, power=power),

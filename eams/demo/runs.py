@@ -26,6 +26,7 @@ import numpy as np
 from eams.calibrate.calfile import Calibration
 from eams.demo.cluster import EmulatedCluster
 from eams.demo.errors import DemoError
+from eams.demo.lag import frozen_heap, margin_s
 from eams.demo.live import NO_EXTENDER, LiveLoop, LiveRun, extender_config
 from eams.demo.power import FAILURES, demo_manager, failures
 from eams.demo.services import Agents, ExtenderServer
@@ -218,15 +219,19 @@ def live_run(
             agents.wait_metered(METER_START_TIMEOUT_S)
             time.sleep(WARMUP_PERIODS * period_s)
             live.on_progress = tick
-            start_ns, end_ns, actuator, failed = asyncio.run(
-                _drive(live, manager_for if with_pm else None, period_s, timeout_s)
-            )
+            with frozen_heap():  # no full collection stops the run (frozen_heap says why)
+                start_ns, end_ns, actuator, failed = asyncio.run(
+                    _drive(live, manager_for if with_pm else None, period_s, timeout_s)
+                )
+            for times in agents.sample_times(live.started_s, time.monotonic()):
+                live.lag.periodic("sample", times, period_s)
             time.sleep(WARMUP_PERIODS * period_s)
     finally:
         if recorder is not None:
             recorder.close()
     live.result(result)
     result.start_ns, result.end_ns = start_ns, end_ns
+    result.lag = live.lag.summary(margin_s(period_s), speedup)
     if actuator is not None and failed is not None:
         result.suspect_nodes = failed.pop("suspect_nodes")
         result.transitions = dict(actuator.counts) | failed
