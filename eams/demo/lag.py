@@ -160,9 +160,11 @@ def lag_sentence(runs: dict[str, dict[str, Any]]) -> str:
     if not over:
         return f"{head}: every run stayed within it."
     kinds = sorted({k for label in over for k in runs[label]["exceeded_kinds"]}, key=KINDS.index)
+    which = f"run {over[0]}" if len(over) == 1 else f"runs {', '.join(over)}"
+    them, their = ("it", "its") if len(over) == 1 else ("them", "their")
     return (
-        f"{head}: runs {', '.join(over)} exceeded it ({', '.join(KIND_WORDS[k] for k in kinds)}) "
-        "— a busy host distorted them; their figures are less certain than stated."
+        f"{head}: {which} exceeded it ({', '.join(KIND_WORDS[k] for k in kinds)}) — a busy "
+        f"host distorted {them}: {their} figures are less certain than stated."
     )
 
 

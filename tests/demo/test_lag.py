@@ -106,7 +106,7 @@ def test_a_run_whose_p95_lag_exceeds_the_margin_is_flagged_in_every_place() -> N
     assert "EXCEEDED by pod arrivals" in lag_line(bad)
     sentence = lag_sentence({"default": ok, "eams+pm": bad})
     assert "at most 0.40 s (run eams+pm" in sentence
-    assert "runs eams+pm exceeded it (pod arrivals)" in sentence
+    assert "run eams+pm exceeded it (pod arrivals)" in sentence
     assert "every run stayed within it" in lag_sentence({"default": ok})
     assert lag_sentence({"default": {}}) == ""
 
