@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,7 @@ import numpy as np
 from eams.calibrate.wallpower.spec import RunSpec, format_time_ns
 from eams.demo.cluster import EmulatedCluster, bound_pod, ended_pod, pod_object
 from eams.demo.errors import DemoError
+from eams.demo.lag import LagLog, every
 from eams.kube.names import ASLEEP_TAINT
 from eams.scheduler import policies
 from eams.scheduler.bench.kube_cycle import CycleRecord, ExtenderConfig, KubeCycle
@@ -175,6 +177,9 @@ class LiveRun:
         Nodes the power manager left asleep and suspect at some point of the run.
     power_lines : list of str
         The power manager's decisions as log lines.
+    lag : dict
+        How late the live loop ran against its schedule (:meth:`eams.demo.lag.LagLog.summary`:
+        per kind p50, p95 and max, the margin, ``exceeded``).
     """
 
     label: str
@@ -194,6 +199,7 @@ class LiveRun:
     transitions: dict[str, int] = field(default_factory=dict)
     suspect_nodes: list[str] = field(default_factory=list)
     power_lines: list[str] = field(default_factory=list)
+    lag: dict[str, Any] = field(default_factory=dict)
 
     @property
     def spec(self) -> RunSpec:
@@ -276,6 +282,12 @@ class LiveLoop:
         self.binds: dict[str, str] = {}
         self.decisions: list[Decision] = []
         self.cycles = 0
+        self.lag = LagLog()
+        """How late arrivals, manager ticks and ends came (:mod:`eams.demo.lag`)."""
+        self.started_s = math.nan
+        """When the run began (its first arrival's schedule), monotonic s."""
+        self.steps: list[tuple[float, float]] = []
+        """Each power-manager step's (began, ended), monotonic s."""
         self.on_progress: Callable[[float], None] = lambda done: None
         """Called with the fraction of pods ended, after each end."""
 
@@ -308,8 +320,7 @@ class LiveLoop:
             Pods still pending or running after ``timeout_s`` (names a few).
         """
         loop = asyncio.get_running_loop()
-        start = time.monotonic()
-        self._start = start
+        start = self.started_s = time.monotonic()
         producer = loop.create_task(self._offer(start))
         stepper = loop.create_task(self._step(power, period_s)) if power is not None else None
         try:
@@ -333,13 +344,16 @@ class LiveLoop:
             self.cycle.close()
             if self._tell is not None:  # every outcome told before the run's record is read
                 await asyncio.to_thread(self._tell.shutdown, True)
+            self.lag.ticks("tick", self.steps, period_s)
 
     async def _offer(self, start: float) -> None:
         w = self.workload
         for j, name in enumerate(w.names):
-            delay = start + float(w.arrival_s[j]) / self.speedup - time.monotonic()
+            due = start + float(w.arrival_s[j]) / self.speedup
+            delay = due - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
+            self.lag.note("arrival", due, time.monotonic())
             work = float(w.cpu[j] * w.duration_s[j])
             pod = pod_object(name, float(w.cpu[j]), float(w.mem_mib[j]), work, self.scheduler)
             self._arrived_s[name] = time.monotonic()
@@ -347,9 +361,15 @@ class LiveLoop:
             self.cycle.add(pod)
 
     async def _step(self, power: PowerStep, period_s: float) -> None:
-        while True:
+        """Step ``power`` on a deadline grid (:func:`eams.demo.lag.every`): a step's own time
+        and a late wake-up are not added to every later interval, as a ``sleep(period_s)``
+        after each step would add them (on a busy host the manager then looked ever less
+        often than its timers assume)."""
+
+        async def once() -> None:
             await power(time.time())
-            await asyncio.sleep(period_s)
+
+        await every(period_s, once, lambda began, ended: self.steps.append((began, ended)))
 
     def requeue(self) -> None:
         """A cluster event (a pod ended, a node was released): every unschedulable pod goes
@@ -384,7 +404,9 @@ class LiveLoop:
             self._bound_pods[name] = bound_pod(pod, record.node, time.time())
             self._tell.submit(self._told, self._bound_pods[name])
         loop = asyncio.get_running_loop()
-        loop.call_later(bound.ends_at_s - time.time(), self._end, record.node, name)
+        loop.call_later(
+            bound.ends_at_s - time.time(), self._end, record.node, name, bound.ends_at_s
+        )
 
     def _told(self, pod: dict[str, Any]) -> None:
         assert self.outcomes is not None
@@ -393,7 +415,8 @@ class LiveLoop:
         except DemoError as exc:  # the record misses this outcome; the run goes on
             log.warning("%s", exc)
 
-    def _end(self, node: str, name: str) -> None:
+    def _end(self, node: str, name: str, due_s: float) -> None:
+        self.lag.note("end", due_s, time.time())
         self.cluster.end(node, name)
         if self._tell is not None:
             self._tell.submit(self._told, ended_pod(self._bound_pods.pop(name), time.time()))

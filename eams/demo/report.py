@@ -34,6 +34,7 @@ from eams.calibrate.wallpower.report import (
     render_text_page,
     shown_verdict,
 )
+from eams.demo.lag import lag_sentence
 from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
@@ -212,6 +213,8 @@ def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
         "run_figures": runs,
         "power_transitions": {r.label: dict(r.transitions) for r in band.runs},
         "power_suspect_nodes": {r.label: list(r.suspect_nodes) for r in band.runs},
+        "lag": {r.label: r.lag for r in band.runs},
+        "lag_explained": lag_sentence({r.label: r.lag for r in band.runs}),
         "saving_power_manager": pm.saving_metered,
         "sd_power_manager": pm.sd_metered,
         "saving_placement": full.saving_metered - pm.saving_metered,
@@ -317,7 +320,7 @@ def check_and_report(
             full,
             folder,
             title="eams demo — VT-5 wall-power check",
-            note=f"{clock_note(band.speedup)} {cycles_text(band)}",
+            note=f"{clock_note(band.speedup)} {cycles_text(band)} {extra['lag_explained']}",
             overview=_overview(band, full, pm),
             alerts=power_alerts(band),
             about=About(setup=SETUP.format(fleet=fleet, power=power),

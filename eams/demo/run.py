@@ -34,6 +34,7 @@ from eams.calibrate.sweep import SweepProgress
 from eams.demo.calibrate import calibrate_fleet
 from eams.demo.errors import DemoError
 from eams.demo.fleet import DemoNode, demo_fleet
+from eams.demo.lag import lag_line
 from eams.demo.live import EXTENDER_TIMEOUT_S, LiveRun
 from eams.demo.power import NODE_POWER, failure_text
 from eams.demo.record import Saved, write_energy
@@ -144,6 +145,7 @@ def _live(
             soft_wrap=True,
             markup=False,
         )
+        console.print(f"      {lag_line(run.lag)}", soft_wrap=True, markup=False)
 
     with _progress(console) as bar:
 

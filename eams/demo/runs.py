@@ -26,6 +26,7 @@ import numpy as np
 from eams.calibrate.calfile import Calibration
 from eams.demo.cluster import EmulatedCluster
 from eams.demo.errors import DemoError
+from eams.demo.lag import frozen_heap, margin_s
 from eams.demo.live import NO_EXTENDER, LiveLoop, LiveRun, extender_config
 from eams.demo.power import FAILURES, demo_manager, failures
 from eams.demo.services import Agents, ExtenderServer
@@ -122,7 +123,8 @@ class _QuietOffNodes(logging.Filter):
 
 async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float):
     """Run ``live`` with the power manager of ``manager_for`` (or none) stepping in a worker
-    thread; after the last pod, wait for a step in flight and for the nodes to settle."""
+    thread; after the last pod, wait for a step in flight and for the nodes to settle. The
+    heap made before the run (the manager's meter among it) is frozen for the run."""
     loop = asyncio.get_running_loop()
     step = actuator = failed = None
     busy = threading.Lock()
@@ -137,11 +139,15 @@ async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float)
             await asyncio.to_thread(locked_step, now_s)
 
     try:
-        live.cluster.start()
-        start_ns = time.time_ns()
-        await live.run(step, period_s, timeout_s)
-        await asyncio.to_thread(busy.acquire)  # a step in flight ends; no other starts
-        await settle(live.cluster.testbed, period_s)
+        # no full collection stops the run (frozen_heap says why); its own collection's
+        # pause is over a few agent periods before the window opens
+        with frozen_heap():
+            await asyncio.sleep(WARMUP_PERIODS * period_s)
+            live.cluster.start()
+            start_ns = time.time_ns()
+            await live.run(step, period_s, timeout_s)
+            await asyncio.to_thread(busy.acquire)  # a step in flight ends; no other starts
+            await settle(live.cluster.testbed, period_s)
         if actuator is not None:
             failed = failures(manager, actuator, marker) | {"suspect_nodes": sorted(marker.suspect)}
         return start_ns, time.time_ns(), actuator, failed
@@ -221,12 +227,15 @@ def live_run(
             start_ns, end_ns, actuator, failed = asyncio.run(
                 _drive(live, manager_for if with_pm else None, period_s, timeout_s)
             )
+            for times in agents.sample_times(live.started_s, time.monotonic()):
+                live.lag.periodic("sample", times, period_s)
             time.sleep(WARMUP_PERIODS * period_s)
     finally:
         if recorder is not None:
             recorder.close()
     live.result(result)
     result.start_ns, result.end_ns = start_ns, end_ns
+    result.lag = live.lag.summary(margin_s(period_s), speedup)
     if actuator is not None and failed is not None:
         result.suspect_nodes = failed.pop("suspect_nodes")
         result.transitions = dict(actuator.counts) | failed

@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -197,6 +198,20 @@ class ExtenderServer:
         self._socket.close()
 
 
+class TimedAgent(Agent):
+    """The product's agent, noting when each of its samples was taken (monotonic s): how
+    late the live loop's samples came (:mod:`eams.demo.lag`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ticked_s: list[float] = []
+
+    def tick(self) -> None:
+        """Note the time, then :meth:`Agent.tick`."""
+        self.ticked_s.append(time.monotonic())
+        super().tick()
+
+
 class Agents:
     """One in-process agent per node for one run, writing ``telemetry_dir/NODE.jsonl``.
 
@@ -232,7 +247,8 @@ class Agents:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._meter_url = testbed.url
-        self.agents: list[Agent] = []
+        self.period_s = period_s
+        self.agents: list[TimedAgent] = []
         # the PDU owner publishes every node's metered power: each with that node's own cap
         caps = {n.spec.name: n.spec.power_cap_w for n in testbed.nodes}
         for index, node in enumerate(testbed.nodes):
@@ -265,7 +281,7 @@ class Agents:
                 }
             try:
                 config = parse_config(data, telemetry_dir, f"agent {name}")
-                self.agents.append(Agent(config, read_cpu=node.cpu_times))
+                self.agents.append(TimedAgent(config, read_cpu=node.cpu_times))
             except BaseException as exc:
                 self.stop()  # closes the agents set up so far (the owner's meter among them)
                 if isinstance(exc, EamsError):
@@ -299,6 +315,10 @@ class Agents:
                     f"{self._meter_url} within {timeout_s:g} s"
                 )
             time.sleep(0.05)
+
+    def sample_times(self, since_s: float, until_s: float) -> list[list[float]]:
+        """Each agent's sample times (monotonic s) from ``since_s`` to ``until_s``."""
+        return [[t for t in a.ticked_s if since_s <= t <= until_s] for a in self.agents]
 
     def stop(self) -> None:
         """Stop every agent; each flushes its sinks and closes its spool (idempotent).

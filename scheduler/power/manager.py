@@ -412,12 +412,24 @@ class PowerManager:
         stop: threading.Event,
         interval_s: float,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """Call :meth:`step` every ``interval_s`` (sooner when the plan's ``next_check_s``
-        comes first) until ``stop`` is set."""
+        comes first) until ``stop`` is set.
+
+        The ticks keep to a grid on the monotonic clock, as the agent's samples do: the wait
+        after a step is what is left of the interval, so a step's own time (its actions: a
+        soft-off waited for, an outlet switched) and a late wake-up on a busy host are not
+        added to every later interval; after a step that outlasted the interval, the next
+        tick is the grid's next point (missed ticks are not run in a burst). An early check
+        (``next_check_s``) leaves the grid as it was."""
+        due = monotonic()
         while not stop.is_set():
             plan = self.step(clock())
-            wait = interval_s
+            now = monotonic()
+            if now >= due:  # a regular tick: the grid's next point after now
+                due += interval_s * (math.floor((now - due) / interval_s) + 1)
+            wait = due - now
             if plan.next_check_s is not None:
                 wait = min(wait, max(plan.next_check_s - clock(), 0.05))
             stop.wait(wait)

@@ -73,6 +73,17 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
     for run in ("default+pm", "eams+pm"):
         assert set(transitions[run]) == kinds
     _check_power_log(out, summary, stdout)
+    # the live loop's lag, per run, against the margin (issue 35, item 9)
+    lag = summary["lag"]
+    assert set(lag) == {"default", "default+pm", "eams+pm"}
+    for run, figures in lag.items():
+        assert figures["margin_s"] == 0.25  # one agent period of the quick demo
+        assert figures["arrival"]["n"] == 40 and figures["end"]["n"] == 40
+        assert figures["sample"]["n"] > 0
+        assert (figures["tick"]["n"] > 0) is (run != "default")  # no manager there
+        assert isinstance(figures["exceeded"], bool)
+    assert stdout.count("late: pod arrivals p95") == 3
+    assert summary["lag_explained"].startswith("The live loop")
     # the live path: every EAMS pod went through the live extender, placed on its answer
     live = summary["extender"]
     assert live["pods"] == 40
@@ -88,6 +99,8 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
     assert f"report: {html}" in stdout
     assert html.read_text().count("data:image/png;base64,") == 3
     _check_units(stdout, summary, html.read_text())
+    # the report says the loop's lag where it describes the run figures
+    assert summary["lag_explained"] in unescape(" ".join(html.read_text().split()))
     _check_record(out, summary, tmp_path, complete=data == "shared")
     if CHROMIUM is not None:  # the report as a reader sees it, rendered by Chromium
         with Browser(tmp_path / "profile") as browser:

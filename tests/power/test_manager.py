@@ -7,12 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 
 from eams.actuators.transitions import Transition
 from eams.errors import EamsError
 from eams.scheduler.power.manager import ManagerConfig, PowerManager
-from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
+from eams.scheduler.power.policy import Plan, PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import FleetState
+from eams.scheduler.power.policy_plan import PolicyMemory
 from eams.scheduler.power.ports import Observation, guess_state
 from tests.power.conftest import node, pod
 
@@ -244,3 +246,38 @@ def test_a_suspend_timeout_is_sound_when_the_agent_went_silent_and_suspect_when_
     # marked and told to sleep once more)
     assert world.calls[-3:] == [("release", "c"), ("mark", "c"), ("sleep", "c")]
     assert ("release", "b") not in world.calls
+
+
+class _BusyHost:
+    """A stop event on a fake clock: each step takes ``step_s``, each wait wakes ``late_s``
+    late, and the run stops after ``steps`` steps."""
+
+    def __init__(self, step_s: float, late_s: float, steps: int) -> None:
+        self.now, self.step_s, self.late_s, self.steps = 0.0, step_s, late_s, steps
+        self.began: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def is_set(self) -> bool:
+        return len(self.began) >= self.steps
+
+    def wait(self, seconds: float) -> bool:
+        self.now += max(seconds, 0.0) + self.late_s
+        return self.is_set()
+
+    def step(self, now_s: float) -> Plan:
+        self.began.append(self.now)
+        self.now += self.step_s
+        return Plan((), (), 0, None, PolicyMemory())
+
+
+def test_the_managers_ticks_keep_to_their_grid_on_a_busy_host() -> None:
+    """Steps of 0.3 s every 1 s, each wait waking 0.1 s late: a wait of the whole interval
+    after each step began tick 19 at 19 × 1.4 = 26.6 s; on the grid, at 19.1 s."""
+    host = _BusyHost(step_s=0.3, late_s=0.1, steps=20)
+    PowerManager.run(host, host, 1.0, clock=host.clock, monotonic=host.clock)  # type: ignore[arg-type]
+    assert host.began[-1] == pytest.approx(19.1)
+    long = _BusyHost(step_s=2.5, late_s=0.0, steps=4)  # a step longer than two intervals
+    PowerManager.run(long, long, 1.0, clock=long.clock, monotonic=long.clock)  # type: ignore[arg-type]
+    assert long.began == pytest.approx([0.0, 3.0, 6.0, 9.0])  # the grid's next point, no burst
