@@ -29,6 +29,7 @@ from eams.scheduler.power.manager import PowerManager
 from eams.scheduler.power.policy_fleet import ASLEEP
 from tests.actuators.conftest import AgentStandIn, inventory_data
 from tests.power.live import Clock, Records, build, calibrate
+from tests.servers import kube_documents as documents
 from tests.servers.kube_control_plane import ControlPlane, eventually
 from tests.servers.kube_node import NOT_READY, NodeEmulator, remove_taint
 
@@ -149,11 +150,9 @@ class World:
 def create_pod(admin: httpx.Client, name: str, node: str | None, cpu: str, **spec: Any) -> None:
     """A bare pod (no controller: a workload pod) requesting ``cpu``, bound to ``node`` or
     pending."""
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-           "spec": {**({"nodeName": node} if node else {}), **spec,
-                    "containers": [{"name": "c", "image": "pause",
-                                    "resources": {"requests": {"cpu": cpu}}}]}}  # fmt: skip
-    admin.post("/api/v1/namespaces/default/pods", json=pod).raise_for_status()
+    containers = [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]
+    pod_spec = {**({"nodeName": node} if node else {}), **spec, "containers": containers}
+    documents.create_pod(admin, {"metadata": {"name": name}, "spec": pod_spec})
 
 
 def _watched(w: World, name: str, check: Callable[[dict[str, Any]], bool]) -> bool:
@@ -201,8 +200,3 @@ def make_world(
     manager, _ = build(kubeconfig, data, folder, mode, records)
     kubelets = {n: Kubelet(sim, OUTLETS[n], emulated[n]) for n in names if n in OUTLETS}
     return World(manager, Clock(), kubelets, admin, records, sim, data)
-
-
-def delete_pods(admin: httpx.Client) -> None:
-    """Every pod of ``default``, at once (nothing runs them)."""
-    admin.delete("/api/v1/namespaces/default/pods", params={"gracePeriodSeconds": 0})

@@ -18,7 +18,8 @@ from eams.kube.names import ASLEEP_TAINT, POWER_REASON_ANNOTATION, POWER_STATE_A
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
 from tests.actuators.conftest import AgentStandIn
-from tests.power.kube_world import SERVER, A, B, World, delete_pods, make_world
+from tests.power.kube_world import SERVER, A, B, World, make_world
+from tests.servers.kube_documents import clear
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +39,7 @@ def agents(sim: PduSimulator) -> Iterator[dict[int, AgentStandIn]]:
 def admin(control_plane) -> Iterator[httpx.Client]:
     with control_plane.client() as client:
         yield client
-        delete_pods(client)
+        clear(client, ())
 
 
 @pytest.fixture

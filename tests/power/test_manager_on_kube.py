@@ -14,9 +14,10 @@ import pytest
 from eams.kube.names import ASLEEP_TAINT, WAS_CORDONED_ANNOTATION
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
 from tests.actuators.conftest import AgentStandIn
-from tests.power.kube_world import MERGE, A, World, delete_pods, make_world
+from tests.power.kube_world import MERGE, A, World, make_world
 from tests.servers.kube_control_plane import ControlPlane, eventually
 from tests.servers.kube_controller_manager import KubeControllerManager
+from tests.servers.kube_documents import clear
 from tests.servers.kube_node import UNREACHABLE, condition
 
 pytestmark = pytest.mark.integration
@@ -45,7 +46,7 @@ def w(control_plane, lifecycle, emulated_nodes, sim, node1, tmp_path: Path) -> I
             yield world
         finally:
             world.close()
-            delete_pods(admin)
+            clear(admin, ())
             agent.close()
 
 
