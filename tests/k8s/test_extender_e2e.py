@@ -259,19 +259,26 @@ def test_pods_are_bound_to_the_node_the_extender_cleared(e2e: Cluster) -> None:
     assert metric(metrics, "eams_extender_annotation_patches_total", outcome="error") == 0
 
 
+def kept_off(e2e: Cluster, test: str, node: str, free: int) -> str:
+    """Pods ``TEST-pinned`` (pinned to ``node``) and ``free`` unpinned ``TEST-free-i``: the free
+    ones bind, none to ``node``, and kube-scheduler marks the pinned one Unschedulable; returns
+    its message."""
+    create_pod(e2e.admin, f"{test}-pinned", test, node=node)
+    others = [f"{test}-free-{i}" for i in range(free)]
+    for name in others:
+        create_pod(e2e.admin, name, test)
+    nodes, _ = await_bound(e2e.admin, test, others, 30)
+    assert node not in nodes.values(), nodes
+    return eventually(lambda: unschedulable(e2e.admin, f"{test}-pinned"), 30,
+                      "kube-scheduler's verdict on the pinned pod")  # fmt: skip
+
+
 def test_the_floor_taint_keeps_pods_off_and_its_removal_requeues_them(e2e: Cluster) -> None:
     low = e2e.up("e2e-low", UNDER_FLOOR)
     try:
         eventually(lambda: (FLOOR_TAINT, "NoSchedule") in taints(low.node()), 15,
                    "the extender's floor taint on e2e-low")  # fmt: skip
-        create_pod(e2e.admin, "floor-pinned", "floor", node="e2e-low")
-        others = [f"floor-free-{i}" for i in range(5)]
-        for name in others:
-            create_pod(e2e.admin, name, "floor")
-        nodes, _ = await_bound(e2e.admin, "floor", others, 30)
-        assert "e2e-low" not in nodes.values(), nodes
-        message = eventually(lambda: unschedulable(e2e.admin, "floor-pinned"), 30,
-                             "kube-scheduler's verdict on the pinned pod")  # fmt: skip
+        message = kept_off(e2e, "floor", "e2e-low", free=5)
         assert taints(low.node()) == {(FLOOR_TAINT, "NoSchedule")}  # the untolerated one
 
         raised = time.monotonic()
@@ -308,14 +315,7 @@ def test_an_asleep_node_gets_no_pods(e2e: Cluster) -> None:
     asleep = {"key": ASLEEP_TAINT, "effect": NO_SCHEDULE}
     node = e2e.up("e2e-asleep", HEALTHY, taint=asleep)  # the most efficient node of all
     try:
-        create_pod(e2e.admin, "asleep-pinned", "asleep", node="e2e-asleep")
-        others = [f"asleep-free-{i}" for i in range(10)]
-        for name in others:
-            create_pod(e2e.admin, name, "asleep")
-        nodes, _ = await_bound(e2e.admin, "asleep", others, 30)
-        assert "e2e-asleep" not in nodes.values(), nodes
-        eventually(lambda: unschedulable(e2e.admin, "asleep-pinned"), 30,
-                   "kube-scheduler's verdict on the pinned pod")  # fmt: skip
+        kept_off(e2e, "asleep", "e2e-asleep", free=10)
         assert taints(node.node()) == {(ASLEEP_TAINT, NO_SCHEDULE)}
 
         # the control: the taint alone held the pod, which binds once the node wakes
