@@ -41,15 +41,15 @@ SYNC_TIMEOUT_S = 60.0
 
 
 class _Store:
-    """One resource's objects by ``namespace/name``, each as ``parse`` reads its JSON (a
-    :class:`~eams.kube.listwatch.Feed`). An object ``parse`` refuses is left out and logged:
-    the API server never publishes one."""
+    """One resource's objects by ``namespace/name``, each as ``parse`` reads its JSON: the
+    :class:`~eams.kube.listwatch.Feed` of its watch (every event counts). An object ``parse``
+    refuses is left out and logged: the API server never publishes one."""
 
     def __init__(self, kind: str, parse: Callable[[dict[str, Any]], Any]) -> None:
         self.kind, self.parse = kind, parse
         self.items: dict[str, Any] = {}
         self.lock = threading.Lock()
-        self.listed = False
+        self.synced = False
         self.down: str | None = "not listed yet"
 
     @staticmethod
@@ -65,10 +65,13 @@ class _Store:
                         self.kind, exc)  # fmt: skip
             return None
 
-    def listed_items(self, items: list[tuple[Head, bytes]]) -> None:
+    def listed(self, items: list[tuple[Head, bytes]]) -> None:
         fresh = {self._key(head): self._read(raw) for head, raw in items}
         with self.lock:
             self.items = {k: v for k, v in fresh.items() if v is not None}
+
+    def unchanged(self, kind: str, head: Head) -> bool:
+        return False
 
     def event(self, kind: str, head: Head, raw: bytes) -> str:
         key = self._key(head)
@@ -82,27 +85,11 @@ class _Store:
 
     def health(self, down: str | None, failure: str | None) -> None:
         self.down = down
-        self.listed = self.listed or down is None
+        self.synced = self.synced or down is None
 
     def values(self) -> list[Any]:
         with self.lock:
             return list(self.items.values())
-
-
-class _Feed:
-    """:class:`~eams.kube.listwatch.Feed` onto a :class:`_Store` (every event counts)."""
-
-    def __init__(self, store: _Store) -> None:
-        self.store = store
-
-    def listed(self, items: list[tuple[Head, bytes]]) -> None:
-        self.store.listed_items(items)
-
-    def unchanged(self, kind: str, head: Head) -> bool:
-        return False
-
-    def event(self, kind: str, head: Head, raw: bytes) -> str:
-        return self.store.event(kind, head, raw)
 
 
 def _renew_time(lease: dict[str, Any]) -> tuple[str, str | None]:
@@ -138,7 +125,7 @@ class ClusterCache:
                          for name, store in self._stores.items()]  # fmt: skip
 
     def _thread(self, name: str, call: Callable[..., Any], store: _Store) -> threading.Thread:
-        watch = ListWatch(name, call, None, _Feed(store), store.health, self._stop)
+        watch = ListWatch(name, call, None, store, store.health, self._stop)
         thread_name = f"power-watch-{name.replace(' ', '-')}"
         return threading.Thread(target=watch.run, name=thread_name, daemon=True)
 
@@ -147,7 +134,7 @@ class ClusterCache:
         for thread in self._threads:
             thread.start()
         deadline = time.monotonic() + timeout_s
-        while not all(store.listed for store in self._stores.values()):
+        while not all(store.synced for store in self._stores.values()):
             if time.monotonic() > deadline:
                 self.close()
                 raise KubeApiError(f"the Kubernetes API at {self.server}: {self._why()}")
