@@ -136,7 +136,11 @@ class TraceSpec(_Strict):
 
 
 class Manifest(_Strict):
-    """One sweep: every scheduler × power-manager mode × ρ × seed is one cell."""
+    """One sweep: every scheduler × power-manager mode × ρ × seed is one cell.
+
+    ``workers``: worker processes of the local Dask cluster the cells run on (``eams bench
+    sweep --workers`` overrides it; a cluster given with ``--cluster`` has its own). It changes
+    how fast a sweep runs, never its figures, and is left out of ``results.json``."""
 
     name: str
     trace: TraceSpec = TraceSpec()
