@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -163,10 +164,8 @@ def sweep(manifest_path: Path, out_dir: Path, workers: int | None, address: str 
         log.append(figures, latency_row)
         progress.advance(task)
 
-    with (
-        Progress(*columns, console=console) as progress,
-        open_client(address, workers or manifest.workers) as client,
-    ):
+    engine = open_client(address, workers or manifest.workers) if len(done) < total else None
+    with Progress(*columns, console=console) as progress, engine or nullcontext() as client:
         task = progress.add_task(f"{manifest.name} cells", total=total, completed=len(done))
         results, latency = run_rho_sweep(manifest, finished, client, done)
     plots = write_outputs(manifest, results, latency, out_dir)
