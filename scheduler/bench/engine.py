@@ -5,8 +5,8 @@ somewhere (``address``, e.g. ``tcp://10.0.0.5:8786``: a ``dask scheduler`` proce
 ``dask worker`` processes on any number of machines) or to a local cluster it starts here —
 ``workers`` worker processes of one thread each, no memory limit (a cell is one single-threaded
 replay; a worker process keeps its per-seed cluster and workload cache between cells, as the
-process pool did) — and closes it on leaving. :func:`run_unordered` submits one task per item
-and hands each result back as it finishes.
+process pool did), its scheduler and status routes on loopback — and closes it on leaving.
+:func:`run_unordered` submits one task per item and hands each result back as it finishes.
 
 Dask rather than a home-made pool: it starts local worker processes and reaches remote ones with
 the same calls, reschedules the task of a worker that died, ships exceptions back with their
@@ -67,7 +67,7 @@ def open_client(address: str | None, workers: int) -> Iterator[Client]:
                 threads_per_worker=1,
                 processes=True,
                 memory_limit=0,
-                dashboard_address=None,
+                dashboard_address="127.0.0.1:0",  # its status routes: a free loopback port
             )
             stack.enter_context(cluster)
             client = Client(cluster)
