@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -21,7 +22,9 @@ from rich.progress import (
 from eams.cli import ValueType
 from eams.scheduler.auction import Method
 from eams.scheduler.bench.auction_batches import KINDS
+from eams.scheduler.bench.checkpoint import CellLog
 from eams.scheduler.bench.clearing_time import compare
+from eams.scheduler.bench.engine import open_client
 from eams.scheduler.bench.manifest import load_manifest
 from eams.scheduler.bench.plots import regime_plot
 from eams.scheduler.bench.summary import comparisons, evaluate, report_lines
@@ -74,11 +77,14 @@ CSV_COLUMNS = (
 
 
 def write_outputs(manifest, results: list[dict], latency: list[dict], out: Path) -> list[Path]:
-    """Write ``results.json``, ``results.csv``, ``latency.json``, ``summary.txt`` and the PNGs."""
+    """Write ``results.json``, ``results.csv``, ``latency.json``, ``summary.txt`` and the PNGs.
+
+    ``results.json`` holds the manifest without ``workers`` (how the cells were run, not what
+    they give): the same manifest gives the same file whatever the workers or the cluster."""
     out.mkdir(parents=True, exist_ok=True)
     evaluation, compared = evaluate(results), comparisons(results)
     document = {
-        "manifest": manifest.model_dump(),
+        "manifest": manifest.model_dump(exclude={"workers"}),
         "results": results,
         "evaluation": evaluation,
         "comparisons": compared,
@@ -106,17 +112,39 @@ def write_outputs(manifest, results: list[dict], latency: list[dict], out: Path)
     "out_dir",
     required=True,
     type=click.Path(path_type=Path),
-    help="Output folder (created).",
+    help="Output folder (created); a sweep stopped into it resumes.",
 )
-@click.option("--workers", type=int, default=None, help="Worker processes (default: manifest).")
-def sweep(manifest_path: Path, out_dir: Path, workers: int | None) -> None:
+@click.option(
+    "--workers",
+    type=_COUNT,
+    default=None,
+    help="Worker processes of the local Dask cluster (default: the manifest's workers).",
+)
+@click.option(
+    "--cluster",
+    "address",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    show_envvar=True,
+    default=None,
+    metavar="ADDRESS",
+    help="Run the cells on the Dask scheduler at ADDRESS (tcp://HOST:PORT) and its workers "
+    "instead of a local cluster.",
+)
+def sweep(manifest_path: Path, out_dir: Path, workers: int | None, address: str | None) -> None:
     """Replay a manifest's workload for every scheduler × power-manager mode × ρ × seed (a
     scheduler under the manager is the run ``NAME+pm``); write results.json,
     results.csv, latency.json, summary.txt and regime PNGs to OUT, and print the AR-3/AR-7
-    summary. Each finished cell is also appended to OUT/cells.jsonl as it completes."""
+    summary.
+
+    The cells run on Dask distributed: a local cluster of worker processes by default, or the
+    cluster whose scheduler is at ``--cluster`` (each of its workers needs eams with the bench
+    extra and the data folder, ``EAMS_DATA_DIR``). Each finished cell is appended to
+    OUT/cells.jsonl as it completes; run again into the same OUT, a stopped sweep runs only the
+    cells still missing (the file must come from the same manifest; the number of workers and
+    the cluster may differ)."""
     manifest = load_manifest(manifest_path)
-    if workers is not None:
-        manifest = manifest.model_copy(update={"workers": max(1, workers)})
+    if address and workers is not None:
+        raise click.UsageError("--workers sizes the local cluster; --cluster has its own workers")
     console = Console(stderr=True)
     columns = (
         TextColumn("{task.description}"),
@@ -126,19 +154,20 @@ def sweep(manifest_path: Path, out_dir: Path, workers: int | None) -> None:
         TextColumn("left"),
         TimeRemainingColumn(),
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    partial = out_dir / "cells.jsonl"
-    partial.write_text("")
+    log = CellLog(out_dir, manifest)
+    done = log.load()
+    total = len(cells(manifest))
+    if done:
+        console.print(f"resuming: {len(done)} of {total} cells already in {log.path}")
 
-    def done(cell, figures: dict, latency_row: dict) -> None:
-        with partial.open("a") as handle:  # kept if the sweep is stopped early
-            handle.write(json.dumps({"figures": figures, "latency": latency_row}, default=str))
-            handle.write("\n")
+    def finished(cell, figures: dict, latency_row: dict) -> None:
+        log.append(figures, latency_row)
         progress.advance(task)
 
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task(f"{manifest.name} cells", total=len(cells(manifest)))
-        results, latency = run_rho_sweep(manifest, done)
+    engine = open_client(address, workers or manifest.workers) if len(done) < total else None
+    with Progress(*columns, console=console) as progress, engine or nullcontext() as client:
+        task = progress.add_task(f"{manifest.name} cells", total=total, completed=len(done))
+        results, latency = run_rho_sweep(manifest, finished, client, done)
     plots = write_outputs(manifest, results, latency, out_dir)
     for line in report_lines(evaluate(results), comparisons(results)):
         click.echo(line)

@@ -6,6 +6,8 @@
         ├── ManifestError     an invalid sweep manifest (names the field, e.g. unknown scheduler)
         ├── LoadError         an offered load ρ cannot be reached with this workload and cluster
         ├── ClusterError      the simulated cluster cannot be built (no server matches the filter)
+        ├── SweepError        a sweep cannot run or resume (no Dask scheduler at the address,
+        │                     OUT/cells.jsonl written for another manifest)
         └── ExtenderCallError an extender call kube-scheduler would count as failed (kube_wire.py)
 
 Each message names what was wrong and where, so that the CLI can print it as one line.
@@ -32,6 +34,11 @@ class LoadError(BenchError, ValueError):
 
 class ClusterError(BenchError, ValueError):
     """The simulated cluster cannot be built from the requested servers and parameters."""
+
+
+class SweepError(BenchError):
+    """A sweep cannot run or resume: the engine is missing or its scheduler cannot be reached,
+    or the output folder's ``cells.jsonl`` is not this manifest's."""
 
 
 class ExtenderCallError(BenchError):

@@ -10,7 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from eams.kube.taints import Effect, Operator
 from eams.scheduler.bench.errors import ManifestError
@@ -54,27 +61,87 @@ class PodClass(_Strict):
     node_selector: dict[str, str] = {}
 
 
+class Source(_Strict):
+    """A published source of sleep-state figures: its ``title`` and ``url``, and ``figures``,
+    which of the state's numbers it gives and where in it (a table, a section; or the document
+    that relayed them when the figures were not read in the original)."""
+
+    title: str = Field(min_length=1)
+    url: str = Field(pattern=r"^https?://\S+$")
+    figures: str = Field(min_length=1)
+
+
 class PowerStatesSpec(_Strict):
-    """The measured sleep state of every simulated node, named as the calibration file's
-    schema-2 power states name them (``Calibration.sleep_power_w``, ``.wake_energy_j``,
+    """The sleep state of every simulated node, named as the calibration file's schema-2 power
+    states name them (``Calibration.sleep_power_w``, ``.wake_energy_j``,
     ``PowerStates.wake_time_s``; ``suspend_*`` from its ``suspend`` transition's ``time_s`` and
     ``energy_j``). The wake time is until the node takes pods again (Ready).
 
-    The defaults are an **assumption**, sized for a mini PC in suspend-to-RAM (ACPI S3), the
-    same as the PDU simulator's ``NodePower`` (``meter/simulator/node.py``): 3 W asleep, 2 s to
-    suspend at the node's idle draw, and a wake of 15 s until the node is Ready again (5 s
-    resume plus about 10 s for the kubelet to report) at the node's draw at 50 % load. ``None``
-    energies are those times × those draws on each node's own measured curve. A sweep on real
-    hardware should put the calibrated figures here. ``wake_failure_rate`` is the fraction of
-    wakes that never reach Ready (seeded), to exercise the failed-wake path.
+    ``state``: ``suspend-to-ram`` (ACPI S3: memory kept, a resume) or ``soft-off`` (ACPI S5: a
+    boot). The draw asleep is either ``sleep_power_w`` (the same for every node) or
+    ``sleep_power_fraction_of_max`` × each node's measured power at 100 % load (server states
+    are published that way). ``None`` energies are the times × the node's own measured draw: its
+    idle draw while suspending, its draw at 50 % load while waking (the PDU simulator's
+    ``NodePower`` boot-power default). ``wake_failure_rate`` is the fraction of wakes that never
+    reach Ready (seeded), to exercise the failed-wake path.
+
+    Figures without a source are refused: ``sources`` names the publication of every number
+    (:class:`Source`; what is an assumption of this project says so in its ``figures``). The
+    default, :data:`MINI_PC_S3`, is a mini PC in suspend-to-RAM (the testbed); the 1,000-node
+    manifest carries server figures. A sweep on real hardware should put the calibrated figures
+    here.
+
+    Raises
+    ------
+    ValueError
+        (as a ManifestError when read from a manifest) without a source, or with neither or both
+        of the two sleep draws.
     """
 
-    sleep_power_w: float = Field(default=3.0, ge=0)
-    suspend_time_s: float = Field(default=2.0, gt=0)
+    state: Literal["suspend-to-ram", "soft-off"] = "suspend-to-ram"
+    sleep_power_w: float | None = Field(default=None, ge=0)
+    sleep_power_fraction_of_max: float | None = Field(default=None, ge=0, le=1)
+    suspend_time_s: float = Field(gt=0)
     suspend_energy_j: float | None = Field(default=None, ge=0)
-    wake_time_s: float = Field(default=15.0, gt=0)
+    wake_time_s: float = Field(gt=0)
     wake_energy_j: float | None = Field(default=None, ge=0)
     wake_failure_rate: float = Field(default=0.0, ge=0, lt=1)
+    sources: list[Source] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_sleep_draw(self) -> PowerStatesSpec:
+        if (self.sleep_power_w is None) == (self.sleep_power_fraction_of_max is None):
+            raise ValueError(
+                "give exactly one of sleep_power_w and sleep_power_fraction_of_max "
+                f"(got {self.sleep_power_w} and {self.sleep_power_fraction_of_max})"
+            )
+        return self
+
+
+MINI_PC_S3 = PowerStatesSpec(
+    state="suspend-to-ram",
+    sleep_power_w=3.0,
+    suspend_time_s=2.0,
+    wake_time_s=15.0,
+    sources=[
+        Source(
+            title="EPA ENERGY STAR / Climate Savers Computing Initiative, Power Management "
+            "Virtual Summit: Computer Power Management (slide 5)",
+            url="http://downloads.energystar.gov/dl_00009/CSCI-EPA_Power_Management_Virtual_Summit.zip",
+            figures="sleep_power_w 3: 'System Standby (S3) drops power to 1-3 W' (its top)",
+        ),
+        Source(
+            title="Linux kernel documentation, System Power Management States "
+            "(Documentation/power/states.txt)",
+            url="https://www.kernel.org/doc/Documentation/power/states.txt",
+            figures="5 s of wake_time_s: 'Suspend-to-RAM to the On state should take about "
+            "3-5 seconds'; the other 10 s (the kubelet reporting Ready) and suspend_time_s "
+            "2 s are this project's assumptions",
+        ),
+    ],
+)
+"""A mini PC in suspend-to-RAM: 3 W asleep, 2 s to suspend, 15 s until Ready again (the same
+figures as the PDU simulator's ``NodePower``); the testbed's sleep state."""
 
 
 class PowerManagerSpec(_Strict):
@@ -95,7 +162,7 @@ class PowerManagerSpec(_Strict):
 class ClusterSpec(_Strict):
     """The simulated cluster.
 
-    ``power_states`` is the nodes' measured sleep state (used only under a power manager:
+    ``power_states`` is the nodes' sleep state (used only under a power manager:
     without one every node stays awake and an empty node draws its measured active idle).
     ``power_cap_ratio`` sets each node's cap as a multiple of its measured power at 100 % load.
     """
@@ -107,7 +174,7 @@ class ClusterSpec(_Strict):
     hw_year_from: int = 2016
     hw_year_to: int = 2030
     max_pods_per_node: int = Field(default=110, ge=1)
-    power_states: PowerStatesSpec = PowerStatesSpec()
+    power_states: PowerStatesSpec = MINI_PC_S3
     power_cap_ratio: float = Field(default=1.0, gt=0)
     groups: list[NodeGroup] = []
 
@@ -136,7 +203,11 @@ class TraceSpec(_Strict):
 
 
 class Manifest(_Strict):
-    """One sweep: every scheduler × power-manager mode × ρ × seed is one cell."""
+    """One sweep: every scheduler × power-manager mode × ρ × seed is one cell.
+
+    ``workers``: worker processes of the local Dask cluster the cells run on (``eams bench
+    sweep --workers`` overrides it; a cluster given with ``--cluster`` has its own). It changes
+    how fast a sweep runs, never its figures, and is left out of ``results.json``."""
 
     name: str
     trace: TraceSpec = TraceSpec()

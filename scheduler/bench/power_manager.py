@@ -1,7 +1,8 @@
 """The measured state model of the simulated nodes and the power manager in simulated time.
 
 :class:`SleepModel` is every node's sleep state (sleep power, suspend and wake time and
-energy) from the manifest's ``cluster.power_states``. :class:`SimPowerManager` runs the
+energy) from the manifest's ``cluster.power_states`` (a mini PC's suspend-to-RAM, a server's
+suspend-to-RAM or soft-off, each from its named source). :class:`SimPowerManager` runs the
 power manager's pure policy (:class:`eams.scheduler.power.policy.PowerPolicy`) inside the
 simulator: after every instant's events (and at the instants the policy asks to be called
 again, ``Plan.next_check_s``) it builds the fleet state from the simulated nodes and the
@@ -53,15 +54,19 @@ class SleepModel:
 
     @classmethod
     def from_spec(cls, spec: PowerStatesSpec, cluster: Cluster) -> SleepModel:
-        """The manifest's figures; unset energies from each node's measured curve (see
+        """The manifest's figures; a sleep draw given as a fraction of the power at 100 % load
+        and unset energies from each node's measured curve (see
         :class:`~eams.scheduler.bench.manifest.PowerStatesSpec`)."""
         n = cluster.size
         points = cluster.curves.points_w
         full = np.full
         suspend_j = spec.suspend_energy_j
         wake_j = spec.wake_energy_j
+        fraction = spec.sleep_power_fraction_of_max
         return cls(
-            sleep_power_w=full(n, spec.sleep_power_w),
+            sleep_power_w=(
+                points[:, -1] * fraction if fraction is not None else full(n, spec.sleep_power_w)
+            ),
             suspend_time_s=full(n, spec.suspend_time_s),
             suspend_energy_j=(
                 points[:, 0] * spec.suspend_time_s if suspend_j is None else full(n, suspend_j)

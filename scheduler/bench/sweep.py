@@ -1,26 +1,32 @@
 """The ρ sweep: every scheduler × power-manager mode × ρ × seed of a manifest is one cell, run
-in worker processes.
+on Dask workers (:mod:`.engine`) or here.
 
 A cell builds the cluster and the workload from its seed, rescales arrivals to its ρ (over the
 pods that fit some node, see :func:`schedulable_mask`), replays it with the scheduler — under
 the power manager (:class:`~.power_manager.SimPowerManager`) in mode ``policy``, with every
 node awake in mode ``none`` — and summarises it (:mod:`.metrics`). A cell's *run* label is the
-scheduler's name, with ``+pm`` under the manager. Cells are independent, so they run in a
-process pool (``manifest.workers``); results are ordered by (scheduler, mode, ρ, seed), never
-by finishing order, so the same manifest gives the same numbers (AR-8). Wall-clock latency is
+scheduler's name, with ``+pm`` under the manager. Cells are independent — each draws from
+generators seeded from its own seed, never from the order cells run in or the process that runs
+them — so they run on any number of workers of a Dask cluster; results are ordered by
+(scheduler, mode, ρ, seed), never by finishing order, and go through one JSON round trip (the
+form a resumed sweep reads back from ``cells.jsonl``), so the same manifest gives the same
+numbers whatever the workers and however often it was stopped (AR-8). Wall-clock latency is
 kept apart.
 """
 
 from __future__ import annotations
 
 import functools
-import multiprocessing
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from eams.scheduler.bench.checkpoint import CellKey
 from eams.scheduler.bench.cluster import build_cluster
+from eams.scheduler.bench.engine import run_unordered
 from eams.scheduler.bench.manifest import Manifest
 from eams.scheduler.bench.metrics import latency_summary, summarise
 from eams.scheduler.bench.power_manager import SimPowerManager, SleepModel
@@ -30,6 +36,9 @@ from eams.scheduler.bench.traces import load_workload
 from eams.scheduler.bench.workload import rescale_factor, subset
 from eams.scheduler.policies import load
 from eams.scheduler.policies.base import Cluster, Workload
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 SLOW = ("eams", "milp")
 MANAGED = "+pm"
@@ -49,6 +58,11 @@ class Cell:
     def run(self) -> str:
         """The run label: the scheduler, ``+pm`` under the power manager."""
         return self.scheduler + (MANAGED if self.manager == "policy" else "")
+
+    @property
+    def key(self) -> CellKey:
+        """(scheduler, mode, ρ, seed), as :func:`.checkpoint.cell_key` reads it from figures."""
+        return (self.scheduler, self.manager, self.rho, self.seed)
 
 
 def cells(manifest: Manifest) -> list[Cell]:
@@ -136,42 +150,61 @@ def run_cell(manifest: Manifest, cell: Cell) -> tuple[dict, dict]:
     return figures, latency | latency_summary(replay)
 
 
-def _worker(args: tuple[str, Cell]) -> tuple[Cell, dict, dict]:
-    manifest_json, cell = args
+def _worker(manifest_json: str, cell: Cell) -> tuple[dict, dict]:
+    """:func:`run_cell` on a worker (the manifest travels as JSON), the figures in their JSON
+    form."""
     figures, latency = run_cell(Manifest.model_validate_json(manifest_json), cell)
-    return cell, figures, latency
+    return json.loads(json.dumps(figures, default=str)), json.loads(json.dumps(latency))
 
 
 def run_rho_sweep(
-    manifest: Manifest, on_done: Callable[[Cell, dict, dict], None] | None = None
+    manifest: Manifest,
+    on_done: Callable[[Cell, dict, dict], None] | None = None,
+    client: Client | None = None,
+    done: Mapping[CellKey, tuple[dict, dict]] | None = None,
 ) -> tuple[list[dict], list[dict]]:
-    """Run every cell of the manifest's ρ sweep (every scheduler × ρ × seed; in
-    ``manifest.workers`` processes when > 1); ``on_done(cell, figures, latency)`` is called as
-    each cell finishes (in finishing order). (Not :func:`eams.calibrate.sweep.run_sweep`, a
-    node's stress-ng load sweep.)
+    """Run every cell of the manifest's ρ sweep (every scheduler × mode × ρ × seed) not in
+    ``done``: on ``client``'s Dask workers (:func:`.engine.open_client`), or one after the other
+    in this process when ``client`` is ``None``. ``on_done(cell, figures, latency)`` is called
+    here as each cell finishes (in finishing order). (Not :func:`eams.calibrate.sweep.run_sweep`,
+    a node's stress-ng load sweep.)
+
+    Cells start seed by seed (a stopped sweep still has whole curves), the slow schedulers first
+    in each seed.
+
+    Parameters
+    ----------
+    done : mapping of (scheduler, mode, ρ, seed) → (figures, latency), optional
+        Cells already run (a resumed sweep's :meth:`.checkpoint.CellLog.load`): not run again,
+        their figures used as they are.
 
     Returns
     -------
     results, latency : lists of dicts in :func:`cells` order
+
+    Raises
+    ------
+    EamsError
+        What a cell raised (e.g. :class:`~.errors.LoadError`), after the cells that finished
+        before it were handed to ``on_done``.
     """
     todo = cells(manifest)
-    # seed by seed (a stopped sweep still has whole curves), slowest schedulers first in each
+    finished = dict(done or {})
     slow_first = sorted(
-        todo, key=lambda c: (manifest.seeds.index(c.seed), c.scheduler not in SLOW, -c.rho)
+        (c for c in todo if c.key not in finished),
+        key=lambda c: (manifest.seeds.index(c.seed), c.scheduler not in SLOW, -c.rho),
     )
-    jobs = [(manifest.model_dump_json(), c) for c in slow_first]
-    done: dict[Cell, tuple[dict, dict]] = {}
-    if manifest.workers > 1 and len(jobs) > 1:
-        ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(min(manifest.workers, len(jobs))) as pool:
-            for cell, figures, latency in pool.imap_unordered(_worker, jobs):
-                done[cell] = (figures, latency)
-                if on_done:
-                    on_done(cell, figures, latency)
+    manifest_json = manifest.model_dump_json()
+
+    def finish(cell: Cell, result: tuple[dict, dict]) -> None:
+        finished[cell.key] = result
+        if on_done:
+            on_done(cell, *result)
+
+    if client is None:
+        for cell in slow_first:
+            finish(cell, _worker(manifest_json, cell))
     else:
-        for job in jobs:
-            cell, figures, latency = _worker(job)
-            done[cell] = (figures, latency)
-            if on_done:
-                on_done(cell, figures, latency)
-    return [done[c][0] for c in todo], [done[c][1] for c in todo]
+        jobs = [(cell, (manifest_json, cell)) for cell in slow_first]
+        run_unordered(client, _worker, jobs, finish)
+    return [finished[c.key][0] for c in todo], [finished[c.key][1] for c in todo]

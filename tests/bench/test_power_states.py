@@ -1,10 +1,18 @@
 """The measured state model in the harness: the power manager's policy in simulated time, the
 energy of every state and transition, pods that wait for a wake, failed wakes, the manifest."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from eams.scheduler.bench.manifest import PowerStatesSpec, parse_manifest
+from eams.scheduler.bench.errors import ManifestError
+from eams.scheduler.bench.manifest import (
+    MINI_PC_S3,
+    PowerStatesSpec,
+    load_manifest,
+    parse_manifest,
+)
 from eams.scheduler.bench.power_manager import SimPowerManager, SleepModel
 from eams.scheduler.bench.predicates import static_masks
 from eams.scheduler.bench.simulator import simulate
@@ -16,13 +24,16 @@ from tests.bench.conftest import tiny_cluster, tiny_workload
 
 # straight 50 W → 150 W curve (tiny_cluster's default): 2 W asleep, 4 s / 100 J suspend,
 # 10 s / 800 J wake
-SLEEP = PowerStatesSpec(
-    sleep_power_w=2.0,
-    suspend_time_s=4.0,
-    suspend_energy_j=100.0,
-    wake_time_s=10.0,
-    wake_energy_j=800.0,
+SLEEP = MINI_PC_S3.model_copy(  # the test's own figures: MINI_PC_S3's sources do not hold
+    update=dict(
+        sleep_power_w=2.0,
+        suspend_time_s=4.0,
+        suspend_energy_j=100.0,
+        wake_time_s=10.0,
+        wake_energy_j=800.0,
+    )
 )
+MANIFESTS = Path(__file__).resolve().parents[2] / "scheduler" / "bench" / "manifests"
 LONELY = PolicyConfig(min_awake=0, reserve_cores=0.0, idle_before_sleep_s=100.0, min_awake_s=0.0)
 
 
@@ -111,10 +122,38 @@ def test_failed_wakes_go_to_the_next_node_and_every_pod_still_runs() -> None:
 
 def test_sleep_model_defaults_come_from_each_nodes_curve() -> None:
     cluster = tiny_cluster([4, 8], points_w=[list(np.linspace(50, 150, 11)), [20] * 11])
-    model = SleepModel.from_spec(PowerStatesSpec(), cluster)
+    model = SleepModel.from_spec(MINI_PC_S3, cluster)
     assert model.sleep_power_w.tolist() == [3.0, 3.0]
     assert model.suspend_energy_j.tolist() == [50.0 * 2.0, 20.0 * 2.0]  # idle draw × 2 s
     assert model.wake_energy_j.tolist() == [100.0 * 15.0, 20.0 * 15.0]  # 50 % draw × 15 s
+
+
+def test_a_server_state_draws_its_share_of_each_nodes_full_power() -> None:
+    cluster = tiny_cluster([4, 8], points_w=[list(np.linspace(50, 150, 11)), [20] * 11])
+    spec = load_manifest(MANIFESTS / "regime-1000.yaml").cluster.power_states
+    assert spec.state == "soft-off" and spec.sources
+    model = SleepModel.from_spec(spec, cluster)
+    assert model.sleep_power_w.tolist() == [150.0 * 0.05, 20.0 * 0.05]
+    assert model.suspend_energy_j.tolist() == [50.0 * 45.0, 20.0 * 45.0]  # idle draw × 45 s
+    assert model.wake_energy_j.tolist() == [100.0 * 210.0, 20.0 * 210.0]  # 50 % draw × 210 s
+    assert load_manifest(MANIFESTS / "testbed.yaml").cluster.power_states == MINI_PC_S3
+
+
+def test_a_sleep_state_without_a_source_or_with_two_draws_is_refused() -> None:
+    base = {"name": "m", "schedulers": ["default"], "rho": [0.5], "seeds": [1]}
+    state = MINI_PC_S3.model_dump()
+    unsourced = {key: value for key, value in state.items() if key != "sources"}
+    with pytest.raises(ManifestError, match=r"cluster.power_states.sources: Field required"):
+        parse_manifest({**base, "cluster": {"power_states": unsourced}})
+    with pytest.raises(ManifestError, match=r"power_states.sources: List should have at least 1"):
+        parse_manifest({**base, "cluster": {"power_states": {**state, "sources": []}}})
+    no_url = {**state, "sources": [{"title": "a paper", "figures": "3 W"}]}
+    with pytest.raises(ManifestError, match=r"power_states.sources\[0\].url: Field required"):
+        parse_manifest({**base, "cluster": {"power_states": no_url}})
+    both = {**state, "sleep_power_fraction_of_max": 0.1}
+    with pytest.raises(ManifestError, match=r"exactly one of sleep_power_w and sleep_power_frac"):
+        parse_manifest({**base, "cluster": {"power_states": both}})
+    assert PowerStatesSpec.model_validate(state) == MINI_PC_S3
 
 
 def test_manifest_power_manager_section_is_checked() -> None:
