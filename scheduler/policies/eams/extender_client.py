@@ -30,12 +30,14 @@ class ExtenderClient:
     base_url : str
         ``urlPrefix`` (``http://127.0.0.1:PORT`` or ``http://extender`` in-process).
     app : ASGI app, optional
-        Serve requests in-process through ``httpx.ASGITransport`` instead of a socket.
+        Serve requests in-process through ``httpx.ASGITransport`` instead of a socket (kept as
+        :attr:`app`).
     timeout_s : float
         ``httpTimeout`` per call, s (kube-scheduler default 5 s).
     """
 
     def __init__(self, base_url: str, app: Any = None, timeout_s: float = 5.0) -> None:
+        self.app = app
         self.loop = asyncio.new_event_loop()
         transport = httpx.ASGITransport(app=app) if app is not None else None
         self.client = httpx.AsyncClient(base_url=base_url, transport=transport, timeout=timeout_s)
