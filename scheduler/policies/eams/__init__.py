@@ -135,6 +135,7 @@ class ExtenderPolicy(ScoringPolicy):
         self.reported_at = np.full(cluster.size, -np.inf)
         self.reported_cpu = np.full(cluster.size, np.nan)
         self.pod_updates: list[dict] = []
+        self.arrivals = False  # an arrival is among pod_updates
         self.stats = client.failures
         self.clock = clock
         self.announce = announce and clock is not None
@@ -150,6 +151,7 @@ class ExtenderPolicy(ScoringPolicy):
         if self.pod_updates:
             self.client.post("/pending", {"metadata": {}, "items": self.pod_updates})
             self.pod_updates = []
+            self.arrivals = False
 
     def _at(self, now_s: float) -> None:
         """Move the extender's clock to the simulated instant ``now_s`` (s), closing every batch
@@ -159,7 +161,11 @@ class ExtenderPolicy(ScoringPolicy):
             return
         at_s = EPOCH_S + now_s
         if self.announce and at_s > self.clock.now_s:
-            self._flush()
+            due_s = self.clock.next_due_s()
+            # an arrival starts a window only when none is open; a window that closes on the
+            # way must see every update before it: otherwise the updates can wait (fewer posts)
+            if (self.arrivals and due_s is None) or (due_s is not None and due_s <= at_s):
+                self._flush()
         self.clock.advance_to(at_s)
 
     def arrived(self, pod: WorkloadPod, now_s: float) -> None:
@@ -167,6 +173,7 @@ class ExtenderPolicy(ScoringPolicy):
         if self.announce:
             self._at(now_s)
             self.pod_updates.append(self._pod(pod))
+            self.arrivals = True
 
     def observe(self, state: NodeState) -> None:
         """Flush pod updates and the telemetry that is due from the awake nodes' agents."""
