@@ -13,8 +13,9 @@ market adds (``eams+pm`` vs ``most-allocated+pm``), plus the wall time and the r
 in ``DIR/cells.jsonl``; several folders are the parts of one sweep run apart, merged) and redraws
 its plots in the first, without running anything. ``--tables`` also prints the Markdown tables of
 the README: per run and ρ the mean over seeds ± the 95 % interval of energy per work, p95
-completion, transitions per node-hour and p95 wake wait, then every comparison paired by seed
-(``summary.paired``: AR-3's runs against ``default``, and ``summary.comparisons``).
+completion, mean wait, transitions per node-hour and p95 wake wait, then every comparison
+paired by seed (``summary.paired``: AR-3's runs against ``default``, and
+``summary.comparisons``).
 
 Usage::
 
@@ -48,6 +49,7 @@ from eams.scheduler.bench.summary import (  # noqa: E402
 FIGURES = (
     (ENERGY, "energy per work in the window, J/core-s", 2),
     ("p95_completion_s", "p95 completion, s", 0),
+    ("mean_wait_s", "mean wait (arrival to start), s", 0),
     ("transitions_per_node_hour", "transitions per node-hour", 2),
     ("p95_wake_wait_s", "p95 wake wait, s", 1),
 )
