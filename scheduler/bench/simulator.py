@@ -332,11 +332,13 @@ class _Sim:
                     self.pm.pod_left(node, item, t)
                 self.pod_event(True)
                 if isinstance(self.policy, ScoringPolicy):
-                    self.policy.completed(WorkloadPod.of(self.w, item), node)
+                    self.policy.completed(WorkloadPod.of(self.w, item), node, t)
             elif kind == _ARRIVE:
                 reason = self.never_fits(item)
                 if reason is None:
                     self.pending.append(item)
+                    if isinstance(self.policy, ScoringPolicy):
+                        self.policy.arrived(WorkloadPod.of(self.w, item), t)
                 else:
                     self.out.unschedulable[item] = reason
                     self.pod_events -= 1  # it never completes

@@ -12,7 +12,11 @@ is reported as it is.
 Issue 14's comparisons (:func:`comparisons`): what sleeping saves — each scheduler under the
 manager against itself without one (energy, and the p95 completion cost of waiting for wakes) —
 and what the market adds — ``eams+pm`` against ``most-allocated+pm``, the strongest energy
-baseline the study names, under the same manager.
+baseline the study names, under the same manager. Issue 33's: what the batch market adds —
+``eams-batch+pm`` against ``most-allocated+pm`` (``market-batch``) and ``eams-batch`` against
+the single-pod score ``eams`` in each mode (``batch``, ``batch+pm``) —, each difference also
+paired by seed (same ρ and seed: the same pods and nodes) with its 95 % interval over seeds
+(:func:`paired`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+from scipy import stats
 
 BAND = (0.7, 1.0)
 ENERGY_GAIN_MIN = 0.10
@@ -29,6 +34,51 @@ HUMP_POINTS = 2.0
 MANAGED = "+pm"
 MARKET = ("eams" + MANAGED, "most-allocated" + MANAGED)
 """What the market adds: this run against that one (both under the same power manager)."""
+PAIRS = {
+    "market-batch": ("eams-batch" + MANAGED, "most-allocated" + MANAGED),
+    "batch": ("eams-batch", "eams"),
+    "batch" + MANAGED: ("eams-batch" + MANAGED, "eams" + MANAGED),
+}
+"""Issue 33: what the batch market adds over most-allocated and over the single-pod score."""
+CONFIDENCE = 0.95
+
+
+def seed_interval(values: list[float]) -> tuple[float, float | None]:
+    """Mean and half-width of the 95 % Student-t interval of ``values`` (one per seed);
+    the half-width is ``None`` with fewer than two values."""
+    mean = float(np.mean(values))
+    if len(values) < 2:
+        return mean, None
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, len(values) - 1) * np.std(values, ddof=1)
+    return mean, float(half / np.sqrt(len(values)))
+
+
+def paired(results: list[dict], run: str, reference: str, key: str = "") -> dict:
+    """Per ρ, the difference of ``run`` against ``reference`` paired by seed, mean and 95 %
+    interval over the seeds both have: energy gain 100·(1 − E/E_ref) (:data:`ENERGY`) and
+    p95 completion change 100·(p95/p95_ref − 1), %.
+
+    Returns
+    -------
+    dict ρ → {"seeds": n, "energy_gain_pct": (mean, half), "p95_change_pct": (mean, half)}
+    """
+    cells = {(run_of(r), r["rho"], r["seed"]): r for r in results}
+    out: dict[float, dict] = {}
+    for rho in sorted({r["rho"] for r in results}):
+        seeds = sorted(
+            s for (n, p, s) in cells if n == run and p == rho and (reference, rho, s) in cells
+        )
+        if not seeds:
+            continue
+        pairs = [(cells[(run, rho, s)], cells[(reference, rho, s)]) for s in seeds]
+        gains = [100.0 * (1.0 - a[ENERGY] / b[ENERGY]) for a, b in pairs]
+        p95 = [100.0 * (a["p95_completion_s"] / b["p95_completion_s"] - 1.0) for a, b in pairs]
+        out[rho] = {
+            "seeds": len(seeds),
+            "energy_gain_pct": seed_interval(gains),
+            "p95_change_pct": seed_interval(p95),
+        }
+    return out
 
 
 def run_of(row: dict) -> str:
@@ -114,8 +164,9 @@ def comparisons(results: list[dict]) -> dict[str, dict]:
     Returns
     -------
     dict label → {"run", "reference", "energy_gain_pct": {ρ: %}, "p95_change_pct": {ρ: %},
-    "band_gain_pct": float|None (mean over the band's ρ)}; labels ``sleep:<scheduler>`` for
-    every scheduler swept in both modes and ``market`` when both :data:`MARKET` runs are there.
+    "band_gain_pct": float|None (mean over the band's ρ), "paired": :func:`paired`}; labels
+    ``sleep:<scheduler>`` for every scheduler swept in both modes, ``market`` when both
+    :data:`MARKET` runs are there, and each of :data:`PAIRS` whose runs are there.
     """
     runs = set(run_of(r) for r in results)
     rhos = sorted({r["rho"] for r in results})
@@ -126,6 +177,7 @@ def comparisons(results: list[dict]) -> dict[str, dict]:
     ]
     if set(MARKET) <= runs:
         pairs.append(("market", *MARKET))
+    pairs += [(label, *pair) for label, pair in PAIRS.items() if set(pair) <= runs]
     out = {}
     for label, run, reference in pairs:
         gain, change = _against(results, run, reference, rhos)
@@ -136,6 +188,7 @@ def comparisons(results: list[dict]) -> dict[str, dict]:
             "energy_gain_pct": gain,
             "p95_change_pct": change,
             "band_gain_pct": float(np.mean(band)) if band else None,
+            "paired": paired(results, run, reference),
         }
     return out
 
@@ -186,7 +239,8 @@ def report_lines(evaluation: dict[str, dict], compared: dict[str, dict] | None =
             for r, g in c["energy_gain_pct"].items()
         )
         band = c["band_gain_pct"]
-        head = "what the market adds" if label == "market" else "what sleeping saves"
+        head = "what sleeping saves" if label.startswith("sleep:") else f"what {label} adds"
+        head = "what the market adds" if label == "market" else head
         lines.append(
             f"{head}: {c['run']} vs {c['reference']}: "
             f"{'n/a' if band is None else f'{band:+.1f} %'} in band [{per_rho}]"

@@ -50,6 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from eams.kube.pods import PodObject
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.calibrations import load_calibrations
+from eams.scheduler.extender.clock import Clock
 from eams.scheduler.extender.errors import BadRequest, PayloadTooLarge
 from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.schemas import NodeList
@@ -257,7 +258,7 @@ def _pods(items: list[Any]) -> list[PodObject]:
 
 def create_app(
     settings: Settings,
-    clock: Callable[[], float] = time.time,
+    clock: Clock | Callable[[], float] = time.time,
     *,
     params: AuctionParams | None = None,
     on_startup: Callable[[Extender], Callable[[], None]] | None = None,
@@ -267,8 +268,11 @@ def create_app(
     Parameters
     ----------
     settings : Settings
-    clock : callable
-        Epoch seconds; tests pass a controllable one to age telemetry.
+    clock : Clock or callable
+        The extender's one clock (``clock.py``): epoch seconds for every age, and the batch
+        window's timer. A plain callable (tests pass a controllable one to age telemetry) runs
+        the window on the event loop; the bench passes a :class:`~.clock.ManualClock` it
+        moves in simulated time.
     params : AuctionParams, optional
         Engine parameters; ``AuctionParams()`` by default.
     on_startup : callable, optional
@@ -311,7 +315,9 @@ def create_app(
     @app.post("/telemetry")
     async def telemetry(request: Request) -> Response:
         try:
-            samples = await _decode(parse_telemetry_body, await read_body(request, limit), clock())
+            samples = await _decode(
+                parse_telemetry_body, await read_body(request, limit), extender.clock()
+            )
         except (BadRequest, PayloadTooLarge) as exc:
             return _error(metrics, "/telemetry", exc)
         return _json({"accepted": await _in_chunks(extender.ingest, samples)}, 202)

@@ -23,12 +23,12 @@ service down.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from eams.scheduler.extender.clock import Clock, TimerHandle, as_clock
 from eams.scheduler.extender.pending import PendingPod
 from eams.scheduler.extender.rows import Cleared
 
@@ -48,8 +48,9 @@ class Batcher:
         A table row older than this is dropped, s.
     clear : callable
         ``clear(batch) -> rows``, run on the event loop.
-    clock : callable
-        Epoch seconds, for row ages.
+    clock : Clock or callable
+        The extender's clock (``clock.py``): epoch seconds for row ages, and the timer the
+        window runs on; a plain callable gives the ages, and the running event loop the timer.
     max_batch_pods : int
         Most pods per clearing.
     """
@@ -59,17 +60,17 @@ class Batcher:
         window_s: float,
         clearing_ttl_s: float,
         clear: ClearFn,
-        clock: Callable[[], float],
+        clock: Clock | Callable[[], float],
         max_batch_pods: int = 500,
     ) -> None:
         self.window_s = window_s
         self.clearing_ttl_s = clearing_ttl_s
         self.max_batch_pods = max_batch_pods
         self._clear = clear
-        self._clock = clock
+        self._clock = as_clock(clock)
         self._pending: dict[str, PendingPod] = {}
         self._table: dict[str, Cleared] = {}
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: TimerHandle | None = None
         self.last_clearing_s = 0.0
 
     def submit(self, pod: PendingPod) -> None:
@@ -82,7 +83,7 @@ class Batcher:
             return
         self._pending[pod.key] = pod
         if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.window_s, self._on_window)
+            self._timer = self._clock.call_later(self.window_s, self._on_window)
 
     def row(self, key: str, uid: str | None = None) -> Cleared | None:
         """The pod's fresh clearing-table row, or ``None``.
@@ -163,7 +164,7 @@ class Batcher:
         self._timer = None
         self.clear_pending()
         if self._pending:  # more than one batch's worth: the rest gets its own window
-            self._timer = asyncio.get_running_loop().call_later(self.window_s, self._on_window)
+            self._timer = self._clock.call_later(self.window_s, self._on_window)
 
     async def close(self) -> None:
         """Stop the window timer (at shutdown)."""

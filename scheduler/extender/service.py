@@ -39,6 +39,7 @@ from eams.kube.requests import PodRequest, pod_request
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
 from eams.scheduler.extender.candidates import CandidateLists
+from eams.scheduler.extender.clock import Clock, as_clock
 from eams.scheduler.extender.decisions import Decisions
 from eams.scheduler.extender.errors import StepAside, bad_request
 from eams.scheduler.extender.floor import HeadroomFloor
@@ -72,8 +73,10 @@ class Extender:
     calibrations : dict of str to Calibration
         Node name → calibration (see ``calibrations.load_calibrations``).
     metrics : ExtenderMetrics
-    clock : callable
-        Epoch seconds (``time.time``); telemetry ages and table ages use it.
+    clock : Clock or callable
+        The extender's one clock (``clock.py``): telemetry ages, table ages and the batch
+        window all run on it. A plain callable (epoch seconds, ``time.time`` by default) is
+        read for ages, with the window on the event loop (:class:`~.clock.WallClock`).
     params : AuctionParams, optional
         Engine parameters (defaults of ``AuctionParams``).
 
@@ -93,12 +96,12 @@ class Extender:
         settings: Settings,
         calibrations: dict[str, Calibration],
         metrics: ExtenderMetrics,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | Callable[[], float] = time.time,
         params: AuctionParams | None = None,
     ) -> None:
         self.settings = settings
         self.metrics = metrics
-        self.clock = clock
+        self.clock = clock = as_clock(clock)
         self.table = NodeTable()
         self.nodes = NodeCache(self.table)
         self.telemetry = TelemetryStore(settings.stale_after_s, clock)
@@ -448,8 +451,13 @@ class Extender:
         # On the loop, not in a worker thread: a batch clears in a few ms, while a thread would
         # trade the GIL with the request handlers every switch interval (5 ms) on each of the
         # engine's many small numpy steps and take 10-50x longer (measured: 5 ms → 220 ms).
-        budget_s = self.settings.clearing_budget_ms / 1e3 - (time.perf_counter() - started)
-        clearing, scores = self.market.solve(snapshot, max(0.0, budget_s))
+        budget_ms = self.settings.clearing_budget_ms
+        budget_s = (
+            None
+            if budget_ms is None
+            else max(0.0, budget_ms / 1e3 - (time.perf_counter() - started))
+        )
+        clearing, scores = self.market.solve(snapshot, budget_s)
         rows = self.market.apply(snapshot, clearing, scores, now_s, reserve=self.active)
         m = self.metrics
         m.clearings.inc()

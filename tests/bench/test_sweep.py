@@ -90,3 +90,31 @@ def test_sweep_command_reports_bad_manifest_in_one_line(tmp_path) -> None:
     result = CliRunner().invoke(cli, ["bench", "sweep", "--manifest", str(manifest), "--out", "x"])
     assert result.exit_code != 0
     assert "unknown scheduler 'nope'" in str(result.exception)
+
+
+def test_paired_differences_carry_a_95_percent_interval_over_seeds() -> None:
+    from eams.scheduler.bench.summary import ENERGY, comparisons, paired
+
+    def row(run: str, seed: int, energy: float, p95: float) -> dict:
+        scheduler = run.removesuffix("+pm")
+        manager = "policy" if run.endswith("+pm") else "none"
+        return {
+            "scheduler": scheduler,
+            "power_manager": manager,
+            "run": run,
+            "rho": 0.85,
+            "seed": seed,
+            ENERGY: energy,
+            "p95_completion_s": p95,
+        }
+
+    # eams-batch+pm saves 10, 20 and 30 % against most-allocated+pm on three seeds
+    results = [row("most-allocated+pm", s, 100.0, 1000.0) for s in (1, 2, 3)]
+    results += [row("eams-batch+pm", s, e, 1000.0) for s, e in ((1, 90.0), (2, 80.0), (3, 70.0))]
+    got = paired(results, "eams-batch+pm", "most-allocated+pm")[0.85]
+    mean, half = got["energy_gain_pct"]
+    # mean 20 %, sd 10 %, t(0.975, 2) = 4.303: half-width 4.303 · 10 / √3
+    assert got["seeds"] == 3 and mean == pytest.approx(20.0)
+    assert half == pytest.approx(4.302653 * 10.0 / 3**0.5, rel=1e-5)
+    assert got["p95_change_pct"] == (0.0, 0.0)
+    assert comparisons(results)["market-batch"]["paired"][0.85]["energy_gain_pct"] == (mean, half)

@@ -131,14 +131,18 @@ class ScoringPolicy:
     def start(self, workload: Workload) -> None:
         """Called once before the replay with the workload it will see."""
 
+    def arrived(self, pod: WorkloadPod, now_s: float) -> None:
+        """Called when ``pod`` arrives (``now_s``, simulated s) and fits some node, before the
+        pass that considers it (a pod watch's view: EAMS's extender batches pods from here)."""
+
     def observe(self, state: NodeState) -> None:
         """Called before each scheduling pass (telemetry for policies that read it)."""
 
     def bound(self, pod: WorkloadPod, node: int) -> None:
         """Called when the emulator binds ``pod`` to ``node``."""
 
-    def completed(self, pod: WorkloadPod, node: int) -> None:
-        """Called when ``pod`` finishes on ``node``."""
+    def completed(self, pod: WorkloadPod, node: int, now_s: float) -> None:
+        """Called when ``pod`` finishes on ``node`` at ``now_s`` (simulated s)."""
 
     def close(self) -> None:
         """Release resources (HTTP clients)."""

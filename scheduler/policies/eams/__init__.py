@@ -19,6 +19,16 @@ written as calibration files (``eams.calibrate.calfile``) for ``calibrations_dir
 ``/pending`` has no deletion yet, so a finished pod is re-reported bound to the placeholder node
 :data:`FINISHED_NODE` (unknown to the extender, so never valued) with ``status.phase:
 Succeeded``; that releases its capacity in the extender's node cache.
+
+Two plug-ins share this code (issue 33): ``eams``, the extender without a window (every pod gets
+its single-pod bid score), and ``eams-batch`` (``eams_batch.py``), the extender with the study's
+window W (``params.extender_window_ms``, 200 ms): each pod is announced on ``/pending`` at its
+arrival, as the pod watch would, and the extender's own batcher clears the pods pending together —
+when kube-scheduler asks about one of them, or W after the first arrived. The extender runs on a
+:class:`~eams.scheduler.extender.clock.ManualClock` that this plug-in moves to each simulated
+instant (the pod updates of the instant before posted first), so every window closes at its
+simulated instant and two replays clear the same batches; the clearing has no wall-clock budget
+(``clearing_budget_ms: None``), only the engine's deterministic round cap.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from numpy.typing import NDArray
 
 from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
+from eams.scheduler.extender.clock import ManualClock
 from eams.scheduler.policies._kube import least_allocated
 from eams.scheduler.policies.base import (
     LEVELS,
@@ -71,24 +82,18 @@ def write_calibrations(cluster: Cluster, folder: Path) -> None:
         save_calibration(calibration, folder / f"{name}.json")
 
 
-def create_extender(cluster: Cluster, params: Params, clock, folder: Path):
-    """The extender app (active mode) for ``cluster`` with calibrations in ``folder``."""
+def create_extender(cluster: Cluster, clock: ManualClock, folder: Path, window_ms: float = 0.0):
+    """The extender app (active mode, no wall-clock clearing budget) for ``cluster``, its
+    calibrations written to ``folder``, on ``clock``, with batch window ``window_ms`` (0: none).
+    """
     from eams.scheduler.extender.app import create_app
     from eams.scheduler.extender.settings import Settings
 
     write_calibrations(cluster, folder)
-    settings = Settings(mode="active", window_ms=params.extender_window_ms, calibrations_dir=folder)
+    settings = Settings(
+        mode="active", window_ms=window_ms, calibrations_dir=folder, clearing_budget_ms=None
+    )
     return create_app(settings, clock)
-
-
-class SimClock:
-    """Epoch seconds of the simulated instant (the extender's ``clock``)."""
-
-    def __init__(self) -> None:
-        self.now_s = 0.0
-
-    def __call__(self) -> float:
-        return EPOCH_S + self.now_s
 
 
 class ExtenderPolicy(ScoringPolicy):
@@ -101,9 +106,12 @@ class ExtenderPolicy(ScoringPolicy):
     weight : int
         Extender ``weight``.
     telemetry_period_s : float
-    clock : SimClock, optional
-        The in-process extender's clock, advanced to the simulated instant before each pass;
-        ``None`` for an extender in its own process (telemetry is then stamped with wall time).
+    clock : ManualClock, optional
+        The in-process extender's clock (epoch s), moved to each simulated instant; ``None``
+        for an extender in its own process (telemetry is then stamped with wall time).
+    announce : bool
+        Post each pod on ``/pending`` when it arrives (the pod watch's view: a batching
+        extender clears the pods pending together); needs ``clock``.
     """
 
     name = NAME
@@ -115,7 +123,8 @@ class ExtenderPolicy(ScoringPolicy):
         client: ExtenderClient,
         weight: int,
         telemetry_period_s: float,
-        clock: SimClock | None = None,
+        clock: ManualClock | None = None,
+        announce: bool = False,
     ) -> None:
         self.cluster = cluster
         self.client = client
@@ -126,8 +135,10 @@ class ExtenderPolicy(ScoringPolicy):
         self.reported_at = np.full(cluster.size, -np.inf)
         self.reported_cpu = np.full(cluster.size, np.nan)
         self.pod_updates: list[dict] = []
+        self.arrivals = False  # an arrival is among pod_updates
         self.stats = client.failures
         self.clock = clock
+        self.announce = announce and clock is not None
         self.client.post("/nodes", node_list(cluster))
         self.cleanup: tempfile.TemporaryDirectory | None = None
 
@@ -135,13 +146,39 @@ class ExtenderPolicy(ScoringPolicy):
         """Remember the workload whose pods the emulator will show."""
         self.workload = workload
 
-    def observe(self, state: NodeState) -> None:
-        """Flush pod updates and the telemetry that is due from the awake nodes' agents."""
-        if self.clock is not None:
-            self.clock.now_s = state.now_s
+    def _flush(self) -> None:
+        """Post the pod updates queued so far (``/pending``)."""
         if self.pod_updates:
             self.client.post("/pending", {"metadata": {}, "items": self.pod_updates})
             self.pod_updates = []
+            self.arrivals = False
+
+    def _at(self, now_s: float) -> None:
+        """Move the extender's clock to the simulated instant ``now_s`` (s), closing every batch
+        window due on the way at its own instant; announcing, the updates of the earlier
+        instant are posted first, at that instant."""
+        if self.clock is None:
+            return
+        at_s = EPOCH_S + now_s
+        if self.announce and at_s > self.clock.now_s:
+            due_s = self.clock.next_due_s()
+            # an arrival starts a window only when none is open; a window that closes on the
+            # way must see every update before it: otherwise the updates can wait (fewer posts)
+            if (self.arrivals and due_s is None) or (due_s is not None and due_s <= at_s):
+                self._flush()
+        self.clock.advance_to(at_s)
+
+    def arrived(self, pod: WorkloadPod, now_s: float) -> None:
+        """Announcing: queue the pending pod for ``/pending`` at its arrival instant."""
+        if self.announce:
+            self._at(now_s)
+            self.pod_updates.append(self._pod(pod))
+            self.arrivals = True
+
+    def observe(self, state: NodeState) -> None:
+        """Flush pod updates and the telemetry that is due from the awake nodes' agents."""
+        self._at(state.now_s)
+        self._flush()
         due = (state.now_s - self.reported_at >= self.period_s) | (
             self.reported_cpu != state.alloc_cpu
         )
@@ -180,8 +217,9 @@ class ExtenderPolicy(ScoringPolicy):
         """Queue the bind for the next ``/pending`` post."""
         self.pod_updates.append(self._pod(pod, self.cluster.names[node]))
 
-    def completed(self, pod: WorkloadPod, node: int) -> None:
-        """Queue the completion (see the module docstring)."""
+    def completed(self, pod: WorkloadPod, node: int, now_s: float) -> None:
+        """Queue the completion (see the module docstring) at ``now_s``."""
+        self._at(now_s)
         finished = self._pod(pod, FINISHED_NODE)
         finished["status"]["phase"] = "Succeeded"
         self.pod_updates.append(finished)
@@ -193,14 +231,21 @@ class ExtenderPolicy(ScoringPolicy):
             self.cleanup.cleanup()
 
 
-def make(cluster: Cluster, params: Params, seed: int) -> ExtenderPolicy:
-    """EAMS through an in-process extender (``httpx.ASGITransport``) on the simulated clock."""
+def make(cluster: Cluster, params: Params, seed: int, window_ms: float = 0.0) -> ExtenderPolicy:
+    """EAMS through an in-process extender (``httpx.ASGITransport``) on the simulated clock,
+    with batch window ``window_ms`` (0: the single-pod bid score; ``eams_batch.py`` passes
+    ``params.extender_window_ms``)."""
     folder = tempfile.TemporaryDirectory(prefix="eams-bench-cal-")
-    clock = SimClock()
-    app = create_extender(cluster, params, clock, Path(folder.name))
+    clock = ManualClock(EPOCH_S)
+    app = create_extender(cluster, clock, Path(folder.name), window_ms)
     client = ExtenderClient("http://extender", app=app, timeout_s=params.extender_timeout_s)
     policy = ExtenderPolicy(
-        cluster, client, params.extender_weight, params.telemetry_period_s, clock
+        cluster,
+        client,
+        params.extender_weight,
+        params.telemetry_period_s,
+        clock,
+        announce=window_ms > 0,
     )
     policy.cleanup = folder
     return policy
