@@ -40,7 +40,7 @@ from eams.scheduler.policies.base import Cluster, Workload
 if TYPE_CHECKING:
     from distributed import Client
 
-SLOW = ("eams", "milp")
+SLOW = ("eams", "eams-batch", "milp")
 MANAGED = "+pm"
 """Suffix of a run label under the power manager (``most-allocated+pm``)."""
 
