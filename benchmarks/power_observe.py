@@ -102,6 +102,7 @@ sys.path.insert(0, str(ROOT))
 
 from eams.actuators.inventory import parse_inventory  # noqa: E402
 from eams.datasets import data_file  # noqa: E402
+from eams.procstat import process_cpu_s  # noqa: E402
 from eams.scheduler.power.calibrations import read_folder  # noqa: E402
 from eams.scheduler.power.kube_cache import ClusterCache, _renew_time  # noqa: E402
 from eams.scheduler.power.kube_client import KubeClient  # noqa: E402
@@ -118,7 +119,6 @@ SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "selfLink", "man
                  "generateName")  # fmt: skip
 MERGE = {"Content-Type": "application/merge-patch+json"}
 STRATEGIC = {"Content-Type": "application/strategic-merge-patch+json"}
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 SETUP_THREADS = 24
 CHURN_THREADS = 16
 LEASE_PERIOD_S = 10.0  # the kubelet's Lease renewal (nodeLeaseDurationSeconds 40 / 4)
@@ -147,15 +147,8 @@ def _templates() -> tuple[dict[str, Any], dict[str, Any]]:
     return node, pod
 
 
-def _cpu_s(pid: int | str, task: int | None = None) -> float:
-    """utime + stime (s) of process ``pid`` (``"self"``), or of its thread ``task``."""
-    path = f"/proc/{pid}/stat" if task is None else f"/proc/{pid}/task/{task}/stat"
-    fields = Path(path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
 def _parallel(what: str, call: Callable[[int], None], count: int, server: int) -> None:
-    started, cpu0, server0 = time.monotonic(), time.process_time(), _cpu_s(server)
+    started, cpu0, server0 = time.monotonic(), time.process_time(), process_cpu_s(server)
     pool = ThreadPoolExecutor(SETUP_THREADS)
     try:
         for _ in pool.map(call, range(count)):
@@ -163,7 +156,7 @@ def _parallel(what: str, call: Callable[[int], None], count: int, server: int) -
     finally:  # on Ctrl-C, drop the queued calls instead of finishing them
         pool.shutdown(cancel_futures=True)
     print(f"  {what}: {count:,} in {time.monotonic() - started:.1f} s (CPU: here "
-          f"{time.process_time() - cpu0:.1f} s, apiserver {_cpu_s(server) - server0:.1f} s)",
+          f"{time.process_time() - cpu0:.1f} s, apiserver {process_cpu_s(server) - server0:.1f} s)",
           flush=True)  # fmt: skip
 
 
@@ -404,20 +397,20 @@ def _watch_threads() -> list[int]:
 
 
 def _threads_cpu(tids: list[int]) -> float:
-    return sum(_cpu_s("self", tid) for tid in tids)
+    return sum(process_cpu_s("self", tid) for tid in tids)
 
 
 def measure(call: Callable[[], Any], runs: int, pids: dict[str, int]) -> dict[str, np.ndarray]:
     """Wall, this process's CPU and each pid's CPU (s) of each of ``runs`` calls."""
     out: dict[str, list[float]] = {"wall": [], "own": [], **{k: [] for k in pids}}
     for _ in range(runs):
-        before = {k: _cpu_s(p) for k, p in pids.items()}
+        before = {k: process_cpu_s(p) for k, p in pids.items()}
         cpu0, t0 = time.process_time(), time.perf_counter()
         call()
         out["wall"].append(time.perf_counter() - t0)
         out["own"].append(time.process_time() - cpu0)
         for k, p in pids.items():
-            out[k].append(_cpu_s(p) - before[k])
+            out[k].append(process_cpu_s(p) - before[k])
     return {k: np.array(v) for k, v in out.items()}
 
 
@@ -431,8 +424,8 @@ def window(
     """One window of churn; with ``observe``, the manager's ticks every ``--interval-s``
     meanwhile (the first half an interval in) and the watch threads' CPU."""
     tids = _watch_threads()
-    before = {k: _cpu_s(p) for k, p in pids.items()}
-    churn0, own0, threads0 = _cpu_s(churner), time.process_time(), _threads_cpu(tids)
+    before = {k: process_cpu_s(p) for k, p in pids.items()}
+    churn0, own0, threads0 = process_cpu_s(churner), time.process_time(), _threads_cpu(tids)
     start = time.monotonic()
     conn.send(("go", args.window_s))
     ticks: list[tuple[float, float]] = []
@@ -446,8 +439,8 @@ def window(
         due += args.interval_s
     stats = conn.recv()
     stats["window_s"] = time.monotonic() - start
-    stats.update({k: _cpu_s(p) - before[k] for k, p in pids.items()})
-    stats["churner"] = _cpu_s(churner) - churn0
+    stats.update({k: process_cpu_s(p) - before[k] for k, p in pids.items()})
+    stats["churner"] = process_cpu_s(churner) - churn0
     stats["own"] = time.process_time() - own0
     stats["watch_threads"] = _threads_cpu(tids) - threads0
     stats["ticks"] = np.array(ticks).reshape(-1, 2)
@@ -504,11 +497,11 @@ def run(args: argparse.Namespace, nodes: int, binaries: Path) -> None:
                 base = window(conn, churn.pid, pids, args)
                 print(f"  churn without the watch measured ({time.monotonic() - began:.0f} s in)",
                       flush=True)  # fmt: skip
-                before = {k: _cpu_s(p) for k, p in pids.items()}
+                before = {k: process_cpu_s(p) for k, p in pids.items()}
                 cpu0, t0 = time.process_time(), time.perf_counter()
                 cache = ClusterCache(client).start()
                 startup = {"wall": time.perf_counter() - t0, "own": time.process_time() - cpu0}
-                startup.update({k: _cpu_s(p) - before[k] for k, p in pids.items()})
+                startup.update({k: process_cpu_s(p) - before[k] for k, p in pids.items()})
                 try:
                     watching = KubeObserver(cache, inventory, cals, agent_up=lambda n: True)
                     tick(watching)  # untimed: the world as listed, whole

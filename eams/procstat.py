@@ -1,4 +1,5 @@
-"""CPU utilisation from ``/proc/stat`` deltas, locally or from text read on a remote node.
+"""CPU utilisation from ``/proc/stat`` deltas, locally or from text read on a remote node, and
+one process's (or thread's) CPU time from ``/proc/PID/stat``.
 
 Source: proc(5), "/proc/stat": the ``cpu`` line gives cumulative time in USER_HZ units spent in
 user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice. Busy time excludes
@@ -10,6 +11,7 @@ contended virtual machine (:func:`steal_between`).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,3 +91,23 @@ def steal_between(start: CpuTimes, end: CpuTimes) -> float | None:
     if elapsed <= 0 or stolen < 0:
         return None
     return min(1.0, stolen / elapsed)
+
+
+def process_cpu_s(pid: int | str, task: int | None = None) -> float:
+    """User + system CPU time (s) of process ``pid`` (or ``"self"``), or of its thread ``task``.
+
+    Source: proc(5), "/proc/PID/stat": fields 14 and 15 (``utime``, ``stime``) in clock ticks
+    (``SC_CLK_TCK``, 100 a second here: a 10 ms resolution). The command name (field 2) may
+    hold spaces and parentheses, so the fields are counted from its closing ``)``.
+
+    Raises
+    ------
+    OSError
+        No such process (or thread), or ``/proc`` unreadable.
+    """
+    path = f"/proc/{pid}/stat" if task is None else f"/proc/{pid}/task/{task}/stat"
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")

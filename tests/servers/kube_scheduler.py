@@ -5,9 +5,10 @@ configuration, or a plain one without extenders.
 scheduler-config.yaml`` ships (a ConfigMap's ``scheduler-config.yaml`` key: profile
 ``eams-scheduler``, the extender, its weight, the API rate limits) and changes only its
 addresses, the kubeconfig and the extender's ``urlPrefix``, so a test runs what a cluster runs.
-:func:`plain_config` is kube-scheduler's defaults (profile ``default-scheduler``) with no
-leader election: the baseline to compare against, since extenders apply to every profile of a
-configuration (``../shared/k8s/README.md``).
+:func:`reference_config` is the shipped one without its extenders (a benchmark's reference on
+the same pods). :func:`plain_config` is kube-scheduler's defaults (profile
+``default-scheduler``) with no leader election: the baseline to compare against, since
+extenders apply to every profile of a configuration (``../shared/k8s/README.md``).
 
 :class:`KubeScheduler` runs ``kube-scheduler --config=FILE --secure-port=0``: no serving port,
 so it counts as started once it logs ``Starting Kubernetes Scheduler`` (its configuration was
@@ -51,6 +52,19 @@ def shipped_config(kubeconfig: Path, extender_url: str) -> dict[str, Any]:
     for extender in config["extenders"]:
         extender["urlPrefix"] = extender_url
     return dict(config)
+
+
+def reference_config(kubeconfig: Path, scheduler_name: str) -> dict[str, Any]:
+    """The shipped KubeSchedulerConfiguration without its ``extenders``, its one profile named
+    ``scheduler_name`` and ``clientConnection.kubeconfig`` set to ``kubeconfig``: the same API
+    rate limits, ``percentageOfNodesToScore`` and score plugins as the shipped profile, so a
+    benchmark that runs both on the same pods measures what the extender costs, nothing else.
+    """
+    config = shipped_config(kubeconfig, "")
+    del config["extenders"]
+    (profile,) = config["profiles"]
+    profile["schedulerName"] = scheduler_name
+    return config
 
 
 def plain_config(kubeconfig: Path) -> dict[str, Any]:
