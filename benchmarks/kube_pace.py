@@ -594,18 +594,33 @@ def _honoured(world: World, tag: str, bound: dict[str, tuple[float, str]]) -> tu
 
 
 def _clear(world: World, tag: str, job: bool) -> None:
-    """Delete the phase's pods (and Job) and wait until they are gone."""
-    with world.plane.client(timeout_s=300) as admin:
-        selector = {"labelSelector": f"{LABEL}={tag}", "gracePeriodSeconds": "0"}
-        admin.delete(PODS, params=selector).raise_for_status()
+    """Delete the phase's pods (and Job) and wait until they are gone.
+
+    One collection DELETE (grace 0) at a time, again until none is left: kube-apiserver drops
+    the connection of one that outlasts its request timeout (60 s; thousands of pods, each
+    deletion fanned out to every watch) while it goes on deleting.
+
+    Raises
+    ------
+    AssertionError
+        Pods of the phase were left after 300 s.
+    """
+    selector = {"labelSelector": f"{LABEL}={tag}"}
+    deadline = time.monotonic() + 300
+    with world.plane.client(timeout_s=120) as admin:
         if job:
             admin.delete(f"{JOBS}/{tag}", params={"propagationPolicy": "Orphan"})
-
-        def gone() -> bool:
-            listed = admin.get(PODS, params={"labelSelector": f"{LABEL}={tag}", "limit": 1})
-            return listed.is_success and not listed.json()["items"]
-
-        eventually(gone, 120, f"the pods of {tag} deleted")
+        while True:
+            try:
+                admin.delete(PODS, params={**selector, "gracePeriodSeconds": "0"})
+                listed = admin.get(PODS, params={**selector, "limit": 1})
+                if listed.is_success and not listed.json()["items"]:
+                    break
+            except httpx.HTTPError:
+                pass  # dropped at the request timeout; the deletion goes on
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the pods of {tag} were not all deleted within 300 s")
+            time.sleep(1.0)
     time.sleep(2.0)  # the watches (kube-schedulers', the extender's) take the deletions
 
 
