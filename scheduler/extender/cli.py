@@ -208,6 +208,14 @@ class _Stop:
     help="With --record and --watch: write the eams.io/* annotations (cleared node, price, "
     "...) onto each decided pod once it is bound, in both modes.",
 )
+@click.option(
+    "--prioritize-answer",
+    type=click.Choice(["deciding", "all"]),
+    default="deciding",
+    show_default=True,
+    help="What /prioritize lists: only the nodes scoring 10 (they alone decide under the "
+    "shipped weight 130), or every candidate with its score (for a weight under 120).",
+)
 @log_level_option("Log level of the server (uvicorn).")
 @click.option(
     "--workers",
@@ -229,6 +237,7 @@ def serve(
     record_max_file_age_s: float | None,
     record_max_total_bytes: int | None,
     annotate: bool,
+    prioritize_answer: Literal["deciding", "all"],
     log_level: str,
     workers: int,  # only 1 gets here: its type refuses more
 ) -> None:
@@ -272,6 +281,7 @@ def serve(
                     record_max_total_bytes,
                 ),
                 annotate=annotate,
+                prioritize_answer=prioritize_answer,
             ),
             host,
             port,

@@ -11,6 +11,7 @@ from eams.scheduler.extender.errors import ExtenderConfigError
 from eams.scheduler.record import WriterSettings
 
 Mode = Literal["shadow", "active"]
+PrioritizeAnswer = Literal["deciding", "all"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,11 @@ class Settings:
         Where the decision record goes (``--record``, ``decisions.py``); ``None``: no record.
     annotate : bool
         With a record: write the ``eams.io/*`` annotations onto each decided pod once bound.
+    prioritize_answer : {"deciding", "all"}
+        ``deciding``: ``/prioritize`` lists only the nodes scoring 10 (the cleared node), which
+        alone decide under a ``weight`` of 120 or more (the shipped 130;
+        :func:`~.schemas.encode_deciding`); ``all``: every candidate with its 0–10 score, for a
+        configuration whose ``weight`` leaves the in-tree plugins the last word (issue 32).
     """
 
     mode: Mode = "shadow"
@@ -91,6 +97,7 @@ class Settings:
     scheduler_name: str = "eams-scheduler"
     record: WriterSettings | None = None
     annotate: bool = True
+    prioritize_answer: PrioritizeAnswer = "deciding"
 
     def auction_params(self) -> AuctionParams:
         """Engine parameters from these settings (slot size, staleness); the rest default."""
@@ -102,6 +109,10 @@ class Settings:
         problems = []
         if self.mode not in ("shadow", "active"):
             problems.append(f"mode: must be 'shadow' or 'active', got {self.mode!r}")
+        if self.prioritize_answer not in ("deciding", "all"):
+            problems.append(
+                f"prioritize_answer: must be 'deciding' or 'all', got {self.prioritize_answer!r}"
+            )
         non_negative = ("window_ms", "recovery_margin", "herd_settle_s")
         problems += [
             f"{n}: must be ≥ 0, got {getattr(self, n)!r}"

@@ -11,7 +11,9 @@ own (pydantic ``PodObject``); anything else — full ``Nodes`` payloads, anythin
 refuses — takes the validated path (``schemas.parse_args``, pydantic), which also writes the
 400 that names every bad key. Answers:
 
-* 200 with ``ExtenderFilterResult`` (every key present) or the bare ``HostPriorityList``;
+* 200 with ``ExtenderFilterResult`` (every key present) or the bare ``HostPriorityList``:
+  only the nodes scoring 10 (``encode_deciding``), or every candidate with
+  ``--prioritize-answer all`` (``HostPriorityEncoder``);
 * 400 ``{"Error": "<json path>: <what>"}`` for a bad request, 413 for a body over the limit;
 * 503 ``{"Error": "eams: stepping aside: <why>"}`` when active but blind (``StepAside``):
   kube-scheduler counts the call as failed, so with ``ignorable: true`` every node passes the
@@ -33,6 +35,7 @@ from eams.scheduler.extender.schemas import (
     ExtenderFilterResult,
     HostPriorityEncoder,
     PodObject,
+    encode_deciding,
     parse_args,
 )
 from eams.scheduler.extender.service import FILTER_REASON, Extender
@@ -164,7 +167,11 @@ class Verbs:
     def __init__(self, extender: Extender, metrics: ExtenderMetrics) -> None:
         self.extender = extender
         self.metrics = metrics
-        self.priorities = HostPriorityEncoder()
+        self.encode_priorities = (
+            encode_deciding
+            if extender.settings.prioritize_answer == "deciding"
+            else HostPriorityEncoder().encode
+        )
         self.name_lists = NameLists()
         self._passing: tuple[list[str] | None, bytes] = (None, b"")
 
@@ -229,11 +236,11 @@ class Verbs:
             if fast is not None:
                 scores = self.extender.prioritize_names(fast.key, fast.uid, fast.names)
                 if scores is not None:
-                    return self.priorities.encode(fast.names, scores)
+                    return self.encode_priorities(fast.names, scores)
             names, scores = self.extender.prioritize(
                 fast.args() if fast is not None else parse_args(body)
             )
-            return self.priorities.encode(names, scores)
+            return self.encode_priorities(names, scores)
         except (BadRequest, StepAside):
             raise
         except Exception:

@@ -55,7 +55,7 @@ async def test_stale_telemetry_never_filters_but_ranks_lower(make_client, clock)
     assert fresh[0] == {"Host": "node-a", "Score": 10}  # cheapest calibration, gate open
     # Same cluster, but node-a's and node-b's newest readings are 60 s old (AR-6: > 15 s);
     # node-b's even says it is nearly capped.
-    client = await make_client(mode="active", window_ms=0)
+    client = await make_client(mode="active", window_ms=0, prioritize_answer="all")
     headroom = {"node-a": 0.6, "node-b": 0.02, "node-c": 0.6}
     await _cluster(client, clock, headroom, {"node-a": 60.0, "node-b": 60.0})
     result = (await post_json(client, "/filter", args_names(pod, NAMES))).json()
@@ -67,7 +67,7 @@ async def test_stale_telemetry_never_filters_but_ranks_lower(make_client, clock)
 
 
 async def test_unknown_node_passes_and_scores_zero(make_client, clock) -> None:
-    client = await make_client(mode="active", window_ms=0)
+    client = await make_client(mode="active", window_ms=0, prioritize_answer="all")
     await _cluster(client, clock, {"node-a": 0.6, "node-b": 0.6, "node-c": 0.6})
     names = [*NAMES, "node-unknown"]
     assert (await post_json(client, "/filter", args_names(pod_object("p"), names))).json()[
@@ -90,13 +90,13 @@ async def test_pod_larger_than_every_node(make_client, clock) -> None:
         "NodeNames"
     ] == NAMES
     scores = (await post_json(client, "/prioritize", args_names(huge, NAMES))).json()
-    assert [e["Score"] for e in scores] == [0, 0, 0]
+    assert scores == []  # no node scores (none fits): none listed, each gets a 0
     metrics = (await client.get("/metrics")).text
     assert "eams_extender_clearings_total 1.0" in metrics
 
 
 async def test_zero_nodes_and_five_thousand_nodes(make_client, clock) -> None:
-    client = await make_client(mode="active", window_ms=0)
+    client = await make_client(mode="active", window_ms=0, prioritize_answer="all")
     await _cluster(client, clock, {"node-a": 0.6})
     empty = await post_json(client, "/filter", args_names(pod_object("p"), []))
     assert empty.status_code == 200 and empty.json()["NodeNames"] == []
@@ -141,7 +141,7 @@ async def test_quantities_in_the_full_grammar(make_client, clock) -> None:
 async def test_a_duplicated_node_name_is_answered_once(make_client, clock) -> None:
     # kube-scheduler adds up the scores of a host listed twice (reference §2.2): answering a
     # duplicated name twice would give that node double weight.
-    client = await make_client(mode="active", window_ms=0)
+    client = await make_client(mode="active", window_ms=0, prioritize_answer="all")
     await _cluster(client, clock, {"node-a": 0.6, "node-b": 0.02, "node-c": 0.6})
     names = ["node-a", "node-b", "node-a", "node-c", "node-b"]
     filtered = (await post_json(client, "/filter", args_names(pod_object("p"), names))).json()
@@ -149,3 +149,23 @@ async def test_a_duplicated_node_name_is_answered_once(make_client, clock) -> No
     assert filtered["FailedNodes"] == {"node-b": FILTER_REASON}
     entries = (await post_json(client, "/prioritize", args_names(pod_object("p"), names))).json()
     assert [e["Host"] for e in entries] == ["node-a", "node-b", "node-c"]
+
+
+@pytest.mark.parametrize("window_ms", [0.0, 50.0])
+async def test_the_deciding_answer_lists_only_the_nodes_scoring_10(
+    make_client, clock, window_ms: float
+) -> None:
+    # The default answer (issue 32): the entries of the full answer that score 10, in order.
+    # kube-scheduler adds nothing for a node left out, and a 10 leads every 1-9 by weight x 10
+    # points (1,300 shipped) > the in-tree total (1,200): the same node is bound either way.
+    headroom = {"node-a": 0.6, "node-b": 0.3, "node-c": 0.6}
+    answers = []
+    for answer in ("all", "deciding"):
+        client = await make_client(mode="active", window_ms=window_ms, prioritize_answer=answer)
+        await _cluster(client, clock, headroom)
+        pod = pod_object(f"p-{answer}")
+        response = await post_json(client, "/prioritize", args_names(pod, NAMES))
+        answers.append(HostPriorityList.validate_json(response.content))
+    full, deciding = answers
+    assert [e.Host for e in full] == NAMES and any(0 < e.Score < 10 for e in full)
+    assert deciding == [e for e in full if e.Score == 10] != []

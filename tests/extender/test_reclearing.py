@@ -78,9 +78,8 @@ async def test_a_pod_whose_cleared_node_is_no_longer_offered_is_cleared_again(
     # the pod comes back without its cleared node among the candidates
     offered = [n for n in NAMES if n != chosen]
     again = await _scores(client, pod, offered)
-    assert set(again) == set(offered)
-    now = max(again, key=again.__getitem__)
-    assert again[now] == 10  # a clearing's choice, not the best of what was left (≤ 9)
+    (now,) = again  # one node listed: a clearing's choice, not the best of what was left (≤ 9)
+    assert now in offered and again[now] == 10
     assert _reclearings(client) == 1.0
     await _bind(client, pod, now)  # before the new line is built: the join waits for it
     first_line, second, bound = await _records(client, ["placement", "placement", "bound"])

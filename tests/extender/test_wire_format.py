@@ -68,7 +68,7 @@ def test_score_must_be_an_integer_as_in_go() -> None:
 
 async def test_upstream_args_example_is_served(shared_data: Path, make_client) -> None:
     body = (shared_data / EXAMPLES / "ExtenderArgs.json").read_bytes()
-    client = await make_client(mode="active", window_ms=0)
+    client = await make_client(mode="active", window_ms=0, prioritize_answer="all")
     filtered = await client.post("/filter", content=body)
     assert filtered.status_code == 200
     result = schemas.ExtenderFilterResult.model_validate_json(filtered.content)
@@ -99,7 +99,7 @@ async def test_real_nodelist_full_payload_echoes_the_objects(
     real_cluster, make_client, clock
 ) -> None:
     nodes, pod = real_cluster
-    client = await make_client(mode="active", window_ms=0)
+    client = await make_client(mode="active", window_ms=0, prioritize_answer="all")
     names = [n["metadata"]["name"] for n in nodes]
     await post_json(client, "/telemetry", {"samples": [sample(n, clock(), 0.6) for n in names]})
     response = await post_json(client, "/filter", args_full(pod, nodes))
@@ -124,9 +124,9 @@ async def test_real_nodelist_names_only_uses_the_learnt_cache(
     body = (await post_json(client, "/filter", args_names(pod, names))).json()
     assert body["NodeNames"] == names and body["Nodes"] is None
     scores = (await post_json(client, "/prioritize", args_names(pod, names))).json()
-    # Node 0 is calibrated cheaper (50→150 W vs 60→210 W) at equal headroom: it wins.
-    assert scores[0] == {"Host": names[0], "Score": 10}
-    assert 0 <= scores[1]["Score"] < 10
+    # Node 0 is calibrated cheaper (50→150 W vs 60→210 W) at equal headroom: it wins, and is
+    # the one node listed (the deciding answer: node 1 scores under 10).
+    assert scores == [{"Host": names[0], "Score": 10}]
 
 
 def test_priority_encoder_writes_what_go_decodes() -> None:
@@ -140,3 +140,16 @@ def test_priority_encoder_writes_what_go_decodes() -> None:
         ]
         assert [e.Score for e in schemas.HostPriorityList.validate_json(text)] == list(scores)
     assert encoder.encode([], []) == b"[]"
+
+
+def test_the_deciding_answer_is_what_go_decodes() -> None:
+    names = ["node-a", 'odd"name', "nœud-ü", "node-a2"]
+    for scores, listed in (
+        ([10, 0, 5, 9], ["node-a"]),
+        (np.array([0, 10, 10, 7], dtype=np.int8), ['odd"name', "nœud-ü"]),  # ties: both
+        ([1, 2, 3, 4], []),
+    ):
+        text = schemas.encode_deciding(names, scores)
+        assert json.loads(text) == [{"Host": n, "Score": 10} for n in listed]
+        assert [e.Host for e in schemas.HostPriorityList.validate_json(text)] == listed
+    assert schemas.encode_deciding([], []) == b"[]"
