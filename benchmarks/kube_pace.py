@@ -36,10 +36,13 @@ the drain counts as unbound: a percentile it falls in is reported as ``> drain``
 bound of each process (``/proc/PID/stat``: the extender, each kube-scheduler, kube-apiserver,
 etcd, the load generator, the harness's watch), the extender's own ``/prioritize`` wall time
 (its ``eams_extender_request_duration_seconds``), and for the EAMS phases how many bound pods
-went to the node the auction cleared for them (``eams.io/cleared-node`` against
-``spec.nodeName``). The load average is printed at each phase. A run ends with the ratios
-EAMS / reference; ``--repeat N`` runs N times on the same control plane and prints the median
-ratio.
+went to the node the auction cleared for them (the decision record's ``cleared_node`` against
+the node the watch saw bound). The extender runs with ``--record`` (the check needs it) and, by
+default, writes the ``eams.io/*`` annotations as it then does (a PATCH a pod: kube-apiserver and
+etcd work, and a ``MODIFIED`` event to every pod watch); ``--no-annotate`` runs it without them,
+as the shipped Deployment (no ``--record``) runs. The load average is printed at each phase.
+A run ends with the ratios EAMS / reference; ``--repeat N`` runs N times on the same control
+plane and prints the median ratio.
 
 Shapes (``--shape``): ``uniform`` 250m CPU / 128Mi each; ``trace`` the CPU and memory requests
 of the Alibaba GPU-2023 pod list in order (``cluster_traces/``, its sizes divided by
@@ -94,7 +97,6 @@ if str(ROOT) not in sys.path:
 from eams.datasets import data_file  # noqa: E402
 from eams.procstat import process_cpu_s  # noqa: E402
 from eams.scheduler.bench.traces import DEFAULT_PATHS, read_gpu2023  # noqa: E402
-from eams.scheduler.record.annotations import CLEARED_NODE  # noqa: E402
 from tests.servers.kube_binaries import TARBALL, k8s_dir, unpacked  # noqa: E402
 from tests.servers.kube_control_plane import ControlPlane, eventually  # noqa: E402
 from tests.servers.kube_documents import create_node  # noqa: E402
@@ -408,7 +410,7 @@ class PhaseResult:
     cpu_pods: int
     load: tuple[float, float, float]
     honoured: int | None = None
-    annotated: int | None = None
+    joined: int | None = None
     prioritize_calls: float = 0.0
     prioritize_s: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -565,32 +567,34 @@ def run_phase(
         notes=made["errors"],
     )
     if profile == EAMS:
-        result.honoured, result.annotated = _honoured(world, tag, mine)
+        result.honoured, result.joined = _honoured(world, tag, mine)
     _clear(world, tag, owner is not None)
     return result
 
 
 def _honoured(world: World, tag: str, bound: dict[str, tuple[float, str]]) -> tuple[int, int]:
-    """(bound pods on the node the auction cleared for them, bound pods annotated with it),
-    waiting up to 20 s for the annotations of the pods bound."""
-    with world.plane.client(timeout_s=120) as admin:
+    """(bound pods on the node the auction cleared for them, bound pods the decision record
+    joined), the node as the bind watch saw it against the record's ``cleared_node``; waits up
+    to 20 s for the record's ``bound`` lines of the pods bound (its writer is a thread)."""
+    deadline = time.monotonic() + 20
+    cleared = _cleared_nodes(world.extender.record, tag)
+    while time.monotonic() < deadline and not set(bound) <= set(cleared):
+        time.sleep(1.0)
+        cleared = _cleared_nodes(world.extender.record, tag)
+    joined = [n for n in bound if n in cleared]
+    return sum(bound[n][1] == cleared[n] for n in joined), len(joined)
 
-        def annotated() -> dict[str, str]:
-            listed = admin.get(PODS, params={"labelSelector": f"{LABEL}={tag}"})
-            listed.raise_for_status()
-            return {
-                p["metadata"]["name"]: (p["metadata"].get("annotations") or {})[CLEARED_NODE]
-                for p in listed.json()["items"]
-                if CLEARED_NODE in (p["metadata"].get("annotations") or {})
-            }
 
-        deadline = time.monotonic() + 20
-        cleared = annotated()
-        while time.monotonic() < deadline and not set(bound) <= set(cleared):
-            time.sleep(1.0)
-            cleared = annotated()
-    on = [n for n in bound if n in cleared]
-    return sum(bound[n][1] == cleared[n] for n in on), len(on)
+def _cleared_nodes(record: Path, tag: str) -> dict[str, str | None]:
+    """Pod name → ``cleared_node`` of the record's ``bound`` lines of the phase ``tag``."""
+    found: dict[str, str | None] = {}
+    if record.is_file():
+        with record.open("rb") as lines:
+            for line in lines:
+                if b'"kind":"bound"' in line and tag.encode() in line:
+                    doc = msgspec.json.decode(line)
+                    found[doc["pod"]["name"]] = doc["cleared_node"]
+    return found
 
 
 def _clear(world: World, tag: str, job: bool) -> None:
@@ -658,7 +662,7 @@ def describe(r: PhaseResult) -> str:
         mean = 1e3 * r.prioritize_s / r.prioritize_calls if r.prioritize_calls else 0.0
         line += (
             f"; /prioritize {mean:.2f} ms mean over {r.prioritize_calls:,.0f} calls; "
-            f"honoured {r.honoured}/{r.annotated} annotated of {r.bound} bound"
+            f"honoured {r.honoured}/{r.joined} in the record of {r.bound} bound"
         )
     line += f"; load {' '.join(f'{x:.2f}' for x in r.load)}"
     if r.notes:
@@ -698,6 +702,8 @@ def world_up(binaries: Path, root: Path, nodes: int, args: argparse.Namespace) -
         print(f"  {nodes:,} Ready nodes made in {took:.0f} s", flush=True)
         kubeconfig = plane.kubeconfig(ACCOUNT)
         extender = KubeExtender(root, kubeconfig, root / "calibrations", root / "record")
+        if not args.annotate:
+            extender.argv.append("--no-annotate")
         feeder = TelemetryFeeder(extender.url, period_s=args.telemetry_period_s)
         feeder.headroom.update(dict.fromkeys(node_names(nodes), HEADROOM))
         eams = KubeScheduler(binaries, root, shipped_config(kubeconfig, extender.url), EAMS)
@@ -764,6 +770,13 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--shape", choices=("uniform", "trace", "job"), default="uniform")
     parser.add_argument("--telemetry-period-s", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--annotate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the extender writes the eams.io/* annotations onto each bound pod (its default "
+        "with --record; the shipped Deployment runs without --record, so without them)",
+    )
     parser.add_argument("--keep", type=Path, help="keep the logs and record in this folder")
     parser.add_argument(
         "--py-spy",

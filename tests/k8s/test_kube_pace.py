@@ -46,7 +46,7 @@ def test_the_harness_times_every_pod_and_each_went_where_the_auction_cleared_it(
         assert phase.latencies_s.size == PODS and bool(np.all(phase.latencies_s > 0))
         assert phase.percentile_s(50) <= phase.percentile_s(99) < 30
         assert phase.cpu_s["kube-apiserver"] > 0 and phase.cpu_s["load generator"] > 0
-    assert eams.honoured == eams.annotated == PODS  # each bound on its cleared node (AR-4)
+    assert eams.honoured == eams.joined == PODS  # each bound on its cleared node (AR-4)
     assert eams.prioritize_calls >= PODS and eams.cpu_s["extender"] > 0
     assert eams.cpu_s["kube-scheduler"] > 0 and reference.cpu_s["reference kube-scheduler"] > 0
     assert "EAMS profile at 20 pods/s" in kube_pace.describe(eams)
