@@ -477,10 +477,12 @@ def _owner(world: World, tag: str) -> dict[str, Any]:
 
 @contextmanager
 def _py_spy(world: World, tag: str, seconds: float) -> Iterator[None]:
-    """py-spy sampling the extender for ``seconds`` meanwhile (``--py-spy DIR``; raw
-    collapsed stacks in ``DIR/TAG.txt``)."""
+    """py-spy sampling the extender for ``seconds`` meanwhile (``--py-spy DIR``, py-spy on the
+    PATH or beside this Python; raw collapsed stacks in ``DIR/TAG.txt``); nothing when
+    ``seconds`` is 0 (the reference's phases)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    if world.profile_dir is None or not Path(spy).exists() or world.extender.process is None:
+    process = world.extender.process
+    if seconds <= 0 or world.profile_dir is None or process is None or not Path(spy).exists():
         yield
         return
     out = world.profile_dir / f"{tag}.txt"
@@ -488,7 +490,7 @@ def _py_spy(world: World, tag: str, seconds: float) -> Iterator[None]:
         spy,
         "record",
         "--pid",
-        str(world.extender.process.pid),
+        str(process.pid),
         "--duration",
         str(max(1, int(seconds))),
         "--rate",
