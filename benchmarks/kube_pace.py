@@ -70,7 +70,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import ssl
 import statistics
 import subprocess
 import sys
@@ -98,7 +97,7 @@ from eams.datasets import data_file  # noqa: E402
 from eams.procstat import process_cpu_s  # noqa: E402
 from eams.scheduler.bench.traces import DEFAULT_PATHS, read_gpu2023  # noqa: E402
 from tests.servers.kube_binaries import TARBALL, k8s_dir, unpacked  # noqa: E402
-from tests.servers.kube_control_plane import ControlPlane, eventually  # noqa: E402
+from tests.servers.kube_control_plane import ControlPlane, apiserver_client, eventually  # noqa: E402
 from tests.servers.kube_documents import create_node  # noqa: E402
 from tests.servers.kube_extender import (  # noqa: E402
     KubeExtender,
@@ -229,15 +228,7 @@ class LoadGenerator:
     """Creates a :class:`Plan`'s pods open-loop (runs in its own process, :func:`loadgen_main`)."""
 
     def __init__(self, url: str, token: str, ca: str) -> None:
-        self.client = httpx.Client(
-            base_url=url,
-            verify=ssl.create_default_context(cafile=ca),
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=60.0,
-            limits=httpx.Limits(
-                max_connections=LOADGEN_THREADS, max_keepalive_connections=LOADGEN_THREADS
-            ),
-        )
+        self.client = apiserver_client(url, token, ca, 60.0, LOADGEN_THREADS)
 
     def run(self, plan: Plan) -> dict[str, Any]:
         """Post every pod at its due time; ``created`` (name → monotonic s before its POST),

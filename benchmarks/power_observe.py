@@ -82,7 +82,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import ssl
 import sys
 import tempfile
 import threading
@@ -110,7 +109,7 @@ from eams.scheduler.power.kube_observer import KubeObserver  # noqa: E402
 from eams.scheduler.power.kube_pods import pod_info  # noqa: E402
 from tests.power.live import calibrate  # noqa: E402
 from tests.servers.kube_binaries import TARBALL, k8s_dir, unpacked  # noqa: E402
-from tests.servers.kube_control_plane import ControlPlane  # noqa: E402
+from tests.servers.kube_control_plane import ControlPlane, apiserver_client  # noqa: E402
 
 MANAGER = "kube-system/eams-power-manager"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
@@ -228,15 +227,7 @@ class Churn:
     first, on :data:`CHURN_THREADS` threads sharing one keep-alive connection pool."""
 
     def __init__(self, url: str, token: str, ca: str, nodes: int, per_node: int, rate: float):
-        self.client = httpx.Client(
-            base_url=url,
-            verify=ssl.create_default_context(cafile=ca),
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=60.0,
-            limits=httpx.Limits(
-                max_connections=CHURN_THREADS, max_keepalive_connections=CHURN_THREADS
-            ),
-        )
+        self.client = apiserver_client(url, token, ca, 60.0, CHURN_THREADS)
         node_t, self.pod_t = _templates()
         self.status = self.pod_t.pop("status")
         self.conditions = [c["type"] for c in node_t["status"]["conditions"]]

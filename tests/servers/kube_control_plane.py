@@ -271,12 +271,7 @@ class ControlPlane:
     def client(self, who: str = ADMIN, timeout_s: float = 10.0) -> httpx.Client:
         """An httpx client of the apiserver (``base_url`` set) acting as identity ``who``;
         the caller closes it."""
-        return httpx.Client(
-            base_url=self.url,
-            verify=_tls(self.ca),
-            headers={"Authorization": f"Bearer {self.identity(who).token}"},
-            timeout=timeout_s,
-        )
+        return apiserver_client(self.url, self.identity(who).token, self.ca, timeout_s)
 
     def apply(self, documents: Iterable[dict[str, Any]]) -> None:
         """Create each object as admin (POST to its collection: ``kind`` lowercased plus "s",
@@ -339,6 +334,27 @@ def _await_binding(admin: httpx.Client, binding: dict[str, Any]) -> None:
 
 def _tls(ca: Path) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(ca))
+
+
+def apiserver_client(
+    url: str, token: str, ca: Path | str, timeout_s: float = 10.0, connections: int | None = None
+) -> httpx.Client:
+    """An httpx client of the apiserver at ``url`` (``base_url`` set) with a bearer ``token``,
+    verifying against ``ca`` (PEM); ``connections`` caps its pool (httpx's default when
+    ``None``). For a process that has the plane's address but not the plane (the benchmarks'
+    load generators); the caller closes it."""
+    limits = (
+        httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        if connections
+        else httpx.Limits()
+    )
+    return httpx.Client(
+        base_url=url,
+        verify=_tls(Path(ca)),
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=timeout_s,
+        limits=limits,
+    )
 
 
 def _service_account_keys(root: Path) -> tuple[Path, Path]:
