@@ -96,6 +96,7 @@ if str(ROOT) not in sys.path:
 from eams.datasets import data_file  # noqa: E402
 from eams.procstat import process_cpu_s  # noqa: E402
 from eams.scheduler.bench.traces import DEFAULT_PATHS, read_gpu2023  # noqa: E402
+from eams.scheduler.record import Bound, read_records  # noqa: E402
 from tests.servers.kube_binaries import TARBALL, k8s_dir, unpacked  # noqa: E402
 from tests.servers.kube_control_plane import ControlPlane, apiserver_client, eventually  # noqa: E402
 from tests.servers.kube_documents import create_node  # noqa: E402
@@ -580,14 +581,13 @@ def _honoured(world: World, tag: str, bound: dict[str, tuple[float, str]]) -> tu
 
 def _cleared_nodes(record: Path, tag: str) -> dict[str, str | None]:
     """Pod name → ``cleared_node`` of the record's ``bound`` lines of the phase ``tag``."""
-    found: dict[str, str | None] = {}
-    if record.is_file():
-        with record.open("rb") as lines:
-            for line in lines:
-                if b'"kind":"bound"' in line and tag.encode() in line:
-                    doc = msgspec.json.decode(line)
-                    found[doc["pod"]["name"]] = doc["cleared_node"]
-    return found
+    if not record.exists():
+        return {}
+    return {
+        r.pod.name: r.cleared_node
+        for r in read_records(record).records
+        if isinstance(r, Bound) and tag in r.pod.name
+    }
 
 
 def _clear(world: World, tag: str, job: bool) -> None:
