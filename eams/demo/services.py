@@ -57,7 +57,8 @@ class ExtenderServer:
         Active (the default): its answers place the EAMS run's pods.
     record : Path or None
         Its decision record's folder (``eams extender serve --record DIR --no-annotate``: no
-        API server runs here to annotate pods on); ``None``: no record.
+        API server runs here to annotate pods on); ``None``: no record. ``/prioritize``
+        answers every candidate (``--prioritize-answer all``), which the report reads.
     period_s : float or None
         The agents' sample period, s: the herding guard's settle time and TTL are
         :data:`HERD_SETTLE_PERIODS` and :data:`HERD_TTL_PERIODS` of it (a demo pod loads its
@@ -87,6 +88,9 @@ class ExtenderServer:
                 calibrations_dir=calibrations_dir,
                 record=None if record is None else record_settings(record),
                 annotate=False,
+                # the report explains each placement by every candidate's 0–10 bid score and
+                # takes the candidates from the answer, so the demo asks for the full list
+                prioritize_answer="all",
             )
             if period_s is not None:
                 settings = replace(
