@@ -71,11 +71,11 @@ real time, the trace compressed (at the full demo's ~40× a 1 s boot is ~40 s of
 mini-PC's boot). Boot draw: the node's curve at 50 % (``NodePower`` default)."""
 POLICY = {
     True: PolicyConfig(
-        idle_before_sleep_s=1.0, min_awake_s=2.0, wake_after_s=0.3, market_after_s=3.0,
+        idle_before_sleep_s=1.0, min_awake_s=2.0, wake_after_s=0.3,
         cooldown_s=1.0, recent_s=30.0,
     ),
     False: PolicyConfig(
-        idle_before_sleep_s=2.0, min_awake_s=4.0, wake_after_s=0.5, market_after_s=6.0,
+        idle_before_sleep_s=2.0, min_awake_s=4.0, wake_after_s=0.5,
         cooldown_s=2.0, recent_s=60.0,
     ),
 }  # fmt: skip

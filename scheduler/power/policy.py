@@ -15,9 +15,12 @@ One call (:meth:`PowerPolicy.decide`) does, in order:
    waking node (cores, memory, their static predicates) get the cheapest asleep node that fits
    (wake energy + the pods' §5.1 energy there, :mod:`.policy_costs`), largest pod first, the
    others packed onto the nodes already chosen; a failed wake of the previous call leaves its
-   pods unserved, so this step wakes the next node. **Market wakes**: a pod pending longer
-   than ``market_after_s`` that does fit an awake node, but whose bid on an asleep node (wake
-   energy and latency priced in) beats its best awake bid by ``market_margin``.
+   pods unserved, so this step wakes the next node. **Market wakes**: a pending pod the market
+   cleared onto an asleep node (the extender's wake request, ``PendingPods.wake_node``: its bid
+   there, wake energy and latency priced in, beat every awake node's) wakes exactly that node
+   at once, if the safety rules let it (not suspect or past its backoff, the rate limit); the
+   market, not this policy, decides which asleep node is worth a pod's wait
+   (``eams.scheduler.extender.wakes``).
 3. **Which nodes stay awake** — the busy ones, those whose role forbids sleeping
    (:data:`~.policy_fleet.NO_SLEEP_ROLES`, Slurm's SuspendExcNodes) or that have no measured
    sleep state, then the most efficient empty ones (calibrated work per joule) until the free
@@ -72,8 +75,6 @@ class PolicyConfig(BaseModel):
     idle_before_sleep_s: float = Field(default=120.0, ge=0)
     min_awake_s: float = Field(default=300.0, ge=0)
     wake_after_s: float = Field(default=2.0, ge=0)
-    market_after_s: float = Field(default=10.0, ge=0)
-    market_margin: float = Field(default=1.25, ge=1)
     reserve_cores: float | None = Field(default=None, ge=0)
     recent_s: float = Field(default=900.0, gt=0)
     min_awake: int = Field(default=1, ge=0)
@@ -210,8 +211,8 @@ def _pending_wakes(work, cfg, fits, model, retry, timers) -> None:
     pods = fleet.pending
     now = fleet.now_s
     age = now - pods.pending_since_s
-    timers.append(pods.pending_since_s + cfg.wake_after_s)
-    timers.append(pods.pending_since_s + cfg.market_after_s)
+    requested = pods.requested()
+    timers.append(pods.pending_since_s[requested < 0] + cfg.wake_after_s)
     wakeable = (work.state == ASLEEP) & (retry <= now + EPS_S)
     if not wakeable.any():
         return  # nothing to wake: the claims below only serve the choice of a node to wake
@@ -219,28 +220,31 @@ def _pending_wakes(work, cfg, fits, model, retry, timers) -> None:
     order = np.lexsort((np.arange(pods.size), -pods.mem_mib, -pods.cores))
     awake = (fleet.state == AWAKE) & (work.state == AWAKE)
     up = awake | (work.state == WAKING)
-    for p in order[age[order] >= min(cfg.wake_after_s, cfg.market_after_s) - EPS_S]:
+    due = (age >= cfg.wake_after_s - EPS_S) | (requested >= 0)
+    for p in order[due[order]]:
         c, m = float(pods.cores[p]), float(pods.mem_mib[p])
-        room = fits[p] & up & (work.spare_cores + 1e-9 >= c) & (work.spare_mem_mib + 1e-9 >= m)
-        awake_room = np.flatnonzero(room & awake)
-        if awake_room.size == 0 and room.any():  # a node already waking will take it
-            _claim(work, int(np.flatnonzero(room)[0]), c, m)
+        target = int(requested[p])
+        if target >= 0 and work.state[target] == WAKING:
+            _claim(work, target, c, m)  # the market's node is on its way
             continue
-        asleep = np.flatnonzero(fits[p] & wakeable)
-        if awake_room.size:
-            choice = _market(work, cfg, model, p, float(runtime[p]), asleep, awake_room, age[p])
-            if choice is None:
-                _claim(work, int(awake_room[0]), c, m)  # the scheduler will bind it there
-                continue
-            asleep, cost, reason, numbers = choice
-        elif asleep.size and age[p] >= cfg.wake_after_s - EPS_S:
+        if target >= 0 and wakeable[target] and fits[p, target]:
+            asleep, reason = np.asarray([target]), Reason.MARKET
             cost = costs.wake_cost_j(fleet, model, c, float(runtime[p]), asleep)
-            reason, numbers = Reason.PENDING, {"pending_s": float(age[p])}
-        else:
-            continue
+        else:  # no request, or its node may not be woken now: the pod is served as any other
+            room = fits[p] & up & (work.spare_cores + 1e-9 >= c)
+            room &= work.spare_mem_mib + 1e-9 >= m
+            if room.any():  # an awake node (the scheduler binds it there) or a waking one
+                at = room & awake if (room & awake).any() else room
+                _claim(work, int(np.flatnonzero(at)[0]), c, m)
+                continue
+            asleep, reason = np.flatnonzero(fits[p] & wakeable), Reason.PENDING
+            if asleep.size == 0 or age[p] < cfg.wake_after_s - EPS_S:
+                continue
+            cost = costs.wake_cost_j(fleet, model, c, float(runtime[p]), asleep)
         slept = now - fleet.state_since_s[asleep]
         n = pick_node(asleep, cost, work.suspect[asleep], slept, cfg.equal_cost_rel)
-        numbers |= {
+        numbers = {
+            "pending_s": float(age[p]),
             "pod_cores": c,
             "wake_energy_j": float(fleet.wake_energy_j[n]),
             "cost_j": float(cost[np.flatnonzero(asleep == n)[0]]),
@@ -251,27 +255,6 @@ def _pending_wakes(work, cfg, fits, model, retry, timers) -> None:
         _claim(work, n, c, m)
         wakeable[n] = False
         up[n] = True
-
-
-def _market(work, cfg, model, p, runtime_s, asleep, awake_room, age_s):
-    """A market wake for pending pod ``p`` that fits the awake nodes ``awake_room``: its best
-    bid on an asleep node (:func:`~.policy_costs.latency_discount` / wake cost) against its
-    best awake bid (1 / ΔE, an empty node charged the idle power it would otherwise not draw).
-    Returns (candidates, their costs, reason, numbers), or ``None`` (no market wake)."""
-    fleet, pods = work.fleet, work.fleet.pending
-    if asleep.size == 0 or age_s < cfg.market_after_s - EPS_S or np.isnan(pods.runtime_ref_s[p]):
-        return None
-    c = float(pods.cores[p])
-    cost = costs.wake_cost_j(fleet, model, c, runtime_s, asleep)
-    empty = (fleet.pods[awake_room] == 0) & work.sleepable[awake_room]
-    awake_j = np.maximum(costs.run_energy_j(model, c, runtime_s, awake_room, empty), 1e-12)
-    bids = costs.latency_discount(runtime_s, fleet.speed[asleep], fleet.wake_time_s[asleep]) / cost
-    best_asleep, best_awake = np.nanmax(bids, initial=-np.inf), (1.0 / awake_j).max()
-    if not best_asleep > cfg.market_margin * best_awake:  # NaN (an unmeasured wake): no
-        return None
-    near = bids >= best_asleep / (1 + cfg.equal_cost_rel)
-    numbers = {"pending_s": float(age_s), "bid_ratio": float(best_asleep / best_awake)}
-    return asleep[near], cost[near], Reason.MARKET, numbers
 
 
 def _claim(work: Work, n: int, cores: float, mem_mib: float) -> None:

@@ -19,8 +19,8 @@ what waking a node for a pod costs (study §5.1's wake term with measured sleep 
 * **Wake cost** — the §5.1 model measured above the sleep floor: with ``P_sleep`` taken off
   both ends of the line, :meth:`EnergyModel.marginal_energy_j`'s wake term becomes
   ``(P_idle − P_sleep)·t``, the power a woken node adds over sleeping (DESIGN.md §5b), and the
-  one-off ``E_wake`` is added. A market bid (study §5.2, without the headroom gate: an asleep
-  node has all its headroom) is work per joule, discounted by ``t / (t + t_wake)`` for the wait.
+  one-off ``E_wake`` is added. (Whether a pod should *wait* for a wake when an awake node
+  could take it is the market's call, priced with the same model: ``auction.bids.wake_values``.)
 """
 
 from __future__ import annotations
@@ -109,10 +109,3 @@ def wake_cost_j(fleet: FleetState, model: EnergyModel, pod_cores, runtime_ref_s,
     return fleet.wake_energy_j[nodes] + run_energy_j(
         model, pod_cores, runtime_ref_s, nodes, np.ones(len(nodes), dtype=bool)
     )
-
-
-def latency_discount(runtime_ref_s: float, speed, wake_time_s) -> NDArray[np.float64]:
-    """t / (t + t_wake) per node, t = runtime_ref_s / speed: how much a wait of the node's wake
-    time takes off a pod's bid (1 for an awake node)."""
-    t = runtime_ref_s / np.asarray(speed)
-    return t / (t + np.nan_to_num(np.asarray(wake_time_s), nan=0.0))

@@ -109,8 +109,9 @@ class NodePowerView:
 @dataclass(frozen=True)
 class PendingPod:
     """A pod that waits for a node: requests, since when it pends (s), its runtime at speed 1
-    (reference seconds, ``None`` unknown) and the nodes its static predicates admit (``None``:
-    every node)."""
+    (reference seconds, ``None`` unknown), the nodes its static predicates admit (``None``:
+    every node) and the asleep node the market cleared it onto (``wake_node``: the extender's
+    wake request, ``eams.io/wake-request``; ``None``: none)."""
 
     name: str
     cores: float
@@ -118,6 +119,7 @@ class PendingPod:
     pending_since_s: float
     runtime_ref_s: float | None = None
     eligible_nodes: frozenset[str] | None = None
+    wake_node: str | None = None
 
 
 def _nan(value: float | None) -> float:
@@ -148,6 +150,8 @@ class PendingPods:
     runtime_ref_s : (P,) float, s at speed 1, NaN unknown
     profile : (P,) int, row of ``eligible``
     eligible : (K, N) bool, nodes the static predicates admit
+    wake_node : (P,) int or None, the asleep node the market cleared each pod onto (its wake
+        request), −1 none; ``None``: no pod has one
     """
 
     names: tuple[str, ...]
@@ -157,6 +161,13 @@ class PendingPods:
     runtime_ref_s: NDArray[np.float64]
     profile: NDArray[np.int64]
     eligible: NDArray[np.bool_]
+    wake_node: NDArray[np.int64] | None = None
+
+    def requested(self) -> NDArray[np.int64]:
+        """(P,) int: :attr:`wake_node`, −1 where none (and for every pod when ``None``)."""
+        if self.wake_node is None:
+            return np.full(self.size, -1, dtype=np.int64)
+        return self.wake_node
 
     @classmethod
     def none(cls, n_nodes: int) -> PendingPods:
@@ -189,6 +200,9 @@ class PendingPods:
         k = self.eligible.shape[0]
         prof = self.profile
         _check("pending.profile", prof, p, f"must be in [0, {k})", (prof >= 0) & (prof < k))
+        wake = self.requested()
+        rule = f"must be -1 or in [0, {n_nodes})"
+        _check("pending.wake_node", wake, p, rule, (wake >= -1) & (wake < n_nodes))
 
 
 @dataclass(frozen=True)
@@ -309,6 +323,9 @@ class FleetState:
                     raise FleetInputError(f"pending[{p}].eligible_nodes: unknown nodes {unknown}")
                 eligible[p] = False
                 eligible[p, [index[name] for name in pod.eligible_nodes]] = True
+        unknown_wakes = [p.wake_node for p in pending if p.wake_node not in (None, *index)]
+        if unknown_wakes:
+            raise FleetInputError(f"pending.wake_node: unknown nodes {sorted(unknown_wakes)}")
         pods = PendingPods(
             names=tuple(p.name for p in pending),
             cores=np.asarray([p.cores for p in pending], dtype=float),
@@ -317,6 +334,10 @@ class FleetState:
             runtime_ref_s=np.asarray([_nan(p.runtime_ref_s) for p in pending], dtype=float),
             profile=np.arange(len(pending), dtype=np.int64),
             eligible=eligible,
+            wake_node=np.asarray(
+                [-1 if p.wake_node is None else index[p.wake_node] for p in pending],
+                dtype=np.int64,
+            ),
         )
         return cls(
             now_s=float(now_s),

@@ -49,8 +49,8 @@ class Reason(StrEnum):
     """Pods pending longer than ``wake_after_s`` fit no awake node; this is the cheapest that
     fits."""
     MARKET = "market-bid"
-    """A pending pod's bid on this asleep node, wake energy and latency priced in, beats its
-    best awake node by ``market_margin``."""
+    """The market cleared a pending pod onto this asleep node (the extender's wake request):
+    its bid there, wake energy and latency priced in, beat every awake node's."""
     RESERVE = "reserve"
     """The awake nodes' free cores fell below ``reserve_cores``."""
     MIN_AWAKE = "min-awake"

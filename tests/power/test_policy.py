@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
-from eams.scheduler.power.policy_fleet import PowerState
+from eams.scheduler.power.policy_fleet import FleetInputError, PowerState
 from eams.scheduler.power.policy_plan import RATE_LIMIT, Action, PolicyMemory
 from tests.power.conftest import BREAK_EVEN_S, fleet, node, pod
 
@@ -169,19 +169,34 @@ def test_the_rate_limit_holds_sleeps_back_and_says_so() -> None:
     assert plan.held_total == 7 and plan.next_check_s == 1030.0  # 970 + 60
 
 
-def test_market_wake_when_an_asleep_bid_beats_the_awake_ones() -> None:
+def test_a_market_wake_request_wakes_exactly_the_requested_node_at_once() -> None:
     nodes = [
-        node("hot", pods=(1.0,), p_idle_w=100.0, p_max_w=400.0),  # fits, but costly
-        node("efficient", ASLEEP, speed=2.0),
+        node("hot", pods=(1.0,)),  # the pod fits here: without a request nothing wakes
+        node("cheap", ASLEEP, speed=2.0),  # the cheapest wake
+        node("cleared", ASLEEP),  # the node the market cleared the pod onto
     ]
-    pending = [pod("p", 2.0, 980.0, runtime_ref_s=3600.0)]
-    plan = decide(fleet(1000.0, nodes, pending), PolicyConfig(reserve_cores=0.0))
-    assert actions(plan) == [("wake", "efficient", "market-bid")]
-    assert plan.decisions[0].numbers["bid_ratio"] > 1.25
-    unknown = [pod("p", 2.0, 980.0)]  # no runtime, no bid
-    assert decide(fleet(1000.0, nodes, unknown), PolicyConfig(reserve_cores=0.0)).decisions == ()
-    strict = PolicyConfig(reserve_cores=0.0, market_margin=1000.0)
-    assert decide(fleet(1000.0, nodes, pending), strict).decisions == ()
+    asked = [pod("p", 2.0, 999.9, runtime_ref_s=3600.0, wake_node="cleared")]
+    plan = decide(fleet(1000.0, nodes, asked), PolicyConfig(reserve_cores=0.0))
+    assert actions(plan) == [("wake", "cleared", "market-bid")]
+    assert plan.decisions[0].pods == ("p",)  # no wake_after_s wait: the market decided
+    unasked = [pod("p", 2.0, 999.9, runtime_ref_s=3600.0)]
+    assert decide(fleet(1000.0, nodes, unasked), PolicyConfig(reserve_cores=0.0)).decisions == ()
+
+
+def test_a_market_wake_request_is_refused_when_the_node_may_not_be_woken() -> None:
+    suspect = node("cleared", ASLEEP, suspect=True, failed_wakes=1, last_wake_s=990.0)
+    nodes = [node("hot", pods=(1.0,)), suspect]
+    asked = [pod("p", 2.0, 999.9, runtime_ref_s=3600.0, wake_node="cleared")]
+    plan = decide(fleet(1000.0, nodes, asked), PolicyConfig(reserve_cores=0.0))
+    assert plan.decisions == ()  # in its backoff: the pod is served as any other (it fits "hot")
+    waking = [node("hot", pods=(1.0,)), node("cleared", WAKING, state_since_s=995.0)]
+    assert decide(fleet(1000.0, waking, asked), PolicyConfig(reserve_cores=0.0)).decisions == ()
+
+
+def test_a_wake_request_for_an_unknown_node_is_refused_with_its_name() -> None:
+    asked = [pod("p", 2.0, 999.9, wake_node="nowhere")]
+    with pytest.raises(FleetInputError, match=r"pending\.wake_node: unknown nodes \['nowhere'\]"):
+        fleet(1000.0, [node("hot")], asked)
 
 
 def test_floor_and_reserve_wakes_the_most_efficient_asleep_node() -> None:
