@@ -58,6 +58,11 @@ ASLEEP_TAINT: Final = PREFIX + "asleep"
 """``NoSchedule`` taint the power manager puts on a node before it sleeps."""
 POWER_STATE_ANNOTATION: Final = PREFIX + "power-state"
 """Node annotation: ``awake``, ``suspending``, ``asleep``, ``waking``, ``asleep-suspect``."""
+WAKE_REQUEST_ANNOTATION: Final = PREFIX + "wake-request"
+"""Node annotation the extender sets on an asleep node the market cleared pods onto: JSON
+``{"pods": ["<namespace>/<name>", ...], "at_s": <epoch s of the first request>}``. The power
+manager wakes that node for those pods (reason ``market-bid``) and removes the annotation when
+it releases the node (awake) or finds it suspect."""
 POWER_REASON_ANNOTATION: Final = PREFIX + "power-reason"
 """Node annotation: the power decision's reason and its figures."""
 WAS_CORDONED_ANNOTATION: Final = PREFIX + "was-cordoned"
