@@ -9,6 +9,15 @@ connection whose reading serves every sweep that asks within half a sample inter
 (:class:`SharedMeter`), so the PDU is polled once per interval, not six times.
 Speeds are relative to a virtual reference node of speed 1 (4 cores at
 ``BOGO_OPS_PER_CORE_S``).
+
+Then every node that may sleep has its power states measured (:func:`measure_power_states`)
+by the product's :class:`~eams.calibrate.powerstates.measure.PowerStateMeasurement`, as
+``eams calibrate power-states`` measures a real node: soft-off, outlet off, outlet on over
+SNMP, each repeated three times, the outlet read as fast as it answers; the result goes into
+the node's calibration file (schema 2's ``power_states``), from which the power manager and the
+extender's wake prices both read the sleep state (one cost model). The virtual node has no
+SSH: its ``systemctl poweroff`` is the simulator's soft-off (:class:`VirtualPowerActions`), and
+its agent answers while its virtual OS runs (its ``/proc/stat`` reads).
 """
 
 from __future__ import annotations
@@ -16,13 +25,23 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
-from eams.calibrate.calfile import Calibration
+from eams.actuators.actions import PowerActions
+from eams.actuators.errors import PowerActionFailed
+from eams.actuators.methods.base import Action
+from eams.actuators.steps import Steps
+from eams.actuators.transitions import Transition
+from eams.calibrate.calfile import Calibration, load_calibration, save_calibration
+from eams.calibrate.powerstates.measure import MeasurePlan, PowerStateMeasurement
+from eams.calibrate.powerstates.trace import PowerTrace
 from eams.calibrate.run import SpeedReferenceSpec, fit_and_save
 from eams.calibrate.sweep import SweepPlan, SweepProgress, run_sweep
+from eams.demo.cluster import EmulatedCluster
 from eams.demo.fleet import CORES
+from eams.demo.power import ASLEEP_TAINT, SWITCH_WAIT_S, demo_inventory
 from eams.demo.testbed import (
     BOGO_OPS_PER_CORE_S,
     DRIVER,
@@ -32,8 +51,11 @@ from eams.demo.testbed import (
     VirtualNode,
     VirtualRunner,
 )
+from eams.errors import ProcStatError
 from eams.meter.blocking import BlockingMeter
+from eams.meter.errors import MeterError
 from eams.meter.reading import Reading
+from eams.meter.simulator.errors import SimulatorError
 
 FULL_LEVELS_PCT = tuple(range(0, 101, 5))
 """21 levels, twice the sweep's default: the fit's 95 % intervals of P_idle and P_max (the
@@ -69,6 +91,8 @@ class SharedMeter:
 
     def __init__(self, meter: BlockingMeter, max_age_s: float) -> None:
         self._meter = meter
+        self.meter = meter.meter
+        """The meter read (``BlockingMeter.meter``: its URL names it in a result)."""
         self._max_age_s = max_age_s
         self._lock = threading.Lock()
         self._cached: tuple[float, Reading] | None = None
@@ -148,3 +172,203 @@ def calibrate_fleet(
             for outlet, node in enumerate(testbed.nodes, start=1)
         ]
         return [future.result() for future in futures]
+
+
+POWER_STATES_PLAN = MeasurePlan(
+    repeats=3, sample_s=0.1, settle_s=0.6, measure_s=0.5, timeout_s=30.0, boot_off_s=0.3,
+    lag_s=0.05,
+)  # fmt: skip
+"""The power-state measurement of the demo's nodes: three repeats (the minimum), the outlet
+read every 0.1 s, each level steady for 0.6 s, the off level averaged over 0.5 s, the outlet
+off for 0.3 s before a boot; the simulator's snapshots are at most 0.05 s old (``lag_s``).
+A node sleeps and boots in about a second, so each takes ~10 s, the nodes at once."""
+
+
+class VirtualPowerActions(PowerActions):
+    """The product's power actions on the virtual testbed (module docstring), under the safety
+    rules against the emulated cluster: ``systemctl poweroff`` is the simulator's soft-off (a
+    virtual node has no SSH, as in :class:`~eams.demo.power.DemoActuator`), and an outlet is
+    switched over SNMP (SET, then its state read back) through one meter kept open, as the
+    demo's actuator does, not one opened per action (its first read learns the PDU: 1.3–2.7 s
+    per action on the shared 2-core machine, and five nodes measured at once starved the
+    outlet traces of readings). A context manager: leaving closes the meter.
+
+    Parameters
+    ----------
+    testbed : Testbed
+    cluster : EmulatedCluster
+        Its node objects are what the safety rules read.
+
+    Raises
+    ------
+    MeterError
+        The PDU cannot be read (when opened).
+    """
+
+    def __init__(self, testbed: Testbed, cluster: EmulatedCluster) -> None:
+        super().__init__(
+            demo_inventory(testbed), who="eams demo", why="power-state calibration",
+            node_view=cluster.view,
+        )  # fmt: skip
+        self.testbed = testbed
+        write_url = testbed.simulator.write_url
+        assert write_url is not None, "the demo's simulator always has a write community"
+        self._switcher = BlockingMeter(
+            write_url, driver=DRIVER, timeout_s=METER_TIMEOUT_S, retries=METER_RETRIES
+        )
+        self._switcher.read()  # learn the outlets now, not during the first switch
+
+    def __enter__(self) -> VirtualPowerActions:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._switcher.close()
+
+    def _act(
+        self, node: str, to: str, step: str, stops: bool, act: Callable[[], str]
+    ) -> Transition:
+        """One action through the façade's machinery (safety when it ``stops`` the node, one
+        transition recorded), its ``acted_s`` the window of ``act``."""
+
+        def run(done: Steps) -> None:
+            called = time.monotonic()
+            words = act()
+            self._kit.acted = (called, time.monotonic())
+            done.append(words)
+
+        return self._do(node, Action(to, lambda: [step], run, stops=stops))
+
+    def os_sleep(self, node: str, verb: str) -> Transition:
+        """``systemctl poweroff`` of the virtual OS: the simulator's soft-off, after the safety
+        rules (``verb`` ``suspend``: a virtual node cannot; ValueError).
+
+        Raises
+        ------
+        PowerActionFailed
+            Its OS was not running.
+        PowerRefused, ClusterUnreachable
+            A safety rule.
+        """
+        if verb != "poweroff":
+            raise ValueError(f"a virtual node cannot {verb}: only poweroff")
+        outlet = self.inventory.node(node).outlet
+        assert outlet is not None
+        step = f"virtual OS of {node}: systemctl poweroff (the simulator's soft-off)"
+
+        def act() -> str:
+            try:
+                self.testbed.simulator.soft_off(outlet)
+            except SimulatorError as exc:
+                raise PowerActionFailed(f"node {node}: poweroff failed: {exc}") from exc
+            return step
+
+        return self._act(node, "soft_off", step, True, act)
+
+    def outlet(self, node: str, action: str) -> Transition:
+        """Switch ``node``'s outlet ``on`` or ``off`` (the safety rules first for off), its
+        state read back.
+
+        Raises
+        ------
+        PowerActionFailed
+            The switch failed or did not read back as asked.
+        PowerRefused, ClusterUnreachable
+            A safety rule (off).
+        """
+        if action not in ("on", "off"):
+            raise ValueError(f"action {action!r} is not on or off")
+        outlet = self.inventory.node(node).outlet
+        assert outlet is not None
+
+        def act() -> str:
+            try:
+                done = self._switcher.switch(outlet, action, wait_s=SWITCH_WAIT_S)
+            except MeterError as exc:
+                raise PowerActionFailed(f"node {node}: outlet {outlet} {action}: {exc}") from exc
+            if done.state != action:
+                raise PowerActionFailed(
+                    f"node {node}: outlet {outlet} reads {done.state} after {action}"
+                )
+            return (
+                f"outlet {outlet} {action}: state read back {done.state} after "
+                f"{done.elapsed_s:.1f} s"
+            )
+
+        to = "running" if action == "on" else "off"
+        return self._act(node, to, f"outlet {outlet} {action}", action == "off", act)
+
+
+def _answers(node: VirtualNode) -> bool:
+    """The node's agent answers: its virtual ``/proc/stat`` reads (its OS runs), as the demo's
+    agents read it."""
+    try:
+        node.cpu_times()
+    except ProcStatError:
+        return False
+    return True
+
+
+def _measure_one(
+    actions: VirtualPowerActions, meter: SharedMeter, outlet: int, node: VirtualNode, out_dir: Path
+) -> Calibration:
+    name = node.spec.name
+    plan = POWER_STATES_PLAN
+    # the trace reads through the shared meter: BlockingMeter's read and meter, the two it uses
+    trace = PowerTrace(cast(BlockingMeter, meter), outlet, plan.lag_s).start(plan.sample_s)
+    try:
+        states = PowerStateMeasurement(
+            name, actions, trace, lambda: _answers(node), plan=plan
+        ).run()
+    finally:
+        trace.stop()
+    path = out_dir / f"{name}.json"
+    updated = load_calibration(path, expect_node=name).with_power_states(states)
+    save_calibration(updated, path)
+    return updated
+
+
+def measure_power_states(
+    testbed: Testbed, calibrations: list[Calibration], out_dir: Path
+) -> list[Calibration]:
+    """Measure the power states of every node that may sleep (module docstring) and write them
+    into its calibration file ``out_dir/NODE.json``; the PDU owner and k3s server (mini-1,
+    :data:`~eams.demo.power.OWNER_ROLES`) never sleeps and is not measured.
+
+    Parameters
+    ----------
+    testbed : Testbed
+        Running, every node idle.
+    calibrations : list of Calibration
+        In node order, as :func:`calibrate_fleet` wrote them.
+
+    Returns
+    -------
+    list of Calibration
+        In node order, with ``power_states`` where measured; every node running again.
+
+    Raises
+    ------
+    PowerActionFailed, PowerRefused
+        The first node's failure (the others finish first; a node asleep when its measurement
+        failed is woken again, the message says whether that worked).
+    """
+    cluster = EmulatedCluster(testbed, 1.0, time.time)
+    measured: dict[int, Future[Calibration]] = {}
+    with (
+        VirtualPowerActions(testbed, cluster) as actions,
+        BlockingMeter(
+            testbed.url, driver=DRIVER, timeout_s=METER_TIMEOUT_S, retries=METER_RETRIES
+        ) as blocking,
+        ThreadPoolExecutor(len(testbed.nodes), thread_name_prefix="eams-demo-states") as pool,
+    ):
+        # one reading of the PDU serves every node's trace within half a sample interval
+        meter = SharedMeter(blocking, POWER_STATES_PLAN.sample_s / 2)
+        for outlet, node in enumerate(testbed.nodes, start=1):
+            if actions.inventory.node(node.spec.name).never_sleeps():
+                continue
+            cluster.taint(node.spec.name, ASLEEP_TAINT, cordon=True)  # as the manager marks it
+            measured[outlet] = pool.submit(_measure_one, actions, meter, outlet, node, out_dir)
+        return [
+            measured[i].result() if i in measured else cal
+            for i, cal in enumerate(calibrations, start=1)
+        ]

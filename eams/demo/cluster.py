@@ -228,6 +228,16 @@ class EmulatedCluster:
         with self._lock:
             self.nodes[node].annotations.update(annotations)
 
+    def unannotate(self, node: str, key: str) -> bool:
+        """Remove the annotation ``key`` from ``node``; whether it was there."""
+        with self._lock:
+            return self.nodes[node].annotations.pop(key, None) is not None
+
+    def annotations(self) -> dict[str, dict[str, str]]:
+        """Node name → a copy of its annotations, now."""
+        with self._lock:
+            return {name: dict(node.annotations) for name, node in self.nodes.items()}
+
     def view(self, name: str) -> NodeView:
         """The node as the power actions' safety rules read it from an API server."""
         with self._lock:
