@@ -5,12 +5,16 @@ the policy core :class:`~eams.scheduler.power.policy.PowerPolicy`); this module 
 three ports of :mod:`eams.scheduler.power.ports` for the demo:
 
 * :class:`DemoObserver` — the fleet from the emulated cluster (allocatable, the pods bound, the
-  scheduler's pending pods), the calibrations, the known sleep figures (:func:`sleep_figures`);
-  a node is Ready while its virtual OS runs, and its agent has *reported* when it last read its
-  virtual ``/proc/stat`` (a node that is off runs no agent);
+  scheduler's pending pods, each with the node the market's wake request names for it: the
+  node annotation ``eams.io/wake-request``), the calibrations with their measured sleep state
+  (:func:`eams.scheduler.power.calibrations.node_figures`, the figures the extender prices
+  wakes by); a node is Ready while its virtual OS runs, and its agent has *reported* when it
+  last read its virtual ``/proc/stat`` (a node that is off runs no agent);
 * :class:`DemoMarker` — cordon, taint ``eams.io/asleep:NoSchedule`` and annotate the node
-  objects of the emulated cluster; releasing a node is a cluster event that sends the
-  unschedulable pods back to the scheduler's queue;
+  objects of the emulated cluster, each change told to the extender as its node watch would
+  see it (``POST /nodes``); releasing a node, or finding it suspect, removes its wake request;
+  releasing a node is a cluster event that sends the unschedulable pods back to the
+  scheduler's queue;
 * :class:`DemoActuator` — the power inventory's method ``outlet`` (soft-off, then outlet off)
   on the PDU simulator: the safety rules of
   :class:`~eams.actuators.actions.PowerActions`
@@ -23,17 +27,19 @@ three ports of :mod:`eams.scheduler.power.ports` for the demo:
 Why the outlet and not suspend-to-RAM with Wake-on-LAN: the simulated APC rPDU2, like the real
 one, cannot meter an outlet under 50 W (:mod:`eams.demo.fleet`), and a suspended node draws a
 few watts; an outlet switched off draws exactly nothing, which the meter reports as such
-(``state`` off). The sleep figures the policy decides by are the testbed's own hidden ones
-(:data:`NODE_POWER` and each node's curve), not measured: the demo says so.
+(``state`` off). The sleep figures the policy decides by are the ones measured in the demo's
+calibration stage (:func:`eams.demo.calibrate.measure_power_states`) from the testbed's hidden
+:data:`NODE_POWER`.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -43,14 +49,17 @@ from eams.actuators.inventory import PowerInventory, parse_inventory
 from eams.actuators.safety import check_sleep
 from eams.actuators.transitions import Transition, record
 from eams.calibrate.calfile import Calibration
-from eams.demo.cluster import EmulatedCluster
+from eams.demo.cluster import NAMESPACE, EmulatedCluster
 from eams.demo.fleet import MEMORY_MIB
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.kube import names
+from eams.kube.errors import BadObject
+from eams.kube.wakerequest import parse_wake_request
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 from eams.meter.simulator import NodePower
 from eams.meter.simulator.errors import SimulatorError
+from eams.scheduler.power.calibrations import node_figures
 from eams.scheduler.power.manager import SUSPECT, ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import (
@@ -61,6 +70,8 @@ from eams.scheduler.power.policy_fleet import (
     PowerState,
 )
 from eams.scheduler.power.ports import Observation, RecordSink
+
+log = logging.getLogger(__name__)
 
 NODE_POWER = {
     True: NodePower(boot_s=1.0, off_w=1.0, shutdown_s=0.5),
@@ -164,31 +175,6 @@ SOFT_OFF_WAIT = 3.0
 """A soft-off may take this many × ``shutdown_s`` before the actuator gives up on it."""
 SWITCH_WAIT_S = 5.0
 """How long an outlet's state may take to read back as asked, s."""
-
-
-@dataclass(frozen=True)
-class SleepFigures:
-    """One node's sleep state as the policy reads it: W, s, J (outlet off)."""
-
-    sleep_power_w: float
-    wake_time_s: float
-    wake_energy_j: float
-    suspend_time_s: float
-    suspend_energy_j: float
-
-
-def sleep_figures(points_w: tuple[float, ...], power: NodePower) -> SleepFigures:
-    """The testbed's known (hidden, not measured) sleep figures of a node with curve
-    ``points_w`` (W at 0, 10 … 100 %): asleep = outlet off (0 W); a wake is a boot of
-    ``boot_s`` at the curve's 50 % draw; a sleep is a soft-off of ``shutdown_s`` at idle."""
-    boot_w = points_w[5] if power.boot_power_w is None else power.boot_power_w
-    return SleepFigures(
-        sleep_power_w=0.0,
-        wake_time_s=power.boot_s,
-        wake_energy_j=boot_w * power.boot_s,
-        suspend_time_s=power.shutdown_s,
-        suspend_energy_j=points_w[0] * power.shutdown_s,
-    )
 
 
 def demo_inventory(testbed: Testbed) -> PowerInventory:
@@ -331,10 +317,18 @@ class DemoMarker:
     cluster : EmulatedCluster
     on_release : callable
         Called after a node is released (a cluster event: the scheduler requeues).
+    on_change : callable
+        Called with a node's name after each change of its object (the EAMS run: its object
+        goes to the extender, as its node watch would see it); none by default.
     """
 
-    def __init__(self, cluster: EmulatedCluster, on_release: Callable[[], None]) -> None:
-        self.cluster, self.on_release = cluster, on_release
+    def __init__(
+        self,
+        cluster: EmulatedCluster,
+        on_release: Callable[[], None],
+        on_change: Callable[[str], None] = lambda node: None,
+    ) -> None:
+        self.cluster, self.on_release, self.on_change = cluster, on_release, on_change
         self.suspect: set[str] = set()
         """Nodes the manager annotated asleep and suspect during the run."""
 
@@ -344,18 +338,41 @@ class DemoMarker:
         self.annotate(node, "suspending", reason)
 
     def annotate(self, node: str, state: str, reason: str) -> None:
-        """Set the power-state and power-reason annotations."""
+        """Set the power-state and power-reason annotations; a node found suspect loses its
+        wake request (the market clears its pods again)."""
         if state == SUSPECT:
             self.suspect.add(node)
+            self.cluster.unannotate(node, names.WAKE_REQUEST_ANNOTATION)
         self.cluster.annotate(
             node, {names.POWER_STATE_ANNOTATION: state, names.POWER_REASON_ANNOTATION: reason}
         )
+        self.on_change(node)
 
     def release(self, node: str, reason: str) -> None:
-        """Untaint, uncordon, annotate ``awake``; then the cluster event."""
+        """Untaint, uncordon, annotate ``awake``, remove its wake request; then the cluster
+        event."""
         self.cluster.untaint(node, names.ASLEEP_TAINT, uncordon=True)
+        self.cluster.unannotate(node, names.WAKE_REQUEST_ANNOTATION)
         self.annotate(node, "awake", reason)
         self.on_release()
+
+
+def wake_nodes(annotations: dict[str, dict[str, str]]) -> dict[str, str]:
+    """Pod (``namespace/name``) → the node whose wake request names it, from every node's
+    annotations (:data:`~eams.kube.names.WAKE_REQUEST_ANNOTATION`); a value that does not
+    parse is logged and skipped (a node's bad annotation must not stop the manager)."""
+    out: dict[str, str] = {}
+    for node, values in annotations.items():
+        text = values.get(names.WAKE_REQUEST_ANNOTATION)
+        if text is None:
+            continue
+        try:
+            request = parse_wake_request(node, text)
+        except BadObject as exc:
+            log.warning("%s", exc)
+            continue
+        out |= dict.fromkeys(request.pods, node)
+    return out
 
 
 class DemoObserver:
@@ -366,8 +383,7 @@ class DemoObserver:
     testbed : Testbed
     cluster : EmulatedCluster
     calibrations : list of Calibration
-        In node order (P_idle, P_max, speed).
-    figures : list of SleepFigures
+        In node order (P_idle, P_max, speed, the measured sleep state).
     pending : callable
         Pod name → (cores, MiB, pending since s, runtime at speed 1 in real s), now.
     """
@@ -377,11 +393,10 @@ class DemoObserver:
         testbed: Testbed,
         cluster: EmulatedCluster,
         calibrations: list[Calibration],
-        figures: list[SleepFigures],
         pending: Callable[[], dict[str, tuple[float, float, float, float]]],
     ) -> None:
         self.testbed, self.cluster = testbed, cluster
-        self.calibrations, self.figures, self.pending = calibrations, figures, pending
+        self.calibrations, self.pending = calibrations, pending
         self._heartbeat_s: dict[str, float] = {}
 
     def observe(self, now_s: float) -> Observation:
@@ -389,9 +404,7 @@ class DemoObserver:
         sim = self.testbed.simulator
         views, ready, seen, marked = [], [], [], []
         objects = self.cluster.objects()
-        for i, (vnode, cal, fig) in enumerate(
-            zip(self.testbed.nodes, self.calibrations, self.figures, strict=True)
-        ):
+        for i, (vnode, cal) in enumerate(zip(self.testbed.nodes, self.calibrations, strict=True)):
             name = vnode.spec.name
             node = self.cluster.nodes[name]
             pods = tuple(p.cores for p in list(node.pods.values()))
@@ -408,11 +421,7 @@ class DemoObserver:
                     state=PowerState.AWAKE,
                     allocatable_cores=float(vnode.spec.cores),
                     allocatable_mem_mib=MEMORY_MIB,
-                    p_idle_w=cal.p_idle_w,
-                    p_max_w=max(cal.p_max_w, cal.p_idle_w),
-                    speed=cal.speed or 1.0,
-                    p_wake_w=cal.wake_power_w,  # as the extender's bids take it
-                    **asdict(fig),  # the sleep state, under the same names
+                    **node_figures(cal),  # the line and the sleep state, as the extender's
                     state_since_s=now_s,
                     pod_cores=pods,
                     pod_mem_mib=node.used_mem_mib,
@@ -420,10 +429,12 @@ class DemoObserver:
                     roles=OWNER_ROLES if i == 0 else frozenset(),
                 )
             )  # fmt: skip
+        woken_for = wake_nodes(self.cluster.annotations())
         pending = [
-            PendingPod(name, cores, mem, since, runtime)
+            PendingPod(name, cores, mem, since, runtime,
+                       wake_node=woken_for.get(f"{NAMESPACE}/{name}"))
             for name, (cores, mem, since, runtime) in self.pending().items()
-        ]
+        ]  # fmt: skip
         fleet = FleetState.from_views(now_s, views, pending)
         fleet = replace(fleet, state=np.full(fleet.size, AWAKE, dtype=np.int8))
         heartbeat = [self._heartbeat_s.get(v.spec.name, math.nan) for v in self.testbed.nodes]
@@ -446,26 +457,30 @@ def demo_manager(
     quick: bool,
     period_s: float,
     recorder: RecordSink | None,
+    on_change: Callable[[str], None] = lambda node: None,
 ) -> tuple[PowerManager, DemoActuator, DemoMarker]:
     """The product's power manager, active, over the demo's ports; its actuator and marker
     (the counts of :func:`failures`).
 
     Parameters
     ----------
+    calibrations : list of Calibration
+        In node order, with their measured sleep states.
     period_s : float
         The agents' sample period: a suspending node whose agent has been silent for three of
         them is asleep.
+    on_change : callable
+        The marker's (:class:`DemoMarker`): told each node whose object changed.
 
     The phase timeouts are :func:`phase_timeouts`' (:func:`demo_policy`).
     """
     power = NODE_POWER[quick]
-    figures = [sleep_figures(n.spec.points_w, power) for n in testbed.nodes]
     actuator = DemoActuator(testbed, cluster, power)
     _, _, agent_silent_s = phase_timeouts(power, period_s)
-    marker = DemoMarker(cluster, on_release)
+    marker = DemoMarker(cluster, on_release, on_change)
     manager = PowerManager(
         PowerPolicy(demo_policy(quick, period_s)),
-        DemoObserver(testbed, cluster, calibrations, figures, pending),
+        DemoObserver(testbed, cluster, calibrations, pending),
         marker,
         actuator,
         recorder=recorder,

@@ -1,13 +1,16 @@
 """Demo stage 4: the VT-5 wall-power check of the live runs, the report's answer, the summary.
 
-For each band, two checks at the wall against the ``default`` run: ``default+pm`` (what the
-power manager alone saves) and ``eams+pm`` (what EAMS with the power manager saves; the VT-5
-check of record). The report of the demo's band (the first) opens with the answer in words
-(:func:`answer`), links the three placements that saved the most energy to the decision record,
-and its ``wallpower_summary.json`` adds ``rho``, ``power_transitions`` (sleeps and wakes per
-run), the power manager's and the placement's shares, the extender's answers and the other
-band's figures. Every band's report is written (``report/`` for the first, ``report/rho-…``
-for the others).
+For each band, three checks at the wall against the ``default`` run: ``default+pm`` (what the
+power manager alone saves), ``eams+pm-mgr`` (EAMS's placement, the manager deciding the wakes)
+and ``eams+pm`` (EAMS's placement, its market deciding the wakes; the VT-5 check of record).
+The saving of ``eams+pm`` splits into three shares, each the difference of two measured runs
+(:func:`shares`): the power manager's, the placement's and the market wakes'. The report of the
+demo's band (the first) opens with the answer in words (:func:`answer`), links the three
+placements that saved the most energy to the decision record, and its
+``wallpower_summary.json`` adds ``rho``, ``power_transitions`` (sleeps and wakes per run), the
+shares, the market's wakes (:func:`market_wakes`), the share of placements the market cleared,
+the extender's answers and the other band's figures. Every band's report is written
+(``report/`` for the first, ``report/rho-…`` for the others).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
-from eams.scheduler.record import Bound, Power, Query, read_records
+from eams.scheduler.power.policy_plan import Reason
+from eams.scheduler.record import Bound, Power, Query, Wake, read_records
 from eams.scheduler.record.explain import explain_pod, render_pod
 
 ACCURACY_PCT = 3.0
@@ -51,10 +55,13 @@ SETUP = (
     "imitation served over SNMP on loopback, read by the real APC driver and agents; its "
     "outlets switched by SNMP SET) and the six nodes are virtual, their power following hidden "
     "curves ({fleet}) as the live-placed pods load them. The power manager puts a node to sleep "
-    "by soft-off and outlet off and wakes it by outlet on; its sleep figures are the testbed's "
-    "known ones ({power}), not measured"
+    "by soft-off and outlet off and wakes it by outlet on; the sleep figures it and the "
+    "extender's wake prices use were measured in the calibration stage (soft-off, outlet off "
+    "and on, three repeats each, through the same meter) on the testbed's {power}"
 )
 """What the demo's report says was measured."""
+MARKET_REASON = str(Reason.MARKET)
+"""The power record's reason of a wake the market asked for (``market-bid``)."""
 
 
 def sd_of(parts: dict[str, float]) -> float:
@@ -65,28 +72,65 @@ def sd_of(parts: dict[str, float]) -> float:
 RUN_NAMES = {
     "default": "the default scheduler alone",
     "default+pm": "the default scheduler with the power manager",
-    "eams+pm": "EAMS's placement with the power manager",
+    "eams+pm-mgr": "EAMS's placement with the power manager deciding the wakes",
+    "eams+pm": "EAMS's placement with the market deciding the wakes",
 }
 """How the answer names each run."""
 
 
-def headline(saving_eams: float, sd_eams: float, saving_pm: float, sd_pm: float, rho: float) -> str:
-    """The report's and the terminal's first sentence: which run used the least energy per
-    unit of work at the wall, by how much against the default scheduler, and the other run
-    beside it — whichever run that is, EAMS's placement or not.
+def shares(savings: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """What each part accounts for of ``eams+pm``'s saving against ``default``, in points of
+    the default run's energy per unit of work, each the difference of two measured runs of
+    the same trace: ``power_manager`` = default+pm − default, ``placement`` = eams+pm-mgr −
+    default+pm (EAMS's placement, the same manager deciding the wakes), ``market_wakes`` =
+    eams+pm − eams+pm-mgr (the same placement, the market deciding the wakes). They add up to
+    eams+pm's saving. The 1σ of a difference is the two savings' 1σ in quadrature (an upper
+    bound: both share the default run's uncertainty).
 
     Parameters
     ----------
-    saving_eams, sd_eams : float
-        ``eams+pm`` against ``default``: metered saving (fraction; > 0 less energy) and its 1σ.
-    saving_pm, sd_pm : float
-        ``default+pm`` against ``default``, the same.
+    savings : dict of str to (float, float)
+        Per run label other than ``default``: (saving against default, its 1σ), fractions.
+    """
+    (pm, u_pm), (mgr, u_mgr), (full, u_full) = (
+        savings[label] for label in ("default+pm", "eams+pm-mgr", "eams+pm")
+    )
+    return {
+        "power_manager": (pm * 100, u_pm * 100),
+        "placement": ((mgr - pm) * 100, math.hypot(u_mgr, u_pm) * 100),
+        "market_wakes": ((full - mgr) * 100, math.hypot(u_full, u_mgr) * 100),
+    }
+
+
+def shares_text(parts: dict[str, tuple[float, float]]) -> str:
+    """The shares of :func:`shares` in one sentence (± at 2σ)."""
+
+    def one(key: str) -> str:
+        value, sd = parts[key]
+        return f"{value:+.1f} ± {K_SIGMA * sd:.1f}"
+
+    return (
+        f"Of that saving the power manager alone accounts for {one('power_manager')} points, "
+        f"EAMS's placement for {one('placement')} and the market's wakes for "
+        f"{one('market_wakes')} (each the difference of two runs: default+pm − default, "
+        "eams+pm-mgr − default+pm, eams+pm − eams+pm-mgr)."
+    )
+
+
+def headline(savings: dict[str, tuple[float, float]], rho: float) -> str:
+    """The report's and the terminal's first sentence: which run used the least energy per
+    unit of work at the wall, by how much against the default scheduler, and the others
+    beside it — whichever run that is, EAMS's or not.
+
+    Parameters
+    ----------
+    savings : dict of str to (float, float)
+        Per run label other than ``default`` (:data:`RUN_NAMES`' order): metered saving against
+        ``default`` (fraction; > 0 less energy) and its 1σ.
     rho : float
     """
-    s, u = saving_eams * 100, K_SIGMA * sd_eams * 100
-    s_pm, u_pm = saving_pm * 100, K_SIGMA * sd_pm * 100
-    savings = {"default": 0.0, "default+pm": s_pm, "eams+pm": s}
-    best = max(savings, key=lambda label: savings[label])
+    figures = {label: (v * 100, K_SIGMA * sd * 100) for label, (v, sd) in savings.items()}
+    best = max(figures, key=lambda label: figures[label][0])
 
     def against_default(value: float, sd: float) -> str:
         word = "less" if value >= 0 else "more"
@@ -94,71 +138,98 @@ def headline(saving_eams: float, sd_eams: float, saving_pm: float, sd_pm: float,
         return f"{abs(value):.1f} % {word} than the default scheduler alone (±{sd:.1f}{clear})"
 
     where = f"At the wall (offered load ρ = {rho:g}; ± at 2σ), "
-    if best == "default":
-        return (
-            f"{where}{RUN_NAMES['default']} used the least energy per unit of work: "
-            f"{RUN_NAMES['default+pm']} used {against_default(s_pm, u_pm)}, "
-            f"{RUN_NAMES['eams+pm']} {against_default(s, u)}."
-        )
-    other = "eams+pm" if best == "default+pm" else "default+pm"
-    ours, theirs = (s_pm, u_pm) if best == "default+pm" else (s, u)
-    gap = savings[best] - savings[other]
-    gap_sd = math.hypot(u, u_pm)  # the two share the baseline: an upper bound
+    if figures[best][0] <= 0:
+        others = "; ".join(f"{RUN_NAMES[k]} {against_default(*v)}" for k, v in figures.items())
+        return f"{where}{RUN_NAMES['default']} used the least energy per unit of work: {others}."
+    rest = {k: v for k, v in figures.items() if k != best}
+    second = max(rest, key=lambda label: rest[label][0])
+    gap = figures[best][0] - rest[second][0]
+    gap_sd = math.hypot(figures[best][1], rest[second][1])  # sharing the baseline: an upper bound
     close = " (within the uncertainty)" if gap <= gap_sd else ""
-    placement = s - s_pm
+    others = "; ".join(f"{RUN_NAMES[k]}: {against_default(*v)}" for k, v in rest.items())
     return (
         f"{where}{RUN_NAMES[best]} used the least energy per unit of work: "
-        f"{against_default(ours, theirs)}; {RUN_NAMES[other]}: "
-        f"{against_default(savings[other], u if other == 'eams+pm' else u_pm)}, "
-        f"{gap:.1f} points behind{close}. The power manager alone accounts for {s_pm:+.1f} "
-        f"points, EAMS's placement for {placement:+.1f}."
+        f"{against_default(*figures[best])}; {others}; the next best {gap:.1f} points "
+        f"behind{close}."
     )
 
 
-def answer(full: SavingCheck, pm: SavingCheck, rho: float) -> str:
+def placement_note(
+    parts: dict[str, tuple[float, float]], band: Band, share: dict[str, int]
+) -> str | None:
+    """Why the placement's share is negative, in the figures that bear on it; ``None`` when it
+    is not (or not beyond its 2σ)."""
+    value, sd = parts["placement"]
+    if value >= 0:
+        return None
+    if -value <= K_SIGMA * sd:
+        return (
+            f"EAMS's placement share ({value:+.1f} points) is within its uncertainty "
+            f"(±{K_SIGMA * sd:.1f}): not distinguishable from none in this run."
+        )
+    pm, mgr = band.run("default+pm"), band.run("eams+pm-mgr")
+    return (
+        f"EAMS's placement cost {-value:.1f} points against the same power manager with the "
+        f"default scheduler. What bears on it: the market cleared {cleared_text(share)}; "
+        "the others were placed by kube-scheduler's own scores; and the manager slept and woke "
+        f"around each placement differently (default+pm {pm.transitions.get('sleep', 0)} sleeps "
+        f"and {pm.transitions.get('wake', 0)} wakes, eams+pm-mgr "
+        f"{mgr.transitions.get('sleep', 0)} and {mgr.transitions.get('wake', 0)}), which "
+        "decides most of a run's energy here."
+    )
+
+
+def answer(checks: dict[str, SavingCheck], rho: float, note: str | None = None) -> str:
     """The report's first sentences: :func:`headline` (which run did best, and by how much
-    against default at the wall), then VT-5 (the model's agreement on ``eams+pm``).
+    against default at the wall), the shares (:func:`shares_text`), ``note`` (why the
+    placement's share is negative, :func:`placement_note`), then VT-5 (the model's agreement
+    on ``eams+pm``).
 
     Parameters
     ----------
-    full : SavingCheck
-        ``eams+pm`` against ``default``.
-    pm : SavingCheck
-        ``default+pm`` against ``default``.
+    checks : dict of str to SavingCheck
+        Per run label other than ``default``: its check against ``default``.
     rho : float
+    note : str or None
     """
+    full = checks["eams+pm"]
     s = full.saving_metered * 100
-    first = headline(
-        full.saving_metered, sd_of(full.sd_metered), pm.saving_metered, sd_of(pm.sd_metered), rho
-    )
+    savings = {label: (c.saving_metered, sd_of(c.sd_metered)) for label, c in checks.items()}
+    first = f"{headline(savings, rho)} {shares_text(shares(savings))}"
+    if note:
+        first += f" {note}"
     shown = shown_verdict(full)
     figures = (
         f"modelled saving {full.saving_modelled * 100:.1f} %, difference "
         f"{full.difference_pts:+.1f} ± {K_SIGMA * full.sd_difference_pts:.1f} points"
     )
     if shown == NOT_RESOLVED:
-        second = f"Whether the model agreed cannot be told (VT-5 {shown}: {figures})."
+        second = f"Whether the model agreed on eams+pm cannot be told (VT-5 {shown}: {figures})."
     elif full.passed:
         loss = " — on a loss" if s < 0 else ""
-        second = f"The model agreed (VT-5 PASS{loss}: {figures})."
+        second = f"The model agreed on eams+pm (VT-5 PASS{loss}: {figures})."
     else:
-        second = f"The model did not agree (VT-5 FAIL: {figures})."
+        second = f"The model did not agree on eams+pm (VT-5 FAIL: {figures})."
     return f"{first} {second}"
 
 
-def _checks(band: Band, calibrations_dir: Path) -> tuple[SavingCheck, SavingCheck]:
+def _checks(band: Band, calibrations_dir: Path) -> dict[str, SavingCheck]:
+    """Each run but ``default`` checked against ``default`` at the wall, by label."""
     fleet = load_fleet(calibrations_dir)
     runs = {r.label: load_run(r.spec, r.label) for r in band.runs}
-    pm = check_runs(runs["default"], runs["default+pm"], fleet, accuracy_pct=ACCURACY_PCT)
-    full = check_runs(runs["default"], runs["eams+pm"], fleet, accuracy_pct=ACCURACY_PCT)
-    return full, pm
+    return {
+        label: check_runs(runs["default"], run, fleet, accuracy_pct=ACCURACY_PCT)
+        for label, run in runs.items()
+        if label != "default"
+    }
 
 
-def run_figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, dict[str, Any]]:
+def run_figures(band: Band, checks: dict[str, SavingCheck]) -> dict[str, dict[str, Any]]:
     """Each run's figures, by label, as the terminal, the report and the JSON summary state
     them: work (reference core-s), wall and modelled energy (Wh), energy per unit of work
     (J/core-s) and p95 completion (s), all in :data:`~eams.demo.live.CLOCK`; sleeps, wakes."""
-    checked = {full.a.label: full.a, pm.b.label: pm.b, full.b.label: full.b}
+    checked = {c.b.label: c.b for c in checks.values()}
+    checked["default"] = checks["eams+pm"].a
     out = {}
     for run in band.runs:
         r = checked[run.label]
@@ -203,9 +274,12 @@ def _cells(figures: dict[str, Any]) -> list[str]:
     ] + [f"{figures['sleeps']}/{figures['wakes']}"]
 
 
-def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
+def _figures(band: Band, checks: dict[str, SavingCheck], record_root: Path) -> dict[str, Any]:
     eams = band.run("eams+pm")
-    runs = run_figures(band, full, pm)
+    runs = run_figures(band, checks)
+    savings = {label: (c.saving_metered, sd_of(c.sd_metered)) for label, c in checks.items()}
+    parts = shares(savings)
+    share = market_share(record_root / band.name / "eams+pm")
     return {
         "rho": band.rho,
         "speedup": band.speedup,
@@ -215,9 +289,19 @@ def _figures(band: Band, full: SavingCheck, pm: SavingCheck) -> dict[str, Any]:
         "power_suspect_nodes": {r.label: list(r.suspect_nodes) for r in band.runs},
         "lag": {r.label: r.lag for r in band.runs},
         "lag_explained": lag_sentence({r.label: r.lag for r in band.runs}),
-        "saving_power_manager": pm.saving_metered,
-        "sd_power_manager": pm.sd_metered,
-        "saving_placement": full.saving_metered - pm.saving_metered,
+        "saving_power_manager": checks["default+pm"].saving_metered,
+        "sd_power_manager": checks["default+pm"].sd_metered,
+        "savings": {
+            label: {"saving_metered": v, "sd_metered_total": sd}
+            for label, (v, sd) in savings.items()
+        },
+        "shares_pts": {key: {"points": v, "sd_points": sd} for key, (v, sd) in parts.items()},
+        "shares_explained": shares_text(parts),
+        "placement_note": placement_note(parts, band, share),
+        "saving_placement": parts["placement"][0] / 100,
+        "saving_market_wakes": parts["market_wakes"][0] / 100,
+        "market_wakes": market_wakes(band, record_root),
+        "market": share,
         "p95_completion_s": {label: f["p95_completion_s"] for label, f in runs.items()},
         "extender": {
             "pods": len(eams.binds),
@@ -255,7 +339,7 @@ def check_and_report(
         The demo's band first.
     report_dir, calibrations_dir : Path
     fleet, power : str
-        Where the hidden curves came from; the sleep figures used.
+        Where the hidden curves came from; the hidden sleep figures the measurement found.
     saved : list of Saved
         The demo band's three placements that saved the most energy.
     record_dir : Path
@@ -266,17 +350,19 @@ def check_and_report(
     SavingCheck
         The demo band's ``eams+pm`` check.
     """
-    results = [(band, *_checks(band, calibrations_dir)) for band in bands]
-    main_band, main, main_pm = results[0]
+    record_root = record_dir.parent.parent
+    results = [(band, _checks(band, calibrations_dir)) for band in bands]
+    main_band, main_checks = results[0]
+    main = main_checks["eams+pm"]
     others = {
         band.name: {
-            "saving_metered": full.saving_metered,
-            "sd_metered": sd_of(full.sd_metered),
-            "passed": full.passed,
-            "resolvable": full.resolvable,
-            **_figures(band, full, pm),
+            "saving_metered": checks["eams+pm"].saving_metered,
+            "sd_metered": sd_of(checks["eams+pm"].sd_metered),
+            "passed": checks["eams+pm"].passed,
+            "resolvable": checks["eams+pm"].resolvable,
+            **_figures(band, checks, record_root),
         }
-        for band, full, pm in results[1:]
+        for band, checks in results[1:]
     }
     links = [
         (
@@ -301,42 +387,52 @@ def check_and_report(
     others_html = other_reports(bands, report_dir)
     see_also = [
         (
-            f"the same three runs at offered load ρ = {band.rho:g}: eams+pm "
-            f"{full.saving_metered * 100:.1f} % ± {K_SIGMA * sd_of(full.sd_metered) * 100:.1f} "
-            f"against default at the wall, VT-5 {shown_verdict(full)}",
+            f"the same four runs at offered load ρ = {band.rho:g}: eams+pm "
+            f"{checks['eams+pm'].saving_metered * 100:.1f} % ± "
+            f"{K_SIGMA * sd_of(checks['eams+pm'].sd_metered) * 100:.1f} against default at the "
+            f"wall, VT-5 {shown_verdict(checks['eams+pm'])}",
             _relative(path, report_dir),
         )
-        for (band, full, _), path in zip(results[1:], others_html, strict=True)
+        for (band, checks), path in zip(results[1:], others_html, strict=True)
     ]
-    share = market_share(record_dir)
-    for i, (band, full, pm) in enumerate(results):
+    for i, (band, checks) in enumerate(results):
         folder = report_dir if i == 0 else report_dir / band.name
-        extra = _figures(band, full, pm) | {"sd_metered_total": sd_of(full.sd_metered)}
+        full = checks["eams+pm"]
+        extra = _figures(band, checks, record_root) | {"sd_metered_total": sd_of(full.sd_metered)}
         extra["cycles_explained"] = cycles_text(band)
         if i == 0:
-            extra |= {"bands": others, "record": str(record_dir), "market": share}
+            extra |= {"bands": others, "record": str(record_dir)}
             extra["decisions_saved_most"] = [s.__dict__ for s in saved]
         html, summary = write_report(
             full,
             folder,
             title="eams demo — VT-5 wall-power check",
             note=f"{clock_note(band.speedup)} {cycles_text(band)} {extra['lag_explained']}",
-            overview=_overview(band, full, pm),
+            overview=_overview(band, checks),
             alerts=power_alerts(band),
             about=About(setup=SETUP.format(fleet=fleet, power=power),
-                        workload=f"placed live three times: {band.source}"),
-            answer=answer(full, pm, band.rho),
+                        workload=f"placed live four times: {band.source}"),
+            answer=answer(checks, band.rho, extra["placement_note"]),
             links=links if i == 0 else (),
-            links_intro=market_text(share) if i == 0 else None,
-            marks=power_marks(band, record_dir.parent.parent),
+            links_intro=(
+                f"{market_text(extra['market'])} {wakes_text(extra['market_wakes'])}"
+                if i == 0 else None
+            ),
+            marks=power_marks(band, record_root),
             see_also=see_also if i == 0 else (),
             extra=extra,
         )  # fmt: skip
-        _print_band(console, band, full, pm)
+        _print_band(console, band, checks)
         if i == 0:
             main_paths = (html, summary)
+            main_extra = extra
     colour = "green" if main.passed and main.resolvable and main.saving_metered > 0 else "red"
-    console.print(answer(main, main_pm, main_band.rho), soft_wrap=False, markup=False)
+    console.print(
+        answer(main_checks, main_band.rho, main_extra["placement_note"]),
+        soft_wrap=False, markup=False,
+    )  # fmt: skip
+    console.print(f"{market_text(main_extra['market'])} {wakes_text(main_extra['market_wakes'])}",
+                  soft_wrap=False, markup=False)  # fmt: skip
     lines = summary_lines(main)
     console.print(f"[bold {colour}]{lines[0]}[/]")
     for line in lines[1:]:
@@ -451,14 +547,64 @@ def cycles_text(band: Band) -> str:
     )
 
 
+def cleared_text(share: dict[str, int]) -> str:
+    """``C of the P placements (X %)``: the share the market cleared, one wording everywhere."""
+    pct = 100 * share["cleared"] / share["pods"] if share["pods"] else 0.0
+    return f"{share['cleared']} of the {share['pods']} placements ({pct:.0f} %)"
+
+
 def market_text(share: dict[str, int]) -> str:
-    """How many placements the market cleared (the decisions' introduction)."""
+    """How many placements the market cleared (the decisions' introduction, and the
+    terminal's line)."""
     return (
-        f"The market cleared {share['cleared']} of the {share['pods']} placements of the EAMS "
-        f"run (bound to the node its clearing chose); {share['cleared_nowhere']} were cleared "
+        f"The market cleared {cleared_text(share)} of the eams+pm run (bound to the node its "
+        f"clearing chose); {share['cleared_nowhere']} were cleared "
         f"nowhere and {share['unscored']} bound unscored (one feasible node), both by "
         f"kube-scheduler alone, and {share['overridden']} bound elsewhere than cleared. Only "
         "placements the market cleared are featured below."
+    )
+
+
+def market_wakes(band: Band, record_root: Path) -> dict[str, Any]:
+    """The market's wakes in the ``eams+pm`` run, from its record (``record/<band>/eams+pm``):
+    ``wakes``: nodes the power manager woke for the market (reason ``market-bid``, carried out),
+    ``manager_wakes``: the manager's other wakes of that run; ``held``, ``failed``,
+    ``withdrawn``: the extender's wake lines (a pod held for an asleep node; its wake did not
+    come in time and the pod was cleared again; an awake node became the better price while it
+    waited); ``wake_energy_wh``: the measured wake energy E_wake of each node the market had
+    woken, summed (what the boots cost at the calibration's figures, Wh); ``mgr_wakes``: the
+    manager's wakes in ``eams+pm-mgr``, which has no market wakes."""
+    records = read_records(record_root / band.name / "eams+pm").records
+    woken = [r for r in records if isinstance(r, Power) and r.mode == "active"
+             and r.to_state == "running" and r.result == "ok"]  # fmt: skip
+    market = [r for r in woken if r.reason == MARKET_REASON]
+    asked = [r for r in records if isinstance(r, Wake)]
+    energy_j = {r.node: r.wake_energy_j for r in asked if r.wake_energy_j is not None}
+    return {
+        "wakes": len(market),
+        "manager_wakes": len(woken) - len(market),
+        "held": sum(1 for r in asked if r.event == "asked"),
+        "failed": sum(1 for r in asked if r.event == "failed"),
+        "withdrawn": sum(1 for r in asked if r.event == "withdrawn"),
+        "wake_energy_wh": sum(energy_j.get(r.node, 0.0) for r in market) / 3600,
+        "mgr_wakes": band.run("eams+pm-mgr").transitions.get("wake", 0),
+    }
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node" if n == 1 else f"{n} nodes"
+
+
+def wakes_text(wakes: dict[str, Any]) -> str:
+    """The market's wakes (:func:`market_wakes`) in words."""
+    return (
+        f"The market held {wakes['held']} pods for an asleep node and the power manager woke "
+        f"{_nodes(wakes['wakes'])} for it (and {wakes['manager_wakes']} by its own rule; "
+        f"{wakes['mgr_wakes']} in eams+pm-mgr, where it decides every wake); "
+        f"{wakes['failed']} market wakes failed and {wakes['withdrawn']} were withdrawn for a "
+        f"better awake node. The market's wakes cost {wakes['wake_energy_wh'] * 1000:.0f} mWh "
+        "of boots at the measured wake energies; what they account for of the saving is the "
+        "difference of eams+pm and eams+pm-mgr above."
     )
 
 
@@ -473,16 +619,16 @@ def power_alerts(band: Band) -> list[str]:
     return out
 
 
-def _overview(band: Band, full: SavingCheck, pm: SavingCheck) -> list[list[str]]:
+def _overview(band: Band, checks: dict[str, SavingCheck]) -> list[list[str]]:
     """The runs table (header row first) as the report shows it: the terminal's cells."""
     header = ["run"] + [h.replace("\n", " ") for _, h, _ in RUN_COLUMNS] + ["sleeps/wakes"]
-    figures = run_figures(band, full, pm)
+    figures = run_figures(band, checks)
     return [header] + [[label, *_cells(f)] for label, f in figures.items()]
 
 
-def _print_band(console: Console, band: Band, full: SavingCheck, pm: SavingCheck) -> None:
+def _print_band(console: Console, band: Band, checks: dict[str, SavingCheck]) -> None:
     table = Table(
-        title=f"ρ = {band.rho:g}: three live runs of the same trace",
+        title=f"ρ = {band.rho:g}: four live runs of the same trace",
         caption=f"in {CLOCK} (the trace {band.speedup:.2f}× faster)",
     )
     table.add_column("run", no_wrap=True)
@@ -490,6 +636,6 @@ def _print_band(console: Console, band: Band, full: SavingCheck, pm: SavingCheck
     for _, header, _ in RUN_COLUMNS:
         table.add_column(header)
     table.add_column("sleeps/\nwakes")
-    for label, figures in run_figures(band, full, pm).items():
+    for label, figures in run_figures(band, checks).items():
         table.add_row(label, *_cells(figures))
     console.print(table)

@@ -3,14 +3,14 @@
 1. start the PDU simulator on loopback for six virtual nodes whose hidden power curves come
    from six real SPECpower servers (scaled; :mod:`eams.demo.fleet` says why not to 10–60 W)
    and whose speeds differ, and read it back through the APC driver (:mod:`eams.demo.testbed`);
-2. calibrate every node with the real sweep through the real meter and write its calibration
-   file (:mod:`eams.demo.calibrate`); the sleep figures are the testbed's known ones
-   (:mod:`eams.demo.power`);
-3. start the extender (active) and place a trace live three times — default, default + power
-   manager, EAMS + power manager (:mod:`eams.demo.runs`, :mod:`eams.demo.live`) — while each
+2. calibrate every node with the real sweep through the real meter, measure the power states
+   of every node that may sleep, and write its calibration file (:mod:`eams.demo.calibrate`);
+3. start the extender (active) and place a trace live four times — default, default + power
+   manager, EAMS + power manager deciding the wakes alone, EAMS + power manager with the
+   market deciding the wakes (:mod:`eams.demo.runs`, :mod:`eams.demo.live`) — while each
    run's agents meter it (:mod:`eams.demo.services`); the full demo does it at two offered
-   loads; the live extender records the EAMS run's placements (``--record``), the demo adds
-   each pod's energy (:mod:`eams.demo.record`);
+   loads; the live extender records the EAMS run's placements and wakes (``--record``), the
+   demo adds each pod's energy (:mod:`eams.demo.record`);
 4. run the VT-5 wall-power check on the runs and print the answer, the summary and the
    report's path (:mod:`eams.demo.report`).
 
@@ -31,7 +31,7 @@ from rich.table import Table
 
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.sweep import SweepProgress
-from eams.demo.calibrate import calibrate_fleet
+from eams.demo.calibrate import calibrate_fleet, measure_power_states
 from eams.demo.errors import DemoError
 from eams.demo.fleet import DemoNode, demo_fleet
 from eams.demo.lag import lag_line
@@ -108,7 +108,30 @@ def _calibrate(console: Console, testbed: Testbed, out_dir: Path, quick: bool) -
         note = cal.intercept_note()
         if note is not None:
             console.print(f"    {note}", soft_wrap=True, markup=False)
+    with console.status("measuring the power states (soft-off, outlet off and on, ×3)"):
+        calibrations = measure_power_states(testbed, calibrations, out_dir)
+    console.print(power_states_text(calibrations), soft_wrap=True, markup=False)
     return calibrations
+
+
+def power_states_text(calibrations: list[Calibration]) -> str:
+    """The measured power states in one line per node that has them (what the power manager
+    and the extender's wake prices both read), and why a node has none."""
+    lines = ["    power states measured (3 repeats, 95 % intervals), asleep = outlet off (0 W):"]
+    for cal in calibrations:
+        states = cal.power_states
+        if states is None or states.boot is None or states.shutdown is None:
+            lines.append(f"      {cal.node}: not measured (it never sleeps: PDU owner, k3s server)")
+            continue
+        boot, off = states.boot, states.shutdown
+        lines.append(
+            f"      {cal.node}: wake {boot.time_s.value:.2f} s "
+            f"[{boot.time_s.ci95[0]:.2f}, {boot.time_s.ci95[1]:.2f}] and "
+            f"{boot.energy_j.value:.0f} J [{boot.energy_j.ci95[0]:.0f}, "
+            f"{boot.energy_j.ci95[1]:.0f}]; sleep {off.time_s.value:.2f} s and "
+            f"{off.energy_j.value:.0f} J"
+        )
+    return "\n".join(lines)
 
 
 def _live(
@@ -231,7 +254,11 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
         _read_back(console, testbed, nodes)
         stage(2, "calibrating the six nodes (sweeps through the meter)")
         calibrations = _calibrate(console, testbed, out_dir / "calibration", quick)
-        stage(3, "placing a trace live: default, default + power manager, EAMS + power manager")
+        stage(
+            3,
+            "placing a trace live: default, default + power manager, EAMS + power manager "
+            "(the manager deciding the wakes alone, then the market deciding them)",
+        )
         done, saved, record_dir = _live(console, testbed, nodes, calibrations, out_dir, quick)
     power = NODE_POWER[quick]
     stage(4, "VT-5 wall-power check")
@@ -242,8 +269,8 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
         out_dir / "calibration",
         fleet=source,
         power=(
-            f"asleep 0 W (outlet off), wake = boot {power.boot_s:g} s at the curve's 50 % "
-            f"draw, sleep = soft-off {power.shutdown_s:g} s at idle"
+            f"hidden: asleep 0 W (outlet off), wake = boot {power.boot_s:g} s at the curve's "
+            f"50 % draw, sleep = soft-off {power.shutdown_s:g} s at idle"
         ),
         saved=saved,
         record_dir=record_dir,

@@ -1,14 +1,19 @@
 """Demo stage 3: the three live runs of each offered load, metered by the agents.
 
-Per band ρ (:data:`eams.demo.workload.RHO`), the same trace is placed live three times
+Per band ρ (:data:`eams.demo.workload.RHO`), the same trace is placed live four times
 (:data:`RUNS`): ``default`` (kube-scheduler's LeastAllocated, no extender, no power manager),
-``default+pm`` (the same with the power manager) and ``eams+pm`` (the live extender, and the
-power manager). Every run starts with the six nodes awake and empty, its own agents metering
-it (telemetry simulator → SNMP → agent → JSONL and extender), and its window spans from the
-first arrival to the last pod's end. Each band has its own live extender, recording into
-``record/<band>/eams+pm`` (the only run that calls it), told of the EAMS pods' bindings and
-ends through ``POST /pending`` (:mod:`eams.demo.record`); the power manager writes its
-decisions into ``record/<band>/<run>``.
+``default+pm`` (the same with the power manager), ``eams+pm-mgr`` (the live extender with its
+market wakes off: the power manager decides the wakes alone) and ``eams+pm`` (the live
+extender, its market deciding the wakes, and the power manager executing them). Every run
+starts with the six nodes awake and empty, its own agents metering it (telemetry simulator →
+SNMP → agent → JSONL and extender), and its window spans from the first arrival to the last
+pod's end. Each EAMS run has its own live extender, recording into ``record/<band>/<run>``,
+told of the node objects as the power manager changes them (``POST /nodes``: its node watch's
+twin) and of the EAMS pods' bindings and ends (``POST /pending``, :mod:`eams.demo.record`);
+its wake requests (:attr:`~eams.scheduler.extender.service.Extender.on_wake_request`) are
+written on the emulated cluster's node as the ``eams.io/wake-request`` annotation, as the
+extender's watch writes them on a real one, where the power manager reads them. The power
+manager writes its decisions into ``record/<band>/<run>``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +38,21 @@ from eams.demo.power import FAILURES, demo_manager, failures
 from eams.demo.services import Agents, ExtenderServer
 from eams.demo.testbed import Testbed
 from eams.demo.workload import demo_workload
+from eams.kube.names import WAKE_REQUEST_ANNOTATION
+from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.policies.base import Cluster, Workload
 from eams.scheduler.record import Recorder, WriterSettings
 
-RUNS = (("default", "default", False), ("default+pm", "default", True), ("eams+pm", "eams", True))
-"""(label, scheduler, power manager?): the baseline first, the candidate last."""
+RUNS = (
+    ("default", "default", False),
+    ("default+pm", "default", True),
+    ("eams+pm-mgr", "eams", True),
+    ("eams+pm", "eams", True),
+)
+"""(label, scheduler, power manager?): the baseline first, the candidate last. The EAMS runs
+differ in the extender's market wakes only (:data:`MARKET_WAKES`)."""
+MARKET_WAKES = {"eams+pm-mgr": False, "eams+pm": True}
+"""Per EAMS run, whether its extender's market decides the wakes (``--market-wakes``)."""
 RUN_S = {True: 6.0, False: 45.0}
 """Real seconds the trace's arrivals and work span (quick, full); queueing adds to it."""
 PERIOD_S = {True: 0.25, False: 0.5}
@@ -62,7 +78,7 @@ class Band:
     runs : list of LiveRun
         In :data:`RUNS` order.
     extender_url : str
-        The band's live extender.
+        The band's live extender of the ``eams+pm`` run.
     samples_ingested : int or None
         Telemetry samples the agents pushed to it (its ``/metrics``).
     name : str
@@ -190,7 +206,8 @@ def live_run(
     tick: Callable[[float], None],
 ) -> LiveRun:
     """One run of :data:`RUNS` (module docstring); its telemetry in
-    ``out_dir/telemetry/<band>/<label>``.
+    ``out_dir/telemetry/<band>/<label>``. ``extender``: the run's own in an EAMS run (told of
+    the nodes and writing its wake requests on them), else the one its agents push to.
 
     Raises
     ------
@@ -211,10 +228,15 @@ def live_run(
         folder = out_dir / "record" / band / label
         recorder = Recorder(WriterSettings(folder=folder, prefix="power"))
 
+    on_change = None
+    if scheduler == "eams":
+        on_change = tell_nodes(cluster, extender)
+
     def manager_for(on_release):
         return demo_manager(
             testbed, cluster, calibrations, live.pending_pods, on_release,
             quick=quick, period_s=period_s, recorder=recorder,
+            **({} if on_change is None else {"on_change": on_change}),
         )  # fmt: skip
 
     asked = extender.answered("/prioritize") or 0
@@ -233,6 +255,8 @@ def live_run(
     finally:
         if recorder is not None:
             recorder.close()
+        if scheduler == "eams":
+            extender.extender.on_wake_request = None
     live.result(result)
     result.start_ns, result.end_ns = start_ns, end_ns
     result.lag = live.lag.summary(margin_s(period_s), speedup)
@@ -244,6 +268,31 @@ def live_run(
     if scheduler == "eams":
         result.extender_prioritize = (extender.answered("/prioritize") or 0) - asked
     return result
+
+
+def tell_nodes(cluster: EmulatedCluster, extender: ExtenderServer) -> Callable[[str], None]:
+    """Wire ``extender`` to ``cluster`` for one EAMS run, as its node watch and wake writer
+    are on a real cluster: it learns every node object now, its wake requests are written on
+    the node (``eams.io/wake-request``, :meth:`EmulatedCluster.annotate`, a dict update under
+    the cluster's lock: it does not block the extender's event loop); returns the marker's
+    ``on_change`` (node name → its object to the extender, ``POST /nodes``).
+
+    Raises
+    ------
+    DemoError
+        The extender refused the nodes.
+    """
+    extender.post_nodes(list(cluster.objects().values()))
+
+    def write(request: WakeRequest) -> None:
+        cluster.annotate(request.node, {WAKE_REQUEST_ANNOTATION: request.annotation()})
+
+    extender.extender.on_wake_request = write
+
+    def changed(node: str) -> None:
+        extender.post_nodes([cluster.objects()[node]])
+
+    return changed
 
 
 def bands(
@@ -300,23 +349,27 @@ def _bands(testbed, harness, calibrations, out_dir, quick, rhos, on_run, progres
         workload, source = demo_workload(harness, quick, rho)
         speedup = speedup_for(workload, quick)
         band = Band(rho, source, speedup, [])
-        extender = ExtenderServer(
-            out_dir / "calibration", record=record_dir(out_dir, band.name), period_s=PERIOD_S[quick]
-        ).start()
-        try:
-            band.extender_url = extender.url
-            on_extender(extender.url)
-            extender.post_nodes(list(EmulatedCluster(testbed, 1.0, time.time).objects().values()))
+        with ExitStack() as stack:
+            extenders = {
+                label: stack.enter_context(
+                    ExtenderServer(
+                        out_dir / "calibration", record=out_dir / "record" / band.name / label,
+                        period_s=PERIOD_S[quick], market_wakes=wakes,
+                    ).start()
+                )  # stopped on leaving: its record closed, every line written
+                for label, wakes in MARKET_WAKES.items()
+            }  # fmt: skip
+            main = extenders["eams+pm"]
+            band.extender_url = main.url
+            on_extender(main.url)
             for run in RUNS:
                 done = live_run(
                     testbed, harness, calibrations, workload, speedup, run,
-                    out_dir=out_dir, band=band.name, extender=extender, quick=quick,
-                    tick=progress(f"ρ = {rho:g}: run {run[0]}"),
+                    out_dir=out_dir, band=band.name, extender=extenders.get(run[0], main),
+                    quick=quick, tick=progress(f"ρ = {rho:g}: run {run[0]}"),
                 )  # fmt: skip
                 band.runs.append(done)
                 on_run(band.name, done)
-            band.samples_ingested = extender.samples_ingested()
-        finally:
-            extender.stop()  # its record closed: every line written
+            band.samples_ingested = main.samples_ingested()
         out.append(band)
     return out

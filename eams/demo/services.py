@@ -27,6 +27,7 @@ from eams.demo.testbed import DRIVER, Testbed
 from eams.errors import EamsError
 from eams.scheduler.extender.app import create_app
 from eams.scheduler.extender.decisions import record_settings
+from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.settings import Mode, Settings
 
 HOST = "127.0.0.1"
@@ -65,6 +66,9 @@ class ExtenderServer:
         node when it is bound, and the next samples show it); ``None``: the production
         defaults (10 s, 120 s), which in a run compressed to seconds hold every pod's
         reservation for the whole run.
+    market_wakes : bool
+        Whether its market prices the asleep nodes and holds pods for their wakes
+        (``--market-wakes``, the default) or leaves the wakes to the power manager.
 
     Raises
     ------
@@ -80,11 +84,13 @@ class ExtenderServer:
         mode: Mode = "active",
         record: Path | None = None,
         period_s: float | None = None,
+        market_wakes: bool = True,
     ) -> None:
         self.mode = mode
         try:
             settings = Settings(
                 mode=mode,
+                market_wakes=market_wakes,
                 calibrations_dir=calibrations_dir,
                 record=None if record is None else record_settings(record),
                 annotate=False,
@@ -116,6 +122,18 @@ class ExtenderServer:
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, name="eams-demo-extender"
         )
+
+    @property
+    def extender(self) -> Extender:
+        """The app's :class:`~eams.scheduler.extender.service.Extender` (in-process: the demo
+        sets its ``on_wake_request``)."""
+        return self.app.state.extender
+
+    def __enter__(self) -> ExtenderServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def start(self) -> ExtenderServer:
         """Serve; returns once it listens.
