@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from eams.actuators.actions import PowerActions
 from eams.actuators.errors import PowerActionFailed
@@ -91,11 +91,14 @@ class SharedMeter:
 
     def __init__(self, meter: BlockingMeter, max_age_s: float) -> None:
         self._meter = meter
-        self.meter = meter.meter
-        """The meter read (``BlockingMeter.meter``: its URL names it in a result)."""
         self._max_age_s = max_age_s
         self._lock = threading.Lock()
         self._cached: tuple[float, Reading] | None = None
+
+    @property
+    def meter(self) -> Any:
+        """The meter read (``BlockingMeter.meter``: a power-state result names its URL)."""
+        return self._meter.meter
 
     def read(self) -> Reading:
         """The latest reading, fresh within ``max_age_s``; raises MeterError as the meter."""
