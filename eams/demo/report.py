@@ -538,11 +538,12 @@ def cycles_text(band: Band) -> str:
     return (
         "A scheduling cycle is one pass of kube-scheduler's loop for one pod: filters, "
         "scoring, binding. A pod no node can take at that moment (every node full or asleep, "
-        "or, in the EAMS run only, refused by the extender's /filter under its headroom floor) "
+        "or, in the EAMS runs only, refused by the extender's /filter: under its headroom "
+        "floor, or held for an asleep node its market is having woken) "
         "waits and is tried again at each cluster event (a pod ending, a node woken), each try "
         f"a cycle: {counts}; the difference from the pods is those retries. kube-scheduler "
         "asks the extender to score (/prioritize) only when more than one node passes the "
-        f"filters: in the EAMS run {eams.prioritize_calls} cycles were scored and "
+        f"filters: in the eams+pm run {eams.prioritize_calls} cycles were scored and "
         f"{eams.unscored_binds} pods bound with one node left, unscored."
     )
 
