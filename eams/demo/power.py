@@ -54,7 +54,7 @@ from eams.demo.fleet import MEMORY_MIB
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.kube import names
 from eams.kube.errors import BadObject
-from eams.kube.wakerequest import parse_wake_request
+from eams.kube.wakerequest import WakeRequest, parse_wake_request
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 from eams.meter.simulator import NodePower
@@ -359,20 +359,20 @@ class DemoMarker:
 
 def wake_nodes(annotations: dict[str, dict[str, str]]) -> dict[str, str]:
     """Pod (``namespace/name``) → the node whose wake request names it, from every node's
-    annotations (:data:`~eams.kube.names.WAKE_REQUEST_ANNOTATION`); a value that does not
-    parse is logged and skipped (a node's bad annotation must not stop the manager)."""
-    out: dict[str, str] = {}
+    annotations (:data:`~eams.kube.names.WAKE_REQUEST_ANNOTATION`); a pod named on two nodes
+    goes to the later request (as the live observer reads them). A value that does not parse
+    is logged and skipped (a node's bad annotation must not stop the manager)."""
+    requests: list[WakeRequest] = []
     for node, values in annotations.items():
         text = values.get(names.WAKE_REQUEST_ANNOTATION)
         if text is None:
             continue
         try:
-            request = parse_wake_request(node, text)
+            requests.append(parse_wake_request(node, text))
         except BadObject as exc:
             log.warning("%s", exc)
-            continue
-        out |= dict.fromkeys(request.pods, node)
-    return out
+    requests.sort(key=lambda r: (r.at_s, r.node))
+    return {pod: r.node for r in requests for pod in r.pods}
 
 
 class DemoObserver:
