@@ -136,8 +136,28 @@ class World:
         taint = {"key": ASLEEP_TAINT, "effect": NO_SCHEDULE}
         change = {"spec": {"unschedulable": True, "taints": [taint]}}
         self.admin.patch(f"/api/v1/nodes/{name}", json=change, headers=MERGE).raise_for_status()
-        eventually(lambda: _watched(self, name, lambda n: bool(n["spec"].get("unschedulable")))
-                   or None, 10.0, f"{name} marked, as the manager's watch sees it")  # fmt: skip
+        self.watched_node(name, lambda n: bool(n["spec"].get("unschedulable")), "marked")
+
+    def watched_node(self, name: str, check: Callable[[dict[str, Any]], bool], what: str) -> None:
+        """Wait until ``check(node)`` holds for node ``name`` as the manager's watch has it."""
+
+        def seen() -> bool | None:
+            nodes, _, _ = self.manager.observer.cache.snapshot()  # type: ignore[attr-defined]
+            return any(n["metadata"]["name"] == name and check(n) for n in nodes) or None
+
+        eventually(seen, 10.0, f"{name} {what}, as the manager's watch sees it")
+
+    def annotate(self, name: str, annotations: dict[str, str | None]) -> None:
+        """Merge ``annotations`` into node ``name`` (as the admin; ``None`` removes one) and
+        wait until the manager's watch has them."""
+        change = {"metadata": {"annotations": annotations}}
+        self.admin.patch(f"/api/v1/nodes/{name}", json=change, headers=MERGE).raise_for_status()
+
+        def has(node: dict[str, Any]) -> bool:
+            now = node["metadata"].get("annotations") or {}
+            return all(now.get(k) == v for k, v in annotations.items())
+
+        self.watched_node(name, has, f"annotated {sorted(annotations)}")
 
     def sleep_a(self) -> None:
         """Let A's idle time pass its break-even; tick until the manager has put it to sleep."""
@@ -153,11 +173,6 @@ def create_pod(admin: httpx.Client, name: str, node: str | None, cpu: str, **spe
     containers = [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]
     pod_spec = {**({"nodeName": node} if node else {}), **spec, "containers": containers}
     documents.create_pod(admin, {"metadata": {"name": name}, "spec": pod_spec})
-
-
-def _watched(w: World, name: str, check: Callable[[dict[str, Any]], bool]) -> bool:
-    nodes, _, _ = w.manager.observer.cache.snapshot()  # type: ignore[attr-defined]
-    return any(n["metadata"]["name"] == name and check(n) for n in nodes)
 
 
 def make_world(

@@ -7,6 +7,7 @@ stand-in agents that answer while their machine runs."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from eams.kube.names import ASLEEP_TAINT, POWER_REASON_ANNOTATION, POWER_STATE_ANNOTATION
+from eams.kube.names import (
+    ASLEEP_TAINT,
+    POWER_REASON_ANNOTATION,
+    POWER_STATE_ANNOTATION,
+    WAKE_REQUEST_ANNOTATION,
+)
+from eams.kube.wakerequest import WakeRequest
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
 from tests.actuators.conftest import AgentStandIn
@@ -185,3 +192,66 @@ def test_a_woken_node_that_stays_notready_gets_its_k3s_agent_restarted(world, no
     w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back")
     assert ASLEEP_TAINT not in w.taint_keys(A)
     assert node1.calls().count("restart k3s-agent") == 1
+
+
+def wake_request(node: str, *pods: str) -> dict[str, str | None]:
+    """The annotation the extender sets on ``node`` for ``pods`` (``namespace/name``)."""
+    return {WAKE_REQUEST_ANNOTATION: WakeRequest(node, pods, time.time()).annotation()}
+
+
+def test_a_market_wake_request_wakes_exactly_its_node_and_the_release_removes_it(
+    world, caplog
+) -> None:
+    """The extender's request (here set as the extender's watch sets it: a merge patch of the
+    node) names B, the dearer wake (90 J against A's 60 J: the manager alone wakes A, see
+    below): one tick wakes B and only B, by a magic packet into the PDU simulator (the
+    machines here are its emulated ones). A's malformed request is ignored with one warning
+    and stops no tick; B's release removes B's request."""
+    w = world(with_b=True)
+    for name in (A, B):
+        w.mark_asleep(name)
+    w.annotate(A, {WAKE_REQUEST_ANNOTATION: '{"pods": "default/job"}'})
+    w.annotate(B, wake_request(B, "default/job"))
+    w.pending_pod("job", "2")
+    with caplog.at_level(logging.WARNING, "eams.power.manager"):
+        w.step()
+        assert w.manager.phases[B].state == WAKING and w.manager.phases[A].state == ASLEEP
+        w.step()  # the pod is B's while B wakes: A stays asleep
+    assert w.manager.phases[A].state == ASLEEP
+    assert w.records.reasons(B) == ["market-bid"] and w.records.reasons(A) == []
+    warned = [r.getMessage() for r in caplog.records if "wake request ignored" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith(f"power manager: {A}:")
+    w.tick_until(lambda: w.manager.phases[B].state == AWAKE, "B back")
+    assert w.machine(B) == "running" and w.machine(A) == "suspended"
+    assert WAKE_REQUEST_ANNOTATION not in w.annotations(B)
+    assert w.annotations(B)[POWER_STATE_ANNOTATION] == "awake"
+    assert w.annotations(A)[WAKE_REQUEST_ANNOTATION] == '{"pods": "default/job"}'  # not released
+
+
+def test_a_failed_market_wake_sends_the_pod_on_and_a_suspect_node_is_not_woken_for_a_request(
+    world,
+) -> None:
+    """B's magic packets reach no machine: the market's wake of B times out, B turns suspect
+    and loses its request, and the pod goes to the next node (A) in the same tick. A request
+    put back on the suspect B (a stale writer) does not wake it within its backoff."""
+
+    def bogus_mac(data) -> None:
+        data["nodes"][B]["mac"] = "02:00:00:00:00:99"
+
+    w = world(with_b=True, edit_inventory=bogus_mac)
+    for name in (A, B):
+        w.mark_asleep(name)
+    w.annotate(B, wake_request(B, "default/job"))
+    w.pending_pod("job", "2")
+    w.step()
+    assert w.manager.phases[B].state == WAKING and w.manager.phases[A].state == ASLEEP
+    w.clock.skew += 30.0  # past 5 × its 2 s wake
+    w.step()
+    assert w.manager.phases[B].suspect and w.manager.phases[A].state == WAKING
+    assert w.annotations(B)[POWER_STATE_ANNOTATION] == "asleep-suspect"
+    assert WAKE_REQUEST_ANNOTATION not in w.annotations(B)
+    w.annotate(B, wake_request(B, "default/job"))
+    w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back")
+    assert w.manager.phases[B].state == ASLEEP and w.machine(B) == "suspended"
+    assert w.records.reasons(B) == ["market-bid", "wake-timeout"]
+    assert w.records.reasons(A) == ["pending-unfit", "re-registered"]
