@@ -66,6 +66,8 @@ class PodSpec(_Object):
     priority: int | None = None
     schedulerName: str | None = None
     nodeName: str | None = None
+    nodeSelector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
 
 
 class PodStatus(_Object):

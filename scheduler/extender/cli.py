@@ -216,6 +216,14 @@ class _Stop:
     help="What /prioritize lists: only the nodes scoring 10 (they alone decide under the "
     "shipped weight 130), or every candidate with its score (for a weight under 120).",
 )
+@click.option(
+    "--market-wakes/--no-market-wakes",
+    default=True,
+    show_default=True,
+    help="Active: hold a pod (/filter answers no node) for the asleep node whose bid, wake "
+    "energy and wait priced in, beats every awake bid, and ask the power manager to wake it "
+    "(node annotation eams.io/wake-request). Needs filterVerb in the scheduler config.",
+)
 @log_level_option("Log level of the server (uvicorn).")
 @click.option(
     "--workers",
@@ -238,6 +246,7 @@ def serve(
     record_max_total_bytes: int | None,
     annotate: bool,
     prioritize_answer: Literal["deciding", "all"],
+    market_wakes: bool,
     log_level: str,
     workers: int,  # only 1 gets here: its type refuses more
 ) -> None:
@@ -282,6 +291,7 @@ def serve(
                 ),
                 annotate=annotate,
                 prioritize_answer=prioritize_answer,
+                market_wakes=market_wakes,
             ),
             host,
             port,

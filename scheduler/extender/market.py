@@ -164,6 +164,31 @@ class Market:
         self._checked_for = None if names is None else (version, names, keep)
         return Nodes.calibrated(**state, checked=checked)
 
+    def floor_model(
+        self, view: dict[str, np.ndarray], keep: np.ndarray | slice, asleep: bool
+    ) -> EnergyModel:
+        """The §5.1 model of the rows ``keep`` of a :meth:`view` measured above each node's
+        sleep floor (its calibration's P_sleep; 0 where not measured), with the one-off E_wake
+        when the nodes are ``asleep``: the one model a market wake prices awake and asleep
+        nodes by (``wakes.py``), so an awake empty node and an asleep one differ by exactly
+        the wake's energy and wait."""
+        cal = _calibration_columns(view, keep)
+        return EnergyModel(
+            cal["p_idle_w"],
+            cal["p_max_w"],
+            cal["cores"],
+            cal["speed"],
+            cal["p_wake_w"],
+            p_sleep_w=view["p_sleep_w"][keep],
+            wake_energy_j=view["wake_energy_j"][keep] if asleep else None,
+        )
+
+    @staticmethod
+    def empty(view: dict[str, np.ndarray]) -> np.ndarray:
+        """(N,) bool: the nodes of a :meth:`view` that run nothing (study §5.1's wake term;
+        :data:`EMPTY_UTILISATION`)."""
+        return _state_columns(view, slice(None))["empty"]
+
     def expected_power_on_w(self, node: str, cpu_milli: float, now_s: float) -> float | None:
         """Power a pod requesting ``cpu_milli`` millicores adds to ``node``, W: the herding
         reservation a clearing onto that node leaves (:meth:`apply`, study §5.1); ``None``

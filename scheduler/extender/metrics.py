@@ -121,6 +121,14 @@ class ExtenderMetrics:
             "was no longer among its candidates.",
             registry=r,
         )
+        self.market_wakes = Counter(
+            "eams_extender_market_wakes_total",
+            "Market wakes by event: asked (a pod cleared onto an asleep node, held, its wake "
+            "requested), failed (the wake did not come; cleared again), withdrawn (an awake "
+            "node became the better price), released (its node woke and took it).",
+            ["event"],
+            registry=r,
+        )
         self.prices = PriceCollector()
         r.register(self.prices)
         self.filtered = Counter(

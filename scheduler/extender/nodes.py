@@ -8,6 +8,11 @@ Capacity follows NodeResourcesFit: the node's allocatable resources
 (:func:`eams.kube.nodes.node_capacity`) minus the effective requests of pods on the node
 (:func:`eams.kube.requests.pod_request`; kubernetes/kubernetes
 ``pkg/scheduler/framework/plugins/noderesources/fit.go``).
+
+A node the power manager put to sleep carries its ``eams.io/asleep`` taint and its
+``eams.io/power-state`` annotation (``suspending``, ``asleep``, ``waking``, ``asleep-suspect``;
+the taint alone reads ``asleep``): :attr:`NodeCache.sleeping` keeps that state per node, which
+the market's wake pricing reads (``wakes.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, KeysView
 from typing import Any
 
-from eams.kube.names import HEADROOM_TAINT
+from eams.kube.names import ASLEEP_TAINT, HEADROOM_TAINT, POWER_STATE_ANNOTATION
 from eams.kube.nodes import NodeCapacity, node_capacity
 from eams.kube.requests import PodRequest
 from eams.kube.taints import has_taint
@@ -58,6 +63,7 @@ class NodeCache:
         self._names: list[str] | None = None  # list(self._capacity), while it holds
         self.version = 0  # changes whenever a node is added or forgotten
         self.tainted: set[str] = set()  # nodes carrying names.HEADROOM_TAINT
+        self.sleeping: dict[str, str] = {}  # nodes carrying names.ASLEEP_TAINT → power state
 
     def learn(self, items: Iterable[Any], field: str) -> list[str]:
         """Add or refresh node objects (a ``NodeList``'s items); returns their names in order.
@@ -91,6 +97,11 @@ class NodeCache:
                 self.tainted.add(name)
             else:
                 self.tainted.discard(name)
+            if has_taint(item, ASLEEP_TAINT):
+                annotations = item["metadata"].get("annotations") or {}
+                self.sleeping[name] = str(annotations.get(POWER_STATE_ANNOTATION) or "asleep")
+            else:
+                self.sleeping.pop(name, None)
             names.append(name)
         return names
 
@@ -98,6 +109,7 @@ class NodeCache:
         """Drop a deleted node."""
         self._objects.pop(name, None)
         self.tainted.discard(name)
+        self.sleeping.pop(name, None)
         if self._capacity.pop(name, None) is not None:
             self._names, self.version = None, self.version + 1
             self._version.pop(name, None)

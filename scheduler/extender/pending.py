@@ -23,12 +23,14 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
 from eams.kube.names import WORK_ANNOTATION
 from eams.kube.pods import PodObject
 from eams.kube.requests import PodRequest, pod_request
+from eams.kube.taints import Toleration
 from eams.scheduler.auction import bids
 from eams.scheduler.extender.errors import bad_request
 
@@ -61,6 +63,11 @@ class PendingPod:
     uid : str or None
         ``metadata.uid``: a pod deleted and created again under the same name (a StatefulSet
         pod) is another pod and must not inherit the old one's clearing row.
+    node_selector : tuple of (str, str)
+        ``spec.nodeSelector`` items, and
+    tolerations : tuple of Toleration
+        ``spec.tolerations``: which asleep nodes the pod could use once awake (a market wake,
+        ``wakes.py``); kube-scheduler's own filters judge the awake ones.
     """
 
     key: str
@@ -70,6 +77,8 @@ class PendingPod:
     work_core_s: float | None
     candidates: frozenset[str] | None = None
     uid: str | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
 
 
 def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> PendingPod:
@@ -91,6 +100,8 @@ def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> Pen
         meta.annotations,
         meta.uid,
         candidates,
+        pod.spec.nodeSelector,
+        pod.spec.tolerations,
     )
 
 
@@ -102,10 +113,12 @@ def sized_pod(
     annotations: dict[str, str] | None,
     uid: str | None,
     candidates: frozenset[str] | None = None,
+    node_selector: dict[str, str] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
 ) -> PendingPod:
     """A :class:`PendingPod` from the fields the auction reads (its request already sized):
     π from ``spec.priority`` (:func:`_priority`), the tenant from the namespace, the work from
-    the ``eams.io/work-core-s`` annotation."""
+    the ``eams.io/work-core-s`` annotation, the node selector and tolerations as given."""
     return PendingPod(
         key=key,
         request=request,
@@ -114,6 +127,8 @@ def sized_pod(
         work_core_s=_positive_float((annotations or {}).get(WORK_ANNOTATION)),
         candidates=candidates,
         uid=uid or None,
+        node_selector=tuple(sorted((node_selector or {}).items())),
+        tolerations=tuple(Toleration.from_json(t) for t in tolerations or ()),
     )
 
 
@@ -153,6 +168,8 @@ class _Spec(msgspec.Struct):
     priority: int | None = None
     schedulerName: str | None = None
     nodeName: str | None = None
+    nodeSelector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
 
 
 class _Status(msgspec.Struct):
@@ -217,4 +234,7 @@ class PendingDecoder:
             meta.namespace,
             meta.annotations,
             meta.uid,
+            None,
+            pod.spec.nodeSelector,
+            pod.spec.tolerations,
         )

@@ -36,6 +36,7 @@ import numpy as np
 from eams.calibrate.calfile import Calibration
 from eams.kube.pods import PodObject
 from eams.kube.requests import PodRequest, pod_request
+from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
 from eams.scheduler.extender.candidates import CandidateLists
@@ -57,6 +58,7 @@ from eams.scheduler.extender.schemas import (
 from eams.scheduler.extender.settings import Settings
 from eams.scheduler.extender.table import NodeTable
 from eams.scheduler.extender.telemetry import TelemetryStore
+from eams.scheduler.extender.wakes import HOLD_REASON, WakeMarket
 from eams.telemetry import TelemetrySample
 
 log = logging.getLogger(__name__)
@@ -148,7 +150,33 @@ class Extender:
             else None
         )
         self.candidates = CandidateLists(self.nodes)
+        self.wakes = WakeMarket(
+            self.nodes,
+            self.market,
+            self.market.params,
+            settings.wake_price_margin,
+            metrics,
+            settings.mode,
+        )
+        if self.decisions is not None:
+            self.wakes.on_record = self.decisions.recorder.submit
         metrics.record_calibrations(calibrations)
+
+    @property
+    def market_wakes(self) -> bool:
+        """Whether ``/filter`` holds pods for market wakes (active, ``market_wakes`` on)."""
+        return self.active and self.settings.market_wakes
+
+    @property
+    def on_wake_request(self) -> Callable[[WakeRequest], None] | None:
+        """Called with a node's whole :class:`~eams.kube.wakerequest.WakeRequest` each time the
+        market holds a pod for it (on the event loop: must not block); ``watch.py`` writes it
+        on the node, the bench and the demo hand it to their power manager."""
+        return self.wakes.on_request
+
+    @on_wake_request.setter
+    def on_wake_request(self, receiver: Callable[[WakeRequest], None] | None) -> None:
+        self.wakes.on_request = receiver
 
     @property
     def active(self) -> bool:
@@ -241,9 +269,12 @@ class Extender:
             self.observe_pending(pending_pod(pod))
 
     def observe_pending(self, pod: PendingPod) -> None:
-        """A pod of this scheduler waits for a node: it joins the pending batch."""
+        """A pod of this scheduler waits for a node: it joins the pending batch (and the market
+        wakes' pods)."""
         if self.batcher is not None:
             self.batcher.submit(pod)
+        if self.market_wakes:
+            self.wakes.remember(pod)
 
     def observe_unpending(self, key: str) -> None:
         """A pod no longer waits (bound, or deleted while pending): it leaves the batch."""
@@ -275,6 +306,7 @@ class Extender:
     def _bound(self, key: str) -> None:
         """The pod's cycle is over: its herding reservation now counts toward the taint, which
         is planned again when that put the reservation's node under the floor."""
+        self.wakes.forget(key)
         node = self.herd.bind(key)
         if node is not None and self.floor.under([node], self.clock()):
             self._floor_changed()
@@ -313,11 +345,12 @@ class Extender:
 
     def filter_names(
         self, key: str, uid: str | None, names: list[str]
-    ) -> tuple[list[str], frozenset[str]] | None:
+    ) -> tuple[list[str], dict[str, str]] | None:
         """The names-only filter (kube-scheduler's ``nodeCacheCapable: true`` call) for an
         announced pod: ``names`` (each once: the verbs de-duplicate them) minus the nodes
-        under the floor, and those removed; ``None`` when the pod was not announced (the
-        caller reads it whole).
+        under the floor or held back by a market wake (:meth:`_wake_answer`), and those
+        removed with their reasons; ``None`` when the pod was not announced (the caller reads
+        it whole).
 
         Raises
         ------
@@ -328,7 +361,24 @@ class Extender:
             return None
         self.step_aside_if_blind(names)
         low = self.kept_off(names, key)
-        return ([n for n in names if n not in low] if low else names), low
+        kept = [n for n in names if n not in low] if low else names
+        return self._wake_answer(key, kept, dict.fromkeys(low, FILTER_REASON))
+
+    def _wake_answer(
+        self, key: str, kept: list[str], failed: dict[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """``kept`` and ``failed`` after the market wake's say (``wakes.py``): a held pod keeps
+        no node (each :data:`~.wakes.HOLD_REASON`), a pod whose woken node is a candidate keeps
+        only that node."""
+        if not self.market_wakes:
+            return kept, failed
+        answer = self.wakes.decide(key, kept, self.clock())
+        if answer is None:
+            return kept, failed
+        if answer.hold:
+            return [], failed | dict.fromkeys(kept, HOLD_REASON)
+        others = [n for n in kept if n != answer.node]
+        return [answer.node], failed | dict.fromkeys(others, HOLD_REASON)
 
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         """Answer ``/filter`` for any request shape (see the module docstring).
@@ -346,15 +396,17 @@ class Extender:
         self.step_aside_if_blind(names)
         self.observe_pending(pod)
         low = self.kept_off(names, pod.key)
+        passing = [n for n in names if n not in low]
+        _, failed = self._wake_answer(pod.key, passing, dict.fromkeys(low, FILTER_REASON))
         result = ExtenderFilterResult(
-            FailedNodes=dict.fromkeys(sorted(low), FILTER_REASON), FailedAndUnresolvableNodes={}
+            FailedNodes=dict(sorted(failed.items())), FailedAndUnresolvableNodes={}
         )
         if args.NodeNames is not None:
             unique = names if args.Nodes is None else list(dict.fromkeys(args.NodeNames))
-            result.NodeNames = [n for n in unique if n not in low] if low else unique
+            result.NodeNames = [n for n in unique if n not in failed] if failed else unique
         if args.Nodes is not None:
             items = args.Nodes.items or []
-            kept = [item for item, n in zip(items, item_names, strict=True) if n not in low]
+            kept = [item for item, n in zip(items, item_names, strict=True) if n not in failed]
             result.Nodes = NodeList(metadata=args.Nodes.metadata, items=kept)
         return result
 

@@ -76,6 +76,14 @@ class Settings:
         alone decide under a ``weight`` of 120 or more (the shipped 130;
         :func:`~.schemas.encode_deciding`); ``all``: every candidate with its 0–10 score, for a
         configuration whose ``weight`` leaves the in-tree plugins the last word (issue 32).
+    market_wakes : bool
+        Active mode: price the asleep nodes too and hold a pod for the asleep node whose bid,
+        wake energy and wait priced in, beats its every awake bid (``wakes.py``, issue 34):
+        ``/filter`` answers no node until that node is woken (the power manager executes the
+        request). Needs a configuration that calls ``filterVerb``.
+    wake_price_margin : float, ≥ 1
+        How much better the wake bid must be than the best awake one to hold the pod: 1.0,
+        strictly better (the wait is already priced in the bid).
     """
 
     mode: Mode = "shadow"
@@ -98,6 +106,8 @@ class Settings:
     record: WriterSettings | None = None
     annotate: bool = True
     prioritize_answer: PrioritizeAnswer = "deciding"
+    market_wakes: bool = True
+    wake_price_margin: float = 1.0
 
     def auction_params(self) -> AuctionParams:
         """Engine parameters from these settings (slot size, staleness); the rest default."""
@@ -135,6 +145,8 @@ class Settings:
             for n in positive
             if getattr(self, n) is not None and getattr(self, n) <= 0
         ]
+        if not self.wake_price_margin >= 1:
+            problems.append(f"wake_price_margin: must be ≥ 1, got {self.wake_price_margin!r}")
         if not 0 <= self.headroom_floor < 1:
             problems.append(f"headroom_floor: must be in [0, 1), got {self.headroom_floor!r}")
         if self.calibrations_dir is not None and not Path(self.calibrations_dir).is_dir():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
+from eams.scheduler.power.calibrations import node_figures
 from eams.telemetry import TelemetrySample, headroom_from_power
 
 COLUMNS = (
@@ -24,6 +25,9 @@ COLUMNS = (
     "p_max_w",  # calibration, W
     "p_wake_w",  # calibration's wake_power_w (measured active idle, else P_idle), W
     "speed",  # calibration, relative to the reference node
+    "p_sleep_w",  # calibration's measured sleep state: draw asleep, W (NaN unmeasured)
+    "wake_energy_j",  # the one-off energy of a wake, J
+    "wake_time_s",  # wake command to Ready, s
     "headroom",  # newest telemetry sample, 1 − P/P_cap
     "power_cap_w",  # P_cap of that sample, W
     "measured_at_s",  # when it was measured, epoch s
@@ -124,13 +128,19 @@ class NodeTable:
 
     def set_calibration(self, calibration: Calibration) -> None:
         """P_idle, P_max, wake power and speed of the calibrated node (speed ``None`` → 1.0:
-        its own reference, as ``calfile`` writes for ``reference="self"``)."""
+        its own reference, as ``calfile`` writes for ``reference="self"``), and its measured
+        sleep state as the power manager reads it
+        (:func:`eams.scheduler.power.calibrations.node_figures`; NaN where not measured)."""
         i = self.row(calibration.node)
         self.capacity_version += 1
         self.cols["p_idle_w"][i] = calibration.p_idle_w
         self.cols["p_max_w"][i] = calibration.p_max_w
         self.cols["p_wake_w"][i] = calibration.wake_power_w
         self.cols["speed"][i] = calibration.speed if calibration.speed is not None else 1.0
+        figures = node_figures(calibration)
+        for column in ("p_sleep_w", "wake_energy_j", "wake_time_s"):
+            value = figures["sleep_power_w" if column == "p_sleep_w" else column]
+            self.cols[column][i] = np.nan if value is None else value
 
     def set_sample(self, sample: TelemetrySample) -> None:
         """The node's newest telemetry sample; headroom from ``power_w`` when not given."""

@@ -38,7 +38,7 @@ from eams.scheduler.extender.schemas import (
     encode_deciding,
     parse_args,
 )
-from eams.scheduler.extender.service import FILTER_REASON, Extender
+from eams.scheduler.extender.service import Extender
 from eams.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
@@ -138,13 +138,13 @@ def _names_only(body: bytes, name_lists: NameLists) -> _Request | None:
     return _Request(key, meta.uid or None, names, bytes(envelope.Pod))
 
 
-def _filter_answer(kept: list[str], low: frozenset[str]) -> bytes:
+def _filter_answer(kept: list[str], failed: dict[str, str]) -> bytes:
     """The names-only ``ExtenderFilterResult`` (every key present)."""
     return _encode(
         {
             "Nodes": None,
             "NodeNames": kept,
-            "FailedNodes": dict.fromkeys(sorted(low), FILTER_REASON),
+            "FailedNodes": dict(sorted(failed.items())),
             "FailedAndUnresolvableNodes": {},
             "Error": "",
         }
@@ -200,12 +200,12 @@ class Verbs:
                 None if fast is None else self.extender.filter_names(fast.key, fast.uid, fast.names)
             )
             if answer is not None:
-                kept, low = answer
-                if not low:  # every node passes (the usual answer): prepared once per list
+                kept, failed = answer
+                if not failed:  # every node passes (the usual answer): prepared once per list
                     if kept is not self._passing[0]:
-                        self._passing = (kept, _filter_answer(kept, frozenset()))
+                        self._passing = (kept, _filter_answer(kept, {}))
                     return self._passing[1]
-                return _filter_answer(kept, low)
+                return _filter_answer(kept, failed)
             args = fast.args() if fast is not None else parse_args(body)
             return self.extender.filter(args).model_dump_json().encode()
         except (BadRequest, StepAside):

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,14 @@ from eams.kube.names import (
 )
 from eams.kube.pods import parse_pod, pod_ref
 from eams.kube.requests import pod_request
-from eams.kube.taints import Taint, has_taint, node_taints, pod_tolerations, untolerated
+from eams.kube.taints import (
+    Taint,
+    Toleration,
+    has_taint,
+    node_taints,
+    pod_tolerations,
+    untolerated,
+)
 from eams.kube.timestamps import epoch_s
 
 SLEEP_TAINTS = frozenset({ASLEEP_TAINT, UNSCHEDULABLE_TAINT, UNREACHABLE_TAINT, NOT_READY_TAINT})
@@ -95,12 +103,19 @@ def cordoned_by_a_person(node: dict[str, Any]) -> bool:
 
 def admits(node: dict[str, Any], pod: dict[str, Any]) -> bool:
     """True when ``pod``'s node selector and tolerations admit ``node`` once awake."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
     spec = pod.get("spec") or {}
-    selector = spec.get("nodeSelector") or {}
+    return admits_once_awake(node, spec.get("nodeSelector") or {}, pod_tolerations(pod))
+
+
+def admits_once_awake(
+    node: dict[str, Any], selector: Mapping[str, str], tolerations: Iterable[Toleration]
+) -> bool:
+    """True when a pod with ``spec.nodeSelector`` ``selector`` and ``tolerations`` may use
+    ``node`` once it is awake (module docstring: the sleep's own taints left out)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
     if any(labels.get(k) != v for k, v in selector.items()):
         return False
-    tolerations = pod_tolerations(pod)
+    tolerations = tuple(tolerations)
     if cordoned_by_a_person(node) and untolerated(tolerations, [CORDON]) is not None:
         return False
     taints = (Taint.from_json(t) for t in node_taints(node))

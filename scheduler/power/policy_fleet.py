@@ -323,7 +323,8 @@ class FleetState:
                     raise FleetInputError(f"pending[{p}].eligible_nodes: unknown nodes {unknown}")
                 eligible[p] = False
                 eligible[p, [index[name] for name in pod.eligible_nodes]] = True
-        unknown_wakes = [p.wake_node for p in pending if p.wake_node not in (None, *index)]
+        unknown_wakes = [p.wake_node for p in pending if p.wake_node is not None]
+        unknown_wakes = [name for name in unknown_wakes if name not in index]
         if unknown_wakes:
             raise FleetInputError(f"pending.wake_node: unknown nodes {sorted(unknown_wakes)}")
         pods = PendingPods(

@@ -24,6 +24,7 @@ from eams.scheduler.record.schema import (
     PodRef,
     Power,
     Record,
+    Wake,
 )
 from eams.scheduler.record.writer import Recorder, WriterSettings
 
@@ -41,6 +42,7 @@ __all__ = [
     "Record",
     "RecordMetrics",
     "Recorder",
+    "Wake",
     "WatchedPod",
     "WriterSettings",
     "annotation_patch",

@@ -25,6 +25,7 @@ from eams.scheduler.record.schema import (
     Placement,
     Power,
     Record,
+    Wake,
     decode,
 )
 
@@ -69,7 +70,7 @@ class Query:
                 or any(c.node == node for c in record.candidates)
                 or any(g.node == node for g in record.gated)
             )
-        if isinstance(record, Power | Ended | Energy):
+        if isinstance(record, Power | Ended | Energy | Wake):
             return record.node == node
         if isinstance(record, Bound):
             return node in (record.bound_node, record.cleared_node)

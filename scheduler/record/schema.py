@@ -258,10 +258,50 @@ class Energy(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kin
     version: int = SCHEMA_VERSION
 
 
-Record = Placement | Power | Bound | Ended | Energy
+class Wake(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", tag="wake"):
+    """The market cleared a pending pod onto an asleep node: the placement and the wake it asks
+    for, in one line (issue 34; ``eams.scheduler.extender.wakes``).
+
+    Attributes
+    ----------
+    at_s : float
+    mode : {"shadow", "active"}
+    pod : PodRef
+    node : str
+        The asleep node the pod was cleared onto (and waits for).
+    event : {"asked", "failed", "withdrawn"}
+        ``asked``: the pod is held and the power manager asked to wake ``node``; ``failed``:
+        the wake did not come (the node turned suspect, or 2× its wake time passed), the pod is
+        cleared again among the other nodes; ``withdrawn``: while it waited an awake node became
+        the better price.
+    wake_bid : float or None
+        The pod's bid on ``node``, wake energy and wait priced in (``bids.wake_values``),
+        core-seconds per joule.
+    awake_bid : float or None
+        Its best bid on an awake candidate (the same model, headroom gate included); 0 when
+        none could take it.
+    wait_s : float or None
+        The wait the bid priced, s.
+    wake_energy_j : float or None
+        The node's measured one-off wake energy E_wake, J.
+    """
+
+    at_s: float
+    mode: Mode
+    pod: PodRef
+    node: str
+    event: str
+    wake_bid: float | None = None
+    awake_bid: float | None = None
+    wait_s: float | None = None
+    wake_energy_j: float | None = None
+    version: int = SCHEMA_VERSION
+
+
+Record = Placement | Power | Bound | Ended | Energy | Wake
 """Any line of the record."""
-RECORD_TYPES: Final = (Placement, Power, Bound, Ended, Energy)
-KINDS: Final = ("placement", "power", "bound", "ended", "energy")
+RECORD_TYPES: Final = (Placement, Power, Bound, Ended, Energy, Wake)
+KINDS: Final = ("placement", "power", "bound", "ended", "energy", "wake")
 
 _encoder = msgspec.json.Encoder()
 _decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)  # type: ignore[arg-type]

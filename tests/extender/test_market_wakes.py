@@ -1,0 +1,179 @@
+"""The market prices the wake (issue 34): through the extender's HTTP interface (in-process
+ASGI, as every extender test), calibrations with measured sleep states, nodes put to sleep the
+way the power manager marks them (taint ``eams.io/asleep``, annotation ``eams.io/power-state``).
+
+The fleet: ``busy``, awake and running pods (hungry: 80 → 300 W on 8 cores), and asleep
+``frugal`` (40 → 120 W) and ``spare`` (50 → 140 W), both waking in 9 s for 100 J and drawing
+3 W asleep. A 1-core pod of an hour's work bids on ``busy`` 3,600 core-s / (27.5 W × 3,600 s)
+≈ 0.036 before the headroom gate; on ``frugal`` (10 W of its line + 37 W over its sleep floor
+for the hour, + 100 J) ≈ 0.021 × 3,600/3,609. So the pod waits for ``frugal`` once ``busy``'s
+headroom gate is about half closed (σ < 0.58), and never while it is open (headroom 0.6).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eams.calibrate.calfile import load_calibration, save_calibration
+from eams.calibrate.powerstates.estimate import estimate
+from eams.calibrate.powerstates.record import PowerStates, TransitionCost
+from eams.kube.names import ASLEEP_TAINT, POWER_STATE_ANNOTATION, WORK_ANNOTATION
+from eams.kube.wakerequest import WakeRequest
+from eams.scheduler.extender.wakes import HOLD_REASON
+from tests.extender.conftest import (
+    args_names,
+    node_object,
+    pod_object,
+    post_json,
+    sample,
+    write_calibration,
+)
+from tests.power.live import NOW
+
+pytestmark = pytest.mark.anyio
+
+WAKE_TIME_S = 9.0
+
+
+def _measured(folder: Path, node: str, p_idle_w: float, p_max_w: float) -> None:
+    """A line calibration with a measured suspend-to-RAM (wol): 3 W asleep, 9 s and 100 J to
+    wake, 2 s and 40 J to suspend."""
+    path = write_calibration(folder, node, p_idle_w, p_max_w)
+
+    def cost(time_s: float, energy_j: float) -> TransitionCost:
+        return TransitionCost(
+            time_s=estimate([time_s] * 3, 0.1), energy_j=estimate([energy_j] * 3, 1.0)
+        )
+
+    states = PowerStates(
+        measured_at=NOW, method="wol", meter="snmp://pdu:161", outlet=1, repeats=3,
+        p_suspend_w=estimate([3.0] * 3, 0.1), suspend=cost(2.0, 40.0),
+        wake=cost(WAKE_TIME_S, 100.0),
+    )  # fmt: skip
+    save_calibration(load_calibration(path).with_power_states(states), path)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    out = tmp_path / "sleep-states"
+    out.mkdir()
+    _measured(out, "busy", 80.0, 300.0)
+    _measured(out, "frugal", 40.0, 120.0)
+    _measured(out, "spare", 50.0, 140.0)
+    write_calibration(out, "unmeasured", 20.0, 60.0)  # the cheapest line, but no sleep state
+    return out
+
+
+def asleep(name: str, state: str = "asleep", **labels: str) -> dict[str, Any]:
+    """A node as the power manager leaves it asleep (cordon, taint, power-state annotation)."""
+    node = node_object(name)
+    node["metadata"]["labels"].update(labels)
+    node["metadata"]["annotations"] = {POWER_STATE_ANNOTATION: state}
+    node["spec"] = {
+        "unschedulable": True,
+        "taints": [{"key": ASLEEP_TAINT, "effect": "NoSchedule"}],
+    }
+    return node
+
+
+def hour_pod(name: str = "p", **spec: Any) -> dict[str, Any]:
+    pod = pod_object(name, cpu="1")
+    pod["metadata"]["annotations"] = {WORK_ANNOTATION: "3600"}
+    pod["spec"].update(spec)
+    return pod
+
+
+async def start(make_client, clock, folder: Path, busy_headroom: float, *sleeping):
+    """The extender (active, no window) with ``busy`` awake at ``busy_headroom`` and the nodes
+    ``sleeping``; returns the client and the wake requests it sent."""
+    client = await make_client(mode="active", window_ms=0, calibrations_dir=folder)
+    requests: list[WakeRequest] = []
+    client.app.state.extender.on_wake_request = requests.append
+    await post_json(client, "/nodes", {"items": [node_object("busy"), *sleeping]})
+    busy = sample("busy", clock() - 1.0, busy_headroom, power_cap_w=360.0, utilisation=0.7)
+    await post_json(client, "/telemetry", {"samples": [busy]})
+    return client, requests
+
+
+async def filter_(client, pod: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    response = await post_json(client, "/filter", args_names(pod, names))
+    assert response.status_code == 200
+    return response.json()
+
+
+async def test_a_pod_waits_for_the_asleep_node_it_is_cleared_onto_and_binds_there(
+    make_client, clock, folder
+) -> None:
+    client, requests = await start(make_client, clock, folder, 0.1, asleep("frugal"))
+    held = await filter_(client, hour_pod(), ["busy"])
+    assert held["NodeNames"] == [] and held["FailedNodes"] == {"busy": HOLD_REASON}
+    assert requests == [WakeRequest("frugal", ("default/p",), clock())]
+    again = await filter_(client, hour_pod(), ["busy"])  # asked again while it wakes: held
+    assert again["NodeNames"] == [] and len(requests) == 1
+    clock.now_s += WAKE_TIME_S  # the manager woke it: released, Ready, reporting
+    await post_json(client, "/nodes", {"items": [node_object("frugal")]})
+    idle = sample("frugal", clock() - 0.5, 0.6, power_cap_w=150.0, utilisation=0.01)
+    await post_json(client, "/telemetry", {"samples": [idle]})
+    woken = await filter_(client, hour_pod(), ["busy", "frugal"])
+    assert woken["NodeNames"] == ["frugal"] and woken["FailedNodes"] == {"busy": HOLD_REASON}
+    metrics = (await client.get("/metrics")).text
+    assert 'eams_extender_market_wakes_total{event="asked"} 1.0' in metrics
+    assert 'eams_extender_market_wakes_total{event="released"} 1.0' in metrics
+
+
+async def test_a_pod_never_waits_when_an_awake_node_is_the_better_price(
+    make_client, clock, folder
+) -> None:
+    client, requests = await start(make_client, clock, folder, 0.6, asleep("frugal"))
+    answer = await filter_(client, hour_pod(), ["busy"])
+    assert answer["NodeNames"] == ["busy"] and answer["FailedNodes"] == {} and requests == []
+    # half-closed gate (σ(25·0.005) = 0.53): the hour's pod still waits, a 20 s pod loses a
+    # third of its bid to the 9 s wait (20/29) and goes to busy at once
+    client, requests = await start(make_client, clock, folder, 0.23, asleep("frugal"))
+    short = hour_pod("short")
+    short["metadata"]["annotations"][WORK_ANNOTATION] = "20"
+    assert (await filter_(client, short, ["busy"]))["NodeNames"] == ["busy"] and requests == []
+    assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == []
+    assert [r.node for r in requests] == ["frugal"]
+
+
+async def test_a_failed_wake_sends_the_pod_to_the_next_best_node(
+    make_client, clock, folder
+) -> None:
+    client, requests = await start(
+        make_client, clock, folder, 0.1, asleep("frugal"), asleep("spare")
+    )
+    assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == []
+    assert [r.node for r in requests] == ["frugal"]
+    await post_json(client, "/nodes", {"items": [asleep("frugal", "asleep-suspect")]})
+    assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == []
+    assert [r.node for r in requests] == ["frugal", "spare"]  # the next best asleep node
+    clock.now_s += 2 * WAKE_TIME_S + 1.0  # spare never came back within twice its wake time
+    assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == ["busy"]
+    metrics = (await client.get("/metrics")).text
+    assert 'eams_extender_market_wakes_total{event="failed"} 2.0' in metrics
+
+
+async def test_only_a_measured_node_the_pod_may_use_is_woken(make_client, clock, folder) -> None:
+    unmeasured = asleep("unmeasured")
+    picky = hour_pod("picky", nodeSelector={"disk": "ssd"})
+    client, requests = await start(make_client, clock, folder, 0.1, unmeasured, asleep("frugal"))
+    assert (await filter_(client, picky, ["busy"]))["NodeNames"] == ["busy"]  # no ssd asleep
+    assert requests == []
+    assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == []
+    assert [r.node for r in requests] == ["frugal"]  # not the cheaper line without a sleep state
+    suspending = asleep("spare", "suspending", disk="ssd")
+    await post_json(client, "/nodes", {"items": [suspending]})
+    assert (await filter_(client, picky, ["busy"]))["NodeNames"] == ["busy"]
+
+
+async def test_shadow_mode_and_no_market_wakes_never_hold(make_client, clock, folder) -> None:
+    for settings in ({"mode": "shadow"}, {"mode": "active", "market_wakes": False}):
+        client = await make_client(window_ms=0, calibrations_dir=folder, **settings)
+        await post_json(client, "/nodes", {"items": [node_object("busy"), asleep("frugal")]})
+        busy = sample("busy", clock() - 1.0, 0.1, power_cap_w=360.0, utilisation=0.7)
+        await post_json(client, "/telemetry", {"samples": [busy]})
+        assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == ["busy"]
