@@ -63,7 +63,8 @@ def explain_pod(records: Sequence[Record], target: str, top: int = 5) -> dict[st
     latest: Placement | Wake = placements[-1] if placements else wakes[-1]
     same = _pod_id(latest)
     mine = [r for r in records if _pod_id(r) == same]
-    others = sorted({_pod_id(p) for p in [*placements, *wakes]} - {same})
+    decided: list[Placement | Wake] = [*placements, *wakes]
+    others = sorted({_pod_id(p) for p in decided} - {same})
     decisions = [p for p in placements if _pod_id(p) == same]
     bound = max((r for r in mine if isinstance(r, Bound)), key=_at_s, default=None)
     decision = next(
