@@ -2,7 +2,9 @@
 (:mod:`tests.power.kube_world`; the node-lifecycle controller's part is in
 ``test_manager_on_kube.py``): the cordon, taint and annotations it patches as its own service
 account, ``systemctl`` over a real sshd, magic packets and power states in the PDU simulator,
-stand-in agents that answer while their machine runs."""
+stand-in agents that answer while their machine runs; the market's wakes (issue 34) with the
+extender's requests written as it writes them, and once end to end with the real kube-scheduler
+and the extender process."""
 
 from __future__ import annotations
 
@@ -20,15 +22,21 @@ from eams.kube.names import (
     POWER_REASON_ANNOTATION,
     POWER_STATE_ANNOTATION,
     WAKE_REQUEST_ANNOTATION,
+    WORK_ANNOTATION,
 )
 from eams.kube.wakerequest import WakeRequest
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
 from tests.actuators.conftest import AgentStandIn
-from tests.power.kube_world import SERVER, A, B, World, make_world
+from tests.power.kube_world import SERVER, A, B, World, create_pod, make_world
+from tests.servers.kube_control_plane import eventually
 from tests.servers.kube_documents import clear
+from tests.servers.kube_extender import KubeExtender, TelemetryFeeder
+from tests.servers.kube_scheduler import shipped_config
 
 pytestmark = pytest.mark.integration
+
+EXTENDER_ACCOUNT = "kube-system/eams-scheduler"
 
 
 @pytest.fixture
@@ -255,3 +263,66 @@ def test_a_failed_market_wake_sends_the_pod_on_and_a_suspect_node_is_not_woken_f
     assert w.manager.phases[B].state == ASLEEP and w.machine(B) == "suspended"
     assert w.records.reasons(B) == ["market-bid", "wake-timeout"]
     assert w.records.reasons(A) == ["pending-unfit", "re-registered"]
+
+
+def test_end_to_end_a_pod_waits_for_the_asleep_node_the_market_prices_best_and_binds_there(
+    world, control_plane, kube_scheduler, tmp_path: Path
+) -> None:
+    """Issue 34 end to end: the real kube-scheduler with the shipped configuration (the
+    extender's ``/filter`` and ``/prioritize``), the extender process (``--watch``, active, as
+    its shipped service account) and the live manager, on the same calibrations. B is awake and
+    runs a pod, A asleep; both 40 → 90 W, A waking in a measured 10 s (the simulator's machine
+    takes 2 s; 10 s leaves the extender's 2 × wake-time patience room for this busy machine).
+    While B's headroom is open, a pod of an hour's work binds on B at once: no wait, no wake.
+    With B's headroom low (its gate nearly shut), the next pod is held, the extender writes A's
+    wake request, one tick wakes exactly A (``market-bid``), its release requeues the pod and
+    it binds on A."""
+    w = world(with_b=True, wake_time_s=10.0)
+    create_pod(w.admin, "running", B, "1")  # B is busy: it stays awake
+    w.mark_asleep(A)
+    root = tmp_path / "e2e"
+    kubeconfig = control_plane.kubeconfig(EXTENDER_ACCOUNT)
+    extender = KubeExtender(root, kubeconfig, tmp_path / "calibration", root / "record")
+    feeder = TelemetryFeeder(extender.url)
+    hour = {WORK_ANNOTATION: "3600"}
+
+    def bound(name: str) -> str | None:
+        answer = w.admin.get(f"/api/v1/namespaces/default/pods/{name}")
+        return (answer.json().get("spec") or {}).get("nodeName")
+
+    try:
+        root.mkdir()
+        extender.start()
+        feeder.start()
+        feeder.set(B, 0.6)
+        kube_scheduler(shipped_config(kubeconfig, extender.url), "eams-scheduler")
+        eventually(extender.ready, 30.0, "the extender's /readyz")
+        create_pod(w.admin, "near", None, "1", hour, schedulerName="eams-scheduler")
+        assert eventually(lambda: bound("near"), 30.0, "near bound") == B
+        w.step()
+        assert w.manager.phases[A].state == ASLEEP
+        assert WAKE_REQUEST_ANNOTATION not in w.annotations(A)
+        feeder.set(B, 0.1)
+        create_pod(w.admin, "far", None, "1", hour, schedulerName="eams-scheduler")
+        w.tick_until(lambda: w.manager.phases[A].state == WAKING, "the market's wake of A")
+        request = json.loads(w.annotations(A)[WAKE_REQUEST_ANNOTATION])
+        assert request["pods"] == ["default/far"] and bound("far") is None
+        assert w.records.reasons(A) == ["market-bid"]
+
+        def reporting() -> None:  # A's agent reports once its machine runs
+            if w.machine(A) == "running" and A not in feeder.headroom:
+                feeder.set(A, 0.6)
+
+        w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back", each=reporting)
+        assert eventually(lambda: bound("far"), 30.0, "far bound") == A
+        assert WAKE_REQUEST_ANNOTATION not in w.annotations(A)
+        assert w.records.reasons(B) == [] and w.manager.phases[B].state == AWAKE
+        metrics = extender.metrics()
+        for line in ('eams_extender_market_wakes_total{event="asked"} 1.0',
+                     'eams_extender_market_wakes_total{event="released"} 1.0',
+                     'eams_extender_wake_request_patches_total{result="ok"} 1.0'):  # fmt: skip
+            assert line in metrics, line
+        assert 'event="failed"' not in metrics and 'event="withdrawn"' not in metrics
+    finally:
+        feeder.stop()
+        extender.stop()
