@@ -60,7 +60,7 @@ from eams.meter.errors import MeterError
 from eams.meter.simulator import NodePower
 from eams.meter.simulator.errors import SimulatorError
 from eams.scheduler.power.calibrations import node_figures
-from eams.scheduler.power.manager import SUSPECT, ManagerConfig, PowerManager
+from eams.scheduler.power.manager import ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import (
     AWAKE,
@@ -69,7 +69,7 @@ from eams.scheduler.power.policy_fleet import (
     PendingPod,
     PowerState,
 )
-from eams.scheduler.power.ports import Observation, RecordSink
+from eams.scheduler.power.ports import SUSPECT, Observation, RecordSink
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from eams.demo.services import ExtenderServer
 from eams.demo.testbed import Testbed as VirtualTestbed  # not collected as a test class
 from eams.kube.names import WAKE_REQUEST_ANNOTATION
 from eams.kube.wakerequest import WakeRequest
-from eams.scheduler.power.manager import SUSPECT
+from eams.scheduler.power.ports import SUSPECT
 from tests.demo.test_demo_parts import _calibration
 
 pytestmark = pytest.mark.integration
