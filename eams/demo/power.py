@@ -7,7 +7,7 @@ three ports of :mod:`eams.scheduler.power.ports` for the demo:
 * :class:`DemoObserver` — the fleet from the emulated cluster (allocatable, the pods bound, the
   scheduler's pending pods, each with the node the market's wake request names for it: the
   node annotation ``eams.io/wake-request``), the calibrations with their measured sleep state
-  (:func:`eams.scheduler.power.calibrations.node_figures`, the figures the extender prices
+  (:func:`eams.calibrate.powerstates.figures.node_figures`, the figures the extender prices
   wakes by); a node is Ready while its virtual OS runs, and its agent has *reported* when it
   last read its virtual ``/proc/stat`` (a node that is off runs no agent);
 * :class:`DemoMarker` — cordon, taint ``eams.io/asleep:NoSchedule`` and annotate the node
@@ -49,17 +49,17 @@ from eams.actuators.inventory import PowerInventory, parse_inventory
 from eams.actuators.safety import check_sleep
 from eams.actuators.transitions import Transition, record
 from eams.calibrate.calfile import Calibration
+from eams.calibrate.powerstates.figures import node_figures
 from eams.demo.cluster import NAMESPACE, EmulatedCluster
 from eams.demo.fleet import MEMORY_MIB
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.kube import names
 from eams.kube.errors import BadObject
-from eams.kube.wakerequest import WakeRequest, parse_wake_request
+from eams.kube.wakerequest import WakeRequest, parse_wake_request, pods_to_nodes
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterError
 from eams.meter.simulator import NodePower
 from eams.meter.simulator.errors import SimulatorError
-from eams.scheduler.power.calibrations import node_figures
 from eams.scheduler.power.manager import ManagerConfig, PowerManager
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import (
@@ -371,8 +371,7 @@ def wake_nodes(annotations: dict[str, dict[str, str]]) -> dict[str, str]:
             requests.append(parse_wake_request(node, text))
         except BadObject as exc:
             log.warning("%s", exc)
-    requests.sort(key=lambda r: (r.at_s, r.node))
-    return {pod: r.node for r in requests for pod in r.pods}
+    return pods_to_nodes(requests)
 
 
 class DemoObserver:

@@ -285,7 +285,11 @@ def tell_nodes(cluster: EmulatedCluster, extender: ExtenderServer) -> Callable[[
     extender.post_nodes(list(cluster.objects().values()))
 
     def write(request: WakeRequest) -> None:
-        cluster.annotate(request.node, {WAKE_REQUEST_ANNOTATION: request.annotation()})
+        value = request.annotation()
+        if value is None:  # the request is over
+            cluster.unannotate(request.node, WAKE_REQUEST_ANNOTATION)
+        else:
+            cluster.annotate(request.node, {WAKE_REQUEST_ANNOTATION: value})
 
     extender.extender.on_wake_request = write
 

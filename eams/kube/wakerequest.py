@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eams.kube.errors import BadObject
@@ -18,14 +19,19 @@ from eams.kube.names import WAKE_REQUEST_ANNOTATION
 
 @dataclass(frozen=True)
 class WakeRequest:
-    """Wake ``node`` for ``pods`` (``namespace/name`` keys), asked first at ``at_s`` (epoch s)."""
+    """Wake ``node`` for ``pods`` (``namespace/name`` keys), asked first at ``at_s`` (epoch s).
+    No pods: the request is over (every pod it held was bound, withdrawn or cleared again),
+    and the annotation goes."""
 
     node: str
     pods: tuple[str, ...]
     at_s: float
 
-    def annotation(self) -> str:
-        """The annotation's value (module docstring)."""
+    def annotation(self) -> str | None:
+        """The annotation's value (module docstring); ``None`` when the request is over (a
+        JSON merge patch with ``null`` removes the annotation)."""
+        if not self.pods:
+            return None
         return json.dumps({"pods": list(self.pods), "at_s": self.at_s}, separators=(",", ":"))
 
 
@@ -56,3 +62,10 @@ def parse_wake_request(node: str, text: str) -> WakeRequest:
     if isinstance(at_s, bool) or not isinstance(at_s, int | float) or not math.isfinite(at_s):
         raise BadObject(f"{where}.at_s", f"must be a finite number (epoch s), got {at_s!r}")
     return WakeRequest(node, tuple(pods), float(at_s))
+
+
+def pods_to_nodes(requests: Iterable[WakeRequest]) -> dict[str, str]:
+    """Pod key → the node whose request names it; a pod named on two nodes goes to the later
+    request (``at_s``, then the node's name): the market moved it there after the first."""
+    ordered = sorted(requests, key=lambda r: (r.at_s, r.node))
+    return {pod: r.node for r in ordered for pod in r.pods}

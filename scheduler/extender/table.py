@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
-from eams.scheduler.power.calibrations import node_figures
+from eams.calibrate.powerstates.figures import node_figures
 from eams.telemetry import TelemetrySample, headroom_from_power
 
 COLUMNS = (
@@ -130,7 +130,7 @@ class NodeTable:
         """P_idle, P_max, wake power and speed of the calibrated node (speed ``None`` → 1.0:
         its own reference, as ``calfile`` writes for ``reference="self"``), and its measured
         sleep state as the power manager reads it
-        (:func:`eams.scheduler.power.calibrations.node_figures`; NaN where not measured)."""
+        (:func:`eams.calibrate.powerstates.figures.node_figures`; NaN where not measured)."""
         i = self.row(calibration.node)
         self.capacity_version += 1
         self.cols["p_idle_w"][i] = calibration.p_idle_w

@@ -45,13 +45,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eams.kube.admission import admits_once_awake
 from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.auction import AuctionParams, bids
 from eams.scheduler.extender.market import Market
 from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.nodes import NodeCache
 from eams.scheduler.extender.pending import PendingPod
-from eams.scheduler.power.kube_pods import admits_once_awake
 from eams.scheduler.record import PodRef, Wake
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,9 @@ class WakeMarket:
     Attributes
     ----------
     on_request : callable or None
-        Called with the node's whole :class:`WakeRequest` each time a pod is held for it (on
-        the event loop: it must not block).
+        Called with the node's whole :class:`WakeRequest` each time a pod is held for it or
+        leaves it (bound, withdrawn, failed; no pods left: the request is over), on the event
+        loop: it must not block.
     on_record : callable or None
         Receives each :class:`~eams.scheduler.record.Wake` record line.
     """
@@ -255,14 +256,18 @@ class WakeMarket:
         self._unrequest(key, node)
 
     def _unrequest(self, key: str, node: str) -> None:
+        """Take pod ``key`` off ``node``'s request and say so (the request shrinks, or ends with
+        no pods: the manager must not wake a node for pods that no longer wait for it)."""
         request = self._requests.get(node)
         if request is None or key not in request.pods:
             return
-        pods = tuple(p for p in request.pods if p != key)
-        if pods:
-            self._requests[node] = WakeRequest(node, pods, request.at_s)
+        shrunk = WakeRequest(node, tuple(p for p in request.pods if p != key), request.at_s)
+        if shrunk.pods:
+            self._requests[node] = shrunk
         else:
             del self._requests[node]
+        if self.on_request is not None:
+            self.on_request(shrunk)
 
     def _event(
         self,

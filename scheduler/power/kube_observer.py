@@ -34,14 +34,14 @@ import numpy as np
 
 from eams.actuators.inventory import PowerInventory
 from eams.calibrate.calfile import Calibration
+from eams.calibrate.powerstates.figures import node_figures
 from eams.calibrate.powerstates.probes import AgentProbe
 from eams.kube.errors import BadObject
 from eams.kube.names import ASLEEP_TAINT, WAKE_REQUEST_ANNOTATION
 from eams.kube.nodes import kubelet_heartbeat_s, node_capacity, ready_condition
 from eams.kube.requests import MIB
 from eams.kube.taints import has_taint
-from eams.kube.wakerequest import WakeRequest, parse_wake_request
-from eams.scheduler.power.calibrations import node_figures
+from eams.kube.wakerequest import WakeRequest, parse_wake_request, pods_to_nodes
 from eams.scheduler.power.kube_cache import ClusterCache
 from eams.scheduler.power.kube_pods import PodInfo, admits
 from eams.scheduler.power.policy_fleet import FleetState, NodePowerView, PendingPod, PowerState
@@ -183,8 +183,7 @@ class KubeObserver:
                 if self._bad_wakes.get(name) != text:
                     self._bad_wakes[name] = text
                     log.warning("power manager: %s: wake request ignored: %s", name, exc)
-        requests.sort(key=lambda r: (r.at_s, r.node))
-        return {pod: r.node for r in requests for pod in r.pods}
+        return pods_to_nodes(requests)
 
     def _name_left_out(self, names: list[str]) -> None:
         new = [n for n in names if n not in self._named]

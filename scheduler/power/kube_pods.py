@@ -9,43 +9,22 @@
 * A pod is **pending** when it has no ``spec.nodeName`` and its phase is Pending; it pends since
   its ``PodScheduled=False`` condition's ``lastTransitionTime``, else its creation.
 * The **static predicates** that say which nodes a pending pod could use once awake:
-  ``spec.nodeSelector`` against the node's labels, and kube-scheduler's TaintToleration filter
-  (:func:`eams.kube.taints.untolerated`), leaving out the taints a sleep itself puts on a node
-  (:data:`SLEEP_TAINTS`), which go when the node is back. A cordon that is not the manager's (a
-  node cordoned by a person: ``spec.unschedulable`` without the ``eams.io/asleep`` taint, or with
-  the ``eams.io/was-cordoned`` mark of a cordon that was there before the sleep) stays when the
-  node is back, so it admits only a pod that tolerates
-  ``node.kubernetes.io/unschedulable:NoSchedule`` (kube-scheduler's NodeUnschedulable filter).
+  :func:`eams.kube.admission.admits_once_awake` (node selector, tolerations, the sleep's own
+  taints left out; the extender's market wakes read the same rule).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eams.kube.names import (
-    ASLEEP_TAINT,
-    NOT_READY_TAINT,
-    UNREACHABLE_TAINT,
-    UNSCHEDULABLE_TAINT,
-    WAS_CORDONED_ANNOTATION,
-)
+from eams.kube.admission import admits_once_awake
 from eams.kube.pods import parse_pod, pod_ref
 from eams.kube.requests import pod_request
 from eams.kube.taints import (
-    Taint,
-    Toleration,
-    has_taint,
-    node_taints,
     pod_tolerations,
-    untolerated,
 )
 from eams.kube.timestamps import epoch_s
-
-SLEEP_TAINTS = frozenset({ASLEEP_TAINT, UNSCHEDULABLE_TAINT, UNREACHABLE_TAINT, NOT_READY_TAINT})
-"""Taints a sleeping node carries because it sleeps (ignored when asking where a pod fits): ours,
-the cordon's and the node-lifecycle controller's for a node that stopped reporting."""
 
 
 @dataclass(frozen=True)
@@ -88,35 +67,7 @@ def pod_info(pod: dict[str, Any]) -> PodInfo:
     )  # fmt: skip
 
 
-CORDON = Taint(UNSCHEDULABLE_TAINT)
-"""The taint a cordon stands for (kube-scheduler's NodeUnschedulable filter)."""
-
-
-def cordoned_by_a_person(node: dict[str, Any]) -> bool:
-    """True when ``node`` is cordoned and the cordon stays once the manager releases it
-    (module docstring)."""
-    if not (node.get("spec") or {}).get("unschedulable"):
-        return False
-    annotations = (node.get("metadata") or {}).get("annotations") or {}
-    return not has_taint(node, ASLEEP_TAINT) or annotations.get(WAS_CORDONED_ANNOTATION) == "true"
-
-
 def admits(node: dict[str, Any], pod: dict[str, Any]) -> bool:
     """True when ``pod``'s node selector and tolerations admit ``node`` once awake."""
     spec = pod.get("spec") or {}
     return admits_once_awake(node, spec.get("nodeSelector") or {}, pod_tolerations(pod))
-
-
-def admits_once_awake(
-    node: dict[str, Any], selector: Mapping[str, str], tolerations: Iterable[Toleration]
-) -> bool:
-    """True when a pod with ``spec.nodeSelector`` ``selector`` and ``tolerations`` may use
-    ``node`` once it is awake (module docstring: the sleep's own taints left out)."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    if any(labels.get(k) != v for k, v in selector.items()):
-        return False
-    tolerations = tuple(tolerations)
-    if cordoned_by_a_person(node) and untolerated(tolerations, [CORDON]) is not None:
-        return False
-    taints = (Taint.from_json(t) for t in node_taints(node))
-    return untolerated(tolerations, taints, ignore=SLEEP_TAINTS) is None

@@ -123,6 +123,7 @@ async def test_a_pod_waits_for_the_asleep_node_it_is_cleared_onto_and_binds_ther
     await post_json(client, "/telemetry", {"samples": [idle]})
     woken = await filter_(client, hour_pod(), ["busy", "frugal"])
     assert woken["NodeNames"] == ["frugal"] and woken["FailedNodes"] == {"busy": HOLD_REASON}
+    assert requests[-1].pods == ()  # the request is over: no wake for a pod that is placed
     metrics = (await client.get("/metrics")).text
     assert 'eams_extender_market_wakes_total{event="asked"} 1.0' in metrics
     assert 'eams_extender_market_wakes_total{event="released"} 1.0' in metrics
@@ -162,9 +163,14 @@ async def test_a_failed_wake_sends_the_pod_to_the_next_best_node(
     assert [r.node for r in requests] == ["frugal"]
     await post_json(client, "/nodes", {"items": [asleep("frugal", "asleep-suspect")]})
     assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == []
-    assert [r.node for r in requests] == ["frugal", "spare"]  # the next best asleep node
+    # frugal's request is over (its annotation goes), spare is the next best asleep node
+    assert [(r.node, r.pods) for r in requests[1:]] == [
+        ("frugal", ()),
+        ("spare", ("default/p",)),
+    ]
     clock.now_s += 2 * WAKE_TIME_S + 1.0  # spare never came back within twice its wake time
     assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == ["busy"]
+    assert requests[-1] == WakeRequest("spare", (), requests[-2].at_s)
     metrics = (await client.get("/metrics")).text
     assert 'eams_extender_market_wakes_total{event="failed"} 2.0' in metrics
 

@@ -671,7 +671,7 @@ async def test_a_wake_request_is_written_on_its_node_newest_last(cluster) -> Non
     """The market's wake requests (``Extender.on_wake_request``, called on the loop as
     ``wakes.py`` does) are written on their node as ``eams.io/wake-request`` by the extender's
     service account: two in a row land newest last; a node that is gone is counted and dropped;
-    a failed patch is sent again."""
+    a failed patch is sent again; a request that is over (no pods) removes the annotation."""
     c = cluster
     await _until(lambda: _ready(c.client))
 
@@ -700,3 +700,6 @@ async def test_a_wake_request_is_written_on_its_node_newest_last(cluster) -> Non
     c.extender.on_wake_request(third)
     await _until(lambda: patched(ok=3, error=1))
     assert annotation("node-c") == third.annotation()
+    c.extender.on_wake_request(WakeRequest("node-b", (), 1000.0))  # over: the annotation goes
+    await _until(lambda: patched(ok=4, error=1))
+    assert annotation("node-b") is None and annotation("node-c") == third.annotation()

@@ -9,8 +9,9 @@ import pytest
 
 from eams.calibrate.calfile import load_calibration, save_calibration
 from eams.calibrate.powerstates.estimate import estimate
+from eams.calibrate.powerstates.figures import node_figures
 from eams.calibrate.powerstates.record import PowerStates, TransitionCost
-from eams.scheduler.power.calibrations import node_figures, read_folder
+from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.errors import ManagerConfigError
 from tests.calibrate.powerstates.test_measure import line_calibration
 from tests.power.live import NOW
