@@ -699,7 +699,12 @@ def world_up(binaries: Path, root: Path, nodes: int, args: argparse.Namespace) -
             extender.argv.append("--no-annotate")
         feeder = TelemetryFeeder(extender.url, period_s=args.telemetry_period_s)
         feeder.headroom.update(dict.fromkeys(node_names(nodes), HEADROOM))
-        eams = KubeScheduler(binaries, root, shipped_config(kubeconfig, extender.url), EAMS)
+        config = shipped_config(kubeconfig, extender.url)
+        if not args.filter:  # the shipped profile as before market wakes (prioritize only)
+            for entry in config["extenders"]:
+                entry.pop("filterVerb", None)
+            extender.argv.append("--no-market-wakes")
+        eams = KubeScheduler(binaries, root, config, EAMS)
         reference = KubeScheduler(
             binaries, root, reference_config(kubeconfig, REFERENCE), REFERENCE
         )
@@ -769,6 +774,13 @@ def parser() -> argparse.ArgumentParser:
         default=True,
         help="the extender writes the eams.io/* annotations onto each bound pod (its default "
         "with --record; the shipped Deployment runs without --record, so without them)",
+    )
+    parser.add_argument(
+        "--filter",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="kube-scheduler calls the extender's /filter (the shipped filterVerb, for market "
+        "wakes); --no-filter: prioritize only, the extender with --no-market-wakes",
     )
     parser.add_argument("--keep", type=Path, help="keep the logs and record in this folder")
     parser.add_argument(

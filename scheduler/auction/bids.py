@@ -32,8 +32,16 @@ class Readings(Protocol):
 
 
 def energy_model(nodes: Nodes) -> EnergyModel:
-    """The nodes' columns as the study's §5.1 energy model (:mod:`eams.calibrate.energy`)."""
-    return EnergyModel(nodes.p_idle_w, nodes.p_max_w, nodes.cores, nodes.speed, nodes.p_wake_w)
+    """The nodes' columns as the study's §5.1 energy model (:mod:`eams.calibrate.energy`),
+    measured above each node's sleep floor (``Nodes.p_sleep_w``)."""
+    return EnergyModel(
+        nodes.p_idle_w,
+        nodes.p_max_w,
+        nodes.cores,
+        nodes.speed,
+        nodes.p_wake_w,
+        p_sleep_w=nodes.p_sleep_w,
+    )
 
 
 def runtime_s(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.ndarray:
@@ -158,26 +166,15 @@ def bid_values(
     return values
 
 
-def model_values(
-    pods: Pods, model: EnergyModel, empty: np.ndarray | bool, params: AuctionParams
-) -> np.ndarray:
-    """π_j · w_j / ΔE_jn with ΔE_jn from ``model`` (:meth:`EnergyModel.marginal_energy_j`,
-    whatever power-state columns it carries) and no headroom gate: (J, N) core-seconds per
-    joule. ``empty`` : (N,) bool or bool, the wake term's indicator."""
-    pod_cores = (pods.slots * params.cores_per_slot)[:, None]
-    reference_s = pods.work_core_s[:, None] / pod_cores
-    delta_e_j = model.marginal_energy_j(pod_cores, reference_s, empty)
-    return (pods.priority * pods.work_core_s)[:, None] / delta_e_j
-
-
 def wake_values(
     pods: Pods, model: EnergyModel, wait_s: np.ndarray, params: AuctionParams
 ) -> np.ndarray:
     """v_jn of pods on *asleep* nodes: π_j · (w_j / ΔE_jn) · t_jn / (t_jn + wait_n).
 
-    The study's §5.2 bid with its §5.1 wake term made explicit (:func:`model_values` of an
-    empty node): ΔE_jn carries the node's measured sleep state (``model.p_sleep_w``,
-    ``model.wake_energy_j``: the power a woken node adds over sleeping for the runtime, plus
+    The study's §5.2 bid with its §5.1 wake term made explicit
+    (:meth:`EnergyModel.marginal_energy_j` of an empty node): ΔE_jn carries the node's
+    measured sleep state (``model.p_sleep_w``, ``model.wake_energy_j``: the power a woken
+    node adds over sleeping for the runtime, plus
     the one-off E_wake), and the bid is discounted by the share of the pod's time lost
     waiting, ``t / (t + wait)`` with ``t_jn = w_j / (c_j · s_n)`` its runtime there (a pod that
     runs an hour loses little to a 60 s wake; one that runs a minute loses half). No headroom
@@ -197,9 +194,11 @@ def wake_values(
     values : (J, N) float, ≥ 0, core-seconds per joule (the unit of :func:`bid_values`)
     """
     pod_cores = (pods.slots * params.cores_per_slot)[:, None]
-    runtime = model.runtime_s(pods.work_core_s[:, None] / pod_cores)
+    reference_s = pods.work_core_s[:, None] / pod_cores
+    delta_e_j = model.marginal_energy_j(pod_cores, reference_s, True)
+    runtime = model.runtime_s(reference_s)
     waited = runtime / (runtime + np.maximum(np.asarray(wait_s, dtype=float), 0.0)[None, :])
-    return model_values(pods, model, True, params) * waited
+    return (pods.priority * pods.work_core_s)[:, None] / delta_e_j * waited
 
 
 def priority_weight(

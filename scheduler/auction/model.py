@@ -124,6 +124,11 @@ class Nodes:
         That wake power: the calibration's ``wake_power_w`` (measured active idle, else the
         intercept; :class:`eams.calibrate.energy.EnergyModel`). ``None`` → ``p_idle_w``;
         finite and ≥ 0.
+    p_sleep_w : (N,) float, watts, optional
+        P_sleep, what the node draws in its measured sleep state (0 where not measured;
+        ``None``: 0 everywhere): an empty node is charged ``p_wake_w − p_sleep_w``, the power
+        it draws over sleeping, as the power manager counts it (one model, issue 34);
+        finite, ≥ 0 and ≤ ``p_wake_w``.
 
     Raises
     ------
@@ -140,13 +145,13 @@ class Nodes:
     age_s: np.ndarray
     empty: np.ndarray
     p_wake_w: np.ndarray | None = None
+    p_sleep_w: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         state = _state_columns(self.slots, self.headroom, self.age_s, self.empty)
         n = state["slots"].shape[0]
-        wake = self.p_wake_w
         calibration = _calibration_columns(
-            n, self.cores, self.p_idle_w, self.p_max_w, self.speed, wake
+            n, self.cores, self.p_idle_w, self.p_max_w, self.speed, self.p_wake_w, self.p_sleep_w
         )
         for key, value in (state | calibration).items():
             object.__setattr__(self, key, value)
@@ -160,11 +165,11 @@ class Nodes:
         empty: np.ndarray,
         checked: Nodes,
     ) -> Nodes:
-        """Nodes whose calibration columns (``cores``, ``p_idle_w``, ``p_max_w``, ``speed``,
-        ``p_wake_w``) are those of ``checked``, already checked when it was built, so only
-        the columns that change between clearings (``slots``, ``headroom``, ``age_s``,
-        ``empty``) are checked here: the extender's path (``Market.nodes`` passes the last
-        Nodes whose calibration columns equal today's). The constructor checks every column.
+        """Nodes whose calibration columns (:data:`CALIBRATION_COLUMNS`) are those of
+        ``checked``, already checked when it was built, so only the columns that change
+        between clearings (``slots``, ``headroom``, ``age_s``, ``empty``) are checked here:
+        the extender's path (``Market.nodes`` passes the last Nodes whose calibration columns
+        equal today's). The constructor checks every column.
 
         Raises
         ------
@@ -187,7 +192,7 @@ class Nodes:
         return int(self.slots.shape[0])
 
 
-CALIBRATION_COLUMNS = ("cores", "p_idle_w", "p_max_w", "speed", "p_wake_w")
+CALIBRATION_COLUMNS = ("cores", "p_idle_w", "p_max_w", "speed", "p_wake_w", "p_sleep_w")
 """The :class:`Nodes` columns that only the calibrations (and allocatable CPU) change."""
 
 
@@ -213,9 +218,10 @@ def _calibration_columns(
     p_max_w: object,
     speed: object,
     p_wake_w: object | None,
+    p_sleep_w: object | None = None,
 ) -> dict[str, np.ndarray]:
     """The :data:`CALIBRATION_COLUMNS` of :class:`Nodes`, checked (its rules); ``p_wake_w``
-    None → ``p_idle_w``."""
+    None → ``p_idle_w``, ``p_sleep_w`` None → 0."""
     arrays = {
         key: array(f"nodes.{key}", value, float, n)
         for key, value in (("cores", cores), ("p_idle_w", p_idle_w), ("p_max_w", p_max_w))
@@ -238,6 +244,13 @@ def _calibration_columns(
         wake = array("nodes.p_wake_w", p_wake_w, float, n)
         check("nodes.p_wake_w", wake, ~(np.isfinite(wake) & (wake >= 0)), "must be finite and ≥ 0")
         arrays["p_wake_w"] = wake
+    if p_sleep_w is None:
+        arrays["p_sleep_w"] = np.zeros(n)
+    else:
+        sleep = array("nodes.p_sleep_w", p_sleep_w, float, n)
+        bad = ~(np.isfinite(sleep) & (sleep >= 0) & (sleep <= arrays["p_wake_w"]))
+        check("nodes.p_sleep_w", sleep, bad, "must be finite, ≥ 0 and ≤ p_wake_w")
+        arrays["p_sleep_w"] = sleep
     return arrays
 
 

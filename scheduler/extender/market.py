@@ -164,14 +164,11 @@ class Market:
         self._checked_for = None if names is None else (version, names, keep)
         return Nodes.calibrated(**state, checked=checked)
 
-    def floor_model(
-        self, view: dict[str, np.ndarray], keep: np.ndarray | slice, asleep: bool
-    ) -> EnergyModel:
-        """The §5.1 model of the rows ``keep`` of a :meth:`view` measured above each node's
-        sleep floor (its calibration's P_sleep; 0 where not measured), with the one-off E_wake
-        when the nodes are ``asleep``: the one model a market wake prices awake and asleep
-        nodes by (``wakes.py``), so an awake empty node and an asleep one differ by exactly
-        the wake's energy and wait."""
+    def wake_model(self, view: dict[str, np.ndarray], keep: np.ndarray) -> EnergyModel:
+        """The §5.1 model of the asleep rows ``keep`` of a :meth:`view`: the engine's (above
+        each node's measured sleep floor, :func:`_calibration_columns`) plus the one-off
+        E_wake, so an asleep node and an awake empty one differ by exactly the wake's energy
+        (and, in the bid, its wait; ``wakes.py``)."""
         cal = _calibration_columns(view, keep)
         return EnergyModel(
             cal["p_idle_w"],
@@ -179,15 +176,9 @@ class Market:
             cal["cores"],
             cal["speed"],
             cal["p_wake_w"],
-            p_sleep_w=view["p_sleep_w"][keep],
-            wake_energy_j=view["wake_energy_j"][keep] if asleep else None,
+            p_sleep_w=cal["p_sleep_w"],
+            wake_energy_j=view["wake_energy_j"][keep],
         )
-
-    @staticmethod
-    def empty(view: dict[str, np.ndarray]) -> np.ndarray:
-        """(N,) bool: the nodes of a :meth:`view` that run nothing (study §5.1's wake term;
-        :data:`EMPTY_UTILISATION`)."""
-        return _state_columns(view, slice(None))["empty"]
 
     def expected_power_on_w(self, node: str, cpu_milli: float, now_s: float) -> float | None:
         """Power a pod requesting ``cpu_milli`` millicores adds to ``node``, W: the herding
@@ -387,10 +378,10 @@ class Market:
 
     def window_scores(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
         """(J, N) int scores of each pod of a window over its valued nodes (``scale_scores``)."""
-        return scale_scores(self._usable(snapshot), clearing.assignment.astype(np.int64))
+        return scale_scores(self.usable(snapshot), clearing.assignment.astype(np.int64))
 
     @staticmethod
-    def _usable(snapshot: BatchSnapshot) -> np.ndarray:
+    def usable(snapshot: BatchSnapshot) -> np.ndarray:
         """(J, N) bid values where the pod can go (feasible, a free slot), else 0."""
         values, nodes = snapshot.values, snapshot.node_arrays
         usable = snapshot.feasible & (nodes.slots > 0)[None, :] & np.isfinite(values)
@@ -405,7 +396,7 @@ class Market:
         bid is 0 (gated out) scores 0.
         """
         snapshot = self.snapshot([pod], candidates, now_s)
-        scores = scale_scores(self._usable(snapshot), np.array([-1]))[0]
+        scores = scale_scores(self.usable(snapshot), np.array([-1]))[0]
         row = Cleared(pod.key, None, None, now_s, False, scores, self.columns(snapshot.names))
         return row.scores_for(candidates)
 
@@ -437,12 +428,16 @@ def _calibration_columns(
 ) -> dict[str, np.ndarray]:
     """The rows ``keep`` of a :meth:`Market.view` as the engine's :data:`CALIBRATION_COLUMNS`
     (views of ``view`` where they can be)."""
+    p_wake_w = view["p_wake_w"][keep]
     return {
         "cores": view["alloc_cpu_milli"][keep] / 1000.0,
         "p_idle_w": view["p_idle_w"][keep],
         "p_max_w": view["p_max_w"][keep],
         "speed": view["speed"][keep],
-        "p_wake_w": view["p_wake_w"][keep],
+        "p_wake_w": p_wake_w,
+        # the measured sleep floor (0 where none): an empty node is charged what it draws
+        # over sleeping, as the power manager counts it
+        "p_sleep_w": np.fmin(np.nan_to_num(view["p_sleep_w"][keep], nan=0.0), p_wake_w),
     }
 
 

@@ -129,6 +129,14 @@ class ExtenderMetrics:
             ["event"],
             registry=r,
         )
+        self.wake_request_patches = Counter(
+            "eams_extender_wake_request_patches_total",
+            "Node patches writing a market wake request (eams.io/wake-request, --watch), by "
+            "result: ok, not_found (the node is gone; dropped), error (sent again, 3 times at "
+            "most).",
+            ["result"],
+            registry=r,
+        )
         self.prices = PriceCollector()
         r.register(self.prices)
         self.filtered = Counter(

@@ -138,9 +138,20 @@ class NodeTable:
         self.cols["p_wake_w"][i] = calibration.wake_power_w
         self.cols["speed"][i] = calibration.speed if calibration.speed is not None else 1.0
         figures = node_figures(calibration)
-        for column in ("p_sleep_w", "wake_energy_j", "wake_time_s"):
-            value = figures["sleep_power_w" if column == "p_sleep_w" else column]
-            self.cols[column][i] = np.nan if value is None else value
+        sleep = (
+            figures["sleep_power_w"],
+            figures["wake_energy_j"],
+            figures["wake_time_s"],
+            figures["suspend_time_s"],
+            figures["suspend_energy_j"],
+        )
+        # a sleep state counts only whole and below idle, as the power policy takes it
+        # (policy_costs.sleep_measured): the node can then sleep, and be woken for a pod
+        measured = None not in sleep and figures["p_idle_w"] > figures["sleep_power_w"]
+        for column, value in zip(
+            ("p_sleep_w", "wake_energy_j", "wake_time_s"), sleep, strict=False
+        ):
+            self.cols[column][i] = value if measured else np.nan
 
     def set_sample(self, sample: TelemetrySample) -> None:
         """The node's newest telemetry sample; headroom from ``power_w`` when not given."""

@@ -6,12 +6,13 @@ extender also bids the pod on the asleep nodes it knows (:attr:`.nodes.NodeCache
 state ``asleep`` or ``waking``, never ``asleep-suspect`` or ``suspending``) whose calibration
 measured a sleep state, that have room for it and whose labels and taints its node selector and
 tolerations admit once awake. Both sides are priced by one model, each node's §5.1 line above
-its measured sleep floor (:meth:`.market.Market.floor_model`):
+its measured sleep floor (the engine's ``Nodes.p_sleep_w``, as the power manager counts it):
 
-* awake candidate n: ``π·w/ΔE_n · σ(k(ĥ_n − h0))`` — the market's bid, headroom gate included,
-  an empty node charged the power it would draw over sleeping (``bids.model_values``);
-* asleep node m: ``π·w/ΔE_m · t/(t + wait_m)`` with ΔE_m carrying E_wake and the wait the node
-  still needs to be Ready (``bids.wake_values``).
+* awake candidate n: ``π·w/ΔE_n · σ(k(ĥ_n − h0))`` — the market's own bid (``bids.bid_values``),
+  headroom gate included, an empty node charged the power it draws over sleeping;
+* asleep node m: ``π·w/ΔE_m · t/(t + wait_m)`` with ΔE_m carrying E_wake too
+  (:meth:`.market.Market.wake_model`) and the wait the node still needs to be Ready
+  (``bids.wake_values``).
 
 For one pod the clearing is the highest bid. When the best asleep bid beats the best awake one
 by ``wake_price_margin`` (1.0: strictly), the pod is **held**: ``/filter`` answers no node
@@ -227,27 +228,19 @@ class WakeMarket:
         if not ok.any():
             return None
         keep = np.flatnonzero(ok)
-        model = self.market.floor_model(view, keep, asleep=True)
+        model = self.market.wake_model(view, keep)
         pods = self.market.pod_arrays([pod])
         values = bids.wake_values(pods, model, wait_s[keep], self.params)[0]
         best = int(np.argmax(values))
         return names[int(keep[best])], float(values[best])
 
     def _awake_bid(self, pod: PendingPod, candidates: list[str], now_s: float) -> float:
-        """The pod's best bid on an awake candidate with room (0 when none): the same floor
-        model, the headroom gate on."""
+        """The pod's best bid on an awake candidate with room (0 when none): the market's own
+        (its clearing values them so, headroom gate included)."""
         if not candidates:
             return 0.0
-        view = self.market.view(candidates, now_s)
-        ok = view["valued"] & self.market.fits(pod, view, None) & (view["slots"] > 0)
-        if not ok.any():
-            return 0.0
-        keep = np.flatnonzero(ok)
-        model = self.market.floor_model(view, keep, asleep=False)
-        pods = self.market.pod_arrays([pod])
-        gate = bids.gate_of(self.params)(np.fmin(view["headroom"][keep], 1.0), view["age_s"][keep])
-        values = bids.model_values(pods, model, self.market.empty(view)[keep], self.params)[0]
-        return float(np.max(values * gate))
+        usable = Market.usable(self.market.snapshot([pod], candidates, now_s))
+        return float(usable.max(initial=0.0))
 
     def _admits(self, pod: PendingPod, node: str) -> bool:
         obj = self.nodes.node(node)

@@ -27,6 +27,17 @@ waiting for their cycles, do not taint their node), planned after every sample, 
 binding that left its node under the floor, and once a second, patched from a worker thread
 (:func:`eams.kube.patch.patch_node`, sent once: after a 409 Conflict the node is read again and
 the next plan starts from it).
+
+Market wakes (``wakes.py``): each wake request the extender makes (``Extender.on_wake_request``,
+called on the loop when a pod is held for an asleep node) is written on that node as its
+``eams.io/wake-request`` annotation (:mod:`eams.kube.wakerequest`) by one JSON merge patch from a
+worker thread, for the power manager to execute. No resourceVersion (the annotation is the
+extender's alone and a later request replaces it whole, so there is no 409 to meet); one patch
+per node in flight, the newest request sent next, so an older one never lands last; a node gone
+(404) is counted and dropped; any other failure is sent again :data:`WAKE_RETRY_S` later, up to
+:data:`WAKE_RETRIES` times, unless a newer request for the node came meanwhile. Counted in
+``eams_extender_wake_request_patches_total{result}``.
+
 With ``--record`` the bound-pod events also go to the decision record's outcome join, and each
 decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a merge patch
 from the annotator's thread (``annotator.py``, with this client's configuration).
@@ -49,9 +60,11 @@ from pydantic import ValidationError
 
 from eams.kube.client import core_api, load_configuration
 from eams.kube.listwatch import Head, ListWatch
+from eams.kube.names import WAKE_REQUEST_ANNOTATION
 from eams.kube.patch import RawNodes, patch_node
 from eams.kube.pods import PodObject
 from eams.kube.requests import PodRequest, pod_request
+from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.extender.errors import BadRequest, bad_request
 from eams.scheduler.extender.pending import PendingDecoder
 from eams.scheduler.extender.service import Extender
@@ -62,6 +75,12 @@ from eams.validation import describe_validation_error
 log = logging.getLogger(__name__)
 
 TAINT_PERIOD_S = 1.0  # readings turn stale and reservations expire without an event
+WAKE_RETRY_S = 1.0
+"""After a failed wake-request patch (not a 404), send it again this long after (s)."""
+WAKE_RETRIES = 3
+"""Sends of one wake request after its first failed; the held pod's wake then times out in the
+market (2 × the node's wake time) and it is cleared again."""
+NOT_FOUND = 404
 NOT_FINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 NODES, BOUND, PENDING = "nodes", "bound pods", "pending pods"
 
@@ -274,6 +293,9 @@ class ClusterWatch:
         )
         self._plan_scheduled = False
         self._tick: asyncio.TimerHandle | None = None
+        self._wakes_asked: dict[str, WakeRequest] = {}  # node → newest request asked
+        self._wakes_due: dict[str, tuple[WakeRequest, int]] = {}  # not yet sent, its attempt
+        self._wakes_sending: set[str] = set()  # nodes with a patch in flight
         pending = f"spec.schedulerName={s.scheduler_name},spec.nodeName=,{NOT_FINISHED}"
         sized: dict[str, tuple[str, PodRequest]] = {}
         self.watches = [
@@ -293,6 +315,7 @@ class ClusterWatch:
         if self.keeper is not None:
             self.extender.on_floor_change = self.schedule_plan
             self._tick = self.loop.call_later(TAINT_PERIOD_S, self._on_tick)
+        self.extender.on_wake_request = self.request_wake
         if self.extender.decisions is not None:
             self.extender.decisions.attach_api(self.core.api_client)
         return self.stop
@@ -366,6 +389,47 @@ class ClusterWatch:
         if patch.action == "remove":
             metrics.recoveries.inc()
         log.info("node %s: headroom taint %s", patch.node, patch.action)
+
+    # ---- market wake requests ----------------------------------------------------------------
+
+    def request_wake(self, request: WakeRequest) -> None:
+        """``Extender.on_wake_request`` (on the loop, never blocks): write ``request`` on its
+        node (module docstring)."""
+        self._wakes_asked[request.node] = request
+        self._wakes_due[request.node] = (request, 0)
+        if request.node not in self._wakes_sending:
+            self._send_wake(request.node)
+
+    def _send_wake(self, node: str) -> None:
+        request, attempt = self._wakes_due.pop(node)
+        self._wakes_sending.add(node)
+        body = {"metadata": {"annotations": {WAKE_REQUEST_ANNOTATION: request.annotation()}}}
+        future = self.loop.run_in_executor(None, self.node_api.patch_node, node, body)
+        future.add_done_callback(functools.partial(self._wake_answered, request, attempt))
+
+    def _wake_answered(self, request: WakeRequest, attempt: int, future: asyncio.Future) -> None:
+        node = request.node
+        self._wakes_sending.discard(node)
+        error = future.exception()
+        status = getattr(error, "status", None)
+        result = "ok" if error is None else "not_found" if status == NOT_FOUND else "error"
+        self.extender.metrics.wake_request_patches.labels(result).inc()
+        if error is None:
+            log.info("node %s: wake request written (%d pods)", node, len(request.pods))
+        else:
+            log.warning("node %s: wake request not written (try %d): %s", node, attempt + 1, error)
+        if node in self._wakes_due:
+            self._send_wake(node)
+        elif result == "error" and attempt < WAKE_RETRIES:
+            self.loop.call_later(WAKE_RETRY_S, self._retry_wake, request, attempt + 1)
+
+    def _retry_wake(self, request: WakeRequest, attempt: int) -> None:
+        node = request.node
+        if self._stop.is_set() or self._wakes_asked.get(node) is not request:
+            return  # stopped, or a newer request for the node was sent or is on its way
+        if node not in self._wakes_sending and node not in self._wakes_due:
+            self._wakes_due[node] = (request, attempt)
+            self._send_wake(node)
 
 
 def start_watch(extender: Extender) -> Callable[[], None]:

@@ -12,6 +12,11 @@ carries the ``resourceVersion`` it was computed from, and a 409 Conflict reads t
 
 A node a person had cordoned before the manager marked it stays cordoned when released: the
 mark records it in the annotation ``eams.io/was-cordoned``.
+
+The market's wake request (``eams.io/wake-request``, :mod:`eams.kube.wakerequest`) is removed
+(merge patch ``null``) in the same patch that releases a node (it is awake: the request is
+served) and that annotates it ``asleep-suspect`` (its wake failed: the market clears its pods
+again elsewhere).
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ from eams.kube.names import (
     NO_SCHEDULE,
     POWER_REASON_ANNOTATION,
     POWER_STATE_ANNOTATION,
+    WAKE_REQUEST_ANNOTATION,
     WAS_CORDONED_ANNOTATION,
 )
 from eams.kube.patch import patch_node, taints_patch
 from eams.kube.taints import has_taint
 from eams.scheduler.power.errors import KubeApiError
 from eams.scheduler.power.kube_client import KubeClient
+from eams.scheduler.power.ports import SUSPECT
 
 REASON_MAX_CHARS = 256
 """Annotation values are free text, but a reason is a line, not an essay."""
@@ -71,20 +78,24 @@ class KubeMarker:
 
     def release(self, node: str, reason: str) -> None:
         """Remove ``eams.io/asleep``, uncordon (unless it was cordoned before), annotate
-        ``awake``."""
+        ``awake``, remove the wake request."""
 
         def edit(doc: dict[str, Any]) -> dict[str, Any]:
             annotations = (doc.get("metadata") or {}).get("annotations") or {}
             kept = annotations.get(WAS_CORDONED_ANNOTATION) == "true"
-            change = {**_annotations("awake", reason), WAS_CORDONED_ANNOTATION: None}
+            change = {**_annotations("awake", reason), WAS_CORDONED_ANNOTATION: None,
+                      WAKE_REQUEST_ANNOTATION: None}  # fmt: skip
             return taints_patch(doc, remove={ASLEEP_TAINT}, unschedulable=kept, annotations=change)
 
         self._patch(node, edit)
 
     def annotate(self, node: str, state: str, reason: str) -> None:
         """Set ``eams.io/power-state`` and ``eams.io/power-reason`` (no resourceVersion: an
-        annotation of ours races with nothing)."""
-        self.client.patch_node(node, {"metadata": {"annotations": _annotations(state, reason)}})
+        annotation of ours races with nothing); for ``asleep-suspect``, remove the wake request."""
+        annotations: dict[str, str | None] = _annotations(state, reason)
+        if state == SUSPECT:
+            annotations[WAKE_REQUEST_ANNOTATION] = None
+        self.client.patch_node(node, {"metadata": {"annotations": annotations}})
 
     def _patch(self, node: str, edit: Any) -> None:
         sent = patch_node(self.client, node, edit)
@@ -96,5 +107,5 @@ class KubeMarker:
             )
 
 
-def _annotations(state: str, reason: str) -> dict[str, Any]:
+def _annotations(state: str, reason: str) -> dict[str, str | None]:
     return {POWER_STATE_ANNOTATION: state, POWER_REASON_ANNOTATION: reason[:REASON_MAX_CHARS]}

@@ -15,7 +15,11 @@ outside the inventory cannot be switched). Per node: allocatable ``cpu`` and ``m
 the kubelet's last heartbeat (:func:`eams.kube.nodes.kubelet_heartbeat_s`: a Ready read after a
 short sleep is still the one from before it), the ``eams.io/asleep`` taint, the roles from the
 inventory (``k3s_server``, ``pdu_owner``) and the calibration's figures (:mod:`.calibrations`).
-Pending pods carry their requests and the managed nodes their static predicates admit.
+Pending pods carry their requests and the managed nodes their static predicates admit, and the
+managed node the market cleared them onto: a node's ``eams.io/wake-request`` annotation
+(:mod:`eams.kube.wakerequest`, set by the extender) names its pods, and each of them that still
+pends gets ``wake_node`` (a pod named on two nodes: the later request's; a pod no longer pending
+is ignored). A malformed annotation is ignored, with one warning naming the node per value.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ import numpy as np
 from eams.actuators.inventory import PowerInventory
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.powerstates.probes import AgentProbe
-from eams.kube.names import ASLEEP_TAINT
+from eams.kube.errors import BadObject
+from eams.kube.names import ASLEEP_TAINT, WAKE_REQUEST_ANNOTATION
 from eams.kube.nodes import kubelet_heartbeat_s, node_capacity, ready_condition
 from eams.kube.requests import MIB
 from eams.kube.taints import has_taint
+from eams.kube.wakerequest import WakeRequest, parse_wake_request
 from eams.scheduler.power.calibrations import node_figures
 from eams.scheduler.power.kube_cache import ClusterCache
 from eams.scheduler.power.kube_pods import PodInfo, admits
@@ -87,6 +93,7 @@ class KubeObserver:
         self._empty_since: dict[str, float] = {}
         self._agent_seen: dict[str, float] = {}
         self._named: set[str] = set()
+        self._bad_wakes: dict[str, str] = {}
 
     def _probe(self, node: str) -> bool:
         if node not in self._probes:
@@ -125,6 +132,7 @@ class KubeObserver:
             else:
                 self._empty_since.setdefault(name, now_s)
             views.append(self._view(name, docs[name], mine, int(state[i]), now_s))
+        wake_node = self._wake_requests(docs, names)
         pending = [
             PendingPod(
                 name=p.key,
@@ -132,6 +140,7 @@ class KubeObserver:
                 mem_mib=p.mem_mib,
                 pending_since_s=p.pending_since_s if p.pending_since_s is not None else now_s,
                 eligible_nodes=frozenset(n for n in names if admits(docs[n], p.doc)),
+                wake_node=wake_node.get(p.key),
             )
             for p in pods
             if p.pending
@@ -159,6 +168,23 @@ class KubeObserver:
             roles=frozenset(roles),
             **node_figures(self.calibrations[name]),
         )
+
+    def _wake_requests(self, docs: dict[str, dict[str, Any]], names: list[str]) -> dict[str, str]:
+        """Pod key → the managed node whose wake request names it (module docstring)."""
+        requests: list[WakeRequest] = []
+        for name in names:
+            annotations = (docs[name].get("metadata") or {}).get("annotations") or {}
+            text = annotations.get(WAKE_REQUEST_ANNOTATION)
+            if text is None:
+                continue
+            try:
+                requests.append(parse_wake_request(name, str(text)))
+            except BadObject as exc:
+                if self._bad_wakes.get(name) != text:
+                    self._bad_wakes[name] = text
+                    log.warning("power manager: %s: wake request ignored: %s", name, exc)
+        requests.sort(key=lambda r: (r.at_s, r.node))
+        return {pod: r.node for r in requests for pod in r.pods}
 
     def _name_left_out(self, names: list[str]) -> None:
         new = [n for n in names if n not in self._named]

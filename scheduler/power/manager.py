@@ -63,6 +63,7 @@ from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, SUSPENDING, WAKING,
 from eams.scheduler.power.policy_plan import Action, Decision, PolicyMemory
 from eams.scheduler.power.ports import (
     PHASE_NAMES,
+    SUSPECT,
     Actuator,
     FleetObserver,
     NodeMarker,
@@ -74,7 +75,6 @@ from eams.scheduler.record.schema import Power
 log = logging.getLogger("eams.power.manager")
 
 Mode = Literal["shadow", "active"]
-SUSPECT = "asleep-suspect"
 RE_REGISTERED = "re-registered"
 """Reason of the record and annotation when a wake is confirmed (or an asleep node is back)."""
 

@@ -2,11 +2,11 @@
 what waking a node for a pod costs (study §5.1's wake term with measured sleep states).
 
 * **Efficiency** — the market's own ranking: :meth:`EnergyModel.work_per_joule` (reference
-  core-seconds per joule, ``c·s / ΔP``) of the reserve pod on an empty node, the wake term at
-  the calibration's ``wake_power_w`` — exactly the extender's bid for that pod before priority
-  and headroom (``eams.scheduler.auction.bids``), so the nodes kept awake are the ones the
-  market would fill. Without a reserve, a pod that fills the node: ``C·s / (P_max − P_idle +
-  P_wake)``, which is ``C·s / P_max`` on an exact line (work per joule at full load).
+  core-seconds per joule, ``c·s / ΔP``) of the reserve pod on an empty node, with the one model
+  both use (:func:`above_sleep_floor`: the wake term ``P_wake − P_sleep``, the power an awake
+  empty node draws over sleeping) — exactly the extender's bid for that pod before priority
+  and headroom (``eams.scheduler.auction.bids``, ``Nodes.p_sleep_w``), so the nodes kept awake
+  are the ones the market would fill. Without a reserve, a pod that fills the node.
 * **Break-even** — sleeping for an idle stretch of T seconds costs ``E_suspend + E_wake +
   P_sleep·(T − t_suspend − t_wake)`` against ``P_idle·T`` for staying awake, so it pays when
   ``T ≥ T_be = (E_suspend + E_wake − P_sleep·(t_suspend + t_wake)) / (P_idle − P_sleep)``, and
@@ -16,11 +16,10 @@ what waking a node for a pod costs (study §5.1's wake term with measured sleep 
 * **Expected idle time** — the empirical mean residual life of the fleet's recent idle gaps:
   for a node idle for τ, ``E[G − τ | G > τ]`` over the gaps seen; with no gap longer than τ
   (or none yet), τ itself (a gap that has lasted τ is expected to last about as long again).
-* **Wake cost** — the §5.1 model measured above the sleep floor: with ``P_sleep`` taken off
-  both ends of the line, :meth:`EnergyModel.marginal_energy_j`'s wake term becomes
-  ``(P_idle − P_sleep)·t``, the power a woken node adds over sleeping (DESIGN.md §5b), and the
-  one-off ``E_wake`` is added. (Whether a pod should *wait* for a wake when an awake node
-  could take it is the market's call, priced with the same model: ``auction.bids.wake_values``.)
+* **Wake cost** — the same model for an asleep node: ``(P_wake − P_sleep)·t`` for the pod's
+  runtime over sleeping (DESIGN.md §5b) plus the one-off ``E_wake``. (Whether a pod should
+  *wait* for a wake when an awake node could take it is the market's call, priced with the
+  same model: ``auction.bids.wake_values``, ``eams.scheduler.extender.wakes``.)
 """
 
 from __future__ import annotations
@@ -35,9 +34,7 @@ from eams.scheduler.power.policy_fleet import FleetState
 def work_per_joule(fleet: FleetState, pod_cores: float) -> NDArray[np.float64]:
     """Each node's work per joule for a pod of ``pod_cores`` cores placed on it empty (module
     docstring; ≤ 0 cores: a pod filling each node), reference core-seconds per joule, (N,)."""
-    model = EnergyModel(
-        fleet.p_idle_w, fleet.p_max_w, fleet.cores, fleet.speed, p_wake_w=fleet.p_wake_w
-    )
+    model = above_sleep_floor(fleet, sleep_measured(fleet))
     cores = np.minimum(pod_cores, fleet.cores) if pod_cores > 0 else fleet.cores
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.nan_to_num(model.work_per_joule(cores, True), nan=0.0, posinf=np.inf)
@@ -89,17 +86,33 @@ def idle_recheck_s(elapsed_s: NDArray[np.float64], gaps_s: NDArray[np.float64], 
 
 
 def above_sleep_floor(fleet: FleetState, measured: NDArray[np.bool_]) -> EnergyModel:
-    """The §5.1 model of every node with its sleep power taken off both ends of the line
-    (module docstring); a node that cannot sleep (``measured`` False) keeps its floor at 0 W."""
+    """The §5.1 model of every node measured above its sleep floor: P_sleep where the sleep
+    state is ``measured`` (0 elsewhere), the calibration's wake power P_wake (P_idle where
+    unknown) — the extender's model too (``Nodes.p_sleep_w``, ``Market.wake_model``)."""
+    p_wake_w = fleet.p_idle_w if fleet.p_wake_w is None else fleet.p_wake_w
+    p_wake_w = np.where(np.isnan(p_wake_w), fleet.p_idle_w, p_wake_w)
     floor_w = np.where(measured, fleet.sleep_power_w, 0.0)
-    return EnergyModel(fleet.p_idle_w - floor_w, fleet.p_max_w - floor_w, fleet.cores, fleet.speed)
+    return EnergyModel(
+        fleet.p_idle_w,
+        fleet.p_max_w,
+        fleet.cores,
+        fleet.speed,
+        p_wake_w=p_wake_w,
+        p_sleep_w=np.minimum(floor_w, p_wake_w),
+    )
 
 
 def run_energy_j(model: EnergyModel, pod_cores: float, runtime_ref_s: float, nodes, empty):
     """ΔE of one pod on ``nodes`` (M,) above the sleep floor, J; ``empty`` (M,) bool charges the
-    (P_idle − P_sleep)·t wake term (a node the pod keeps from sleeping)."""
+    (P_wake − P_sleep)·t wake term (a node the pod keeps from sleeping)."""
+    assert model.p_wake_w is not None and model.p_sleep_w is not None  # above_sleep_floor's
     sub = EnergyModel(
-        model.p_idle_w[nodes], model.p_max_w[nodes], model.cores[nodes], model.speed[nodes]
+        model.p_idle_w[nodes],
+        model.p_max_w[nodes],
+        model.cores[nodes],
+        model.speed[nodes],
+        p_wake_w=model.p_wake_w[nodes],
+        p_sleep_w=model.p_sleep_w[nodes],
     )
     return sub.marginal_energy_j(pod_cores, runtime_ref_s, empty)
 

@@ -35,11 +35,14 @@ from eams.scheduler.record.schema import Power
 PHASE_NAMES = {0: "awake", 1: "asleep", 2: "waking", 3: "suspending"}
 """:class:`~.policy_fleet.PowerState` code → the word of the node annotation
 ``eams.io/power-state`` (:data:`eams.kube.names.POWER_STATE_ANNOTATION`; also
-``asleep-suspect`` for a node whose last wake or suspend did not confirm in time). Its
+:data:`SUSPECT` for a node whose last wake or suspend did not confirm in time). Its
 ``eams.io/power-reason`` carries the decision's reason (:class:`~.policy_plan.Reason`) and its
 figures, as the decision's log line has them; the taint is ``eams.io/asleep:NoSchedule``
 (:data:`eams.kube.names.ASLEEP_TAINT`). Every ``eams.io/*`` name lives in
 :mod:`eams.kube.names`."""
+SUSPECT = "asleep-suspect"
+"""The ``eams.io/power-state`` of an asleep node whose last wake or suspend did not confirm in
+time: the market prices it no more (its wake request is removed)."""
 
 
 @dataclass(frozen=True)
@@ -121,11 +124,13 @@ class NodeMarker(Protocol):
 
     def annotate(self, node: str, state: str, reason: str) -> None:
         """Set ``eams.io/power-state`` to ``state`` (:data:`PHASE_NAMES` or
-        ``asleep-suspect``) and ``eams.io/power-reason`` to ``reason``; nothing else."""
+        ``asleep-suspect``) and ``eams.io/power-reason`` to ``reason``; nothing else, but for
+        ``asleep-suspect`` remove the market's wake request (``eams.io/wake-request``)."""
         ...
 
     def release(self, node: str, reason: str) -> None:
-        """Remove the ``eams.io/asleep`` taint, uncordon, annotate ``awake`` with ``reason``
+        """Remove the ``eams.io/asleep`` taint, uncordon, annotate ``awake`` with ``reason``,
+        remove the market's wake request (``eams.io/wake-request``)
         — after the node is Ready and its agent reports again (or a sleep was refused)."""
         ...
 

@@ -20,6 +20,7 @@ from eams.scheduler.record.schema import (
     Placement,
     Power,
     Record,
+    Wake,
     rfc3339,
     to_builtins,
 )
@@ -56,25 +57,29 @@ def explain_pod(records: Sequence[Record], target: str, top: int = 5) -> dict[st
         No placement decision among ``records``.
     """
     placements = sorted((r for r in records if isinstance(r, Placement)), key=_at_s)
-    if not placements:
+    wakes = sorted((r for r in records if isinstance(r, Wake)), key=_at_s)
+    if not placements and not wakes:
         raise NoDecision(f"no placement decision on record for pod {target!r}")
-    latest = placements[-1]
+    latest: Placement | Wake = placements[-1] if placements else wakes[-1]
     same = _pod_id(latest)
     mine = [r for r in records if _pod_id(r) == same]
-    others = sorted({_pod_id(p) for p in placements} - {same})
+    decided: list[Placement | Wake] = [*placements, *wakes]
+    others = sorted({_pod_id(p) for p in decided} - {same})
     decisions = [p for p in placements if _pod_id(p) == same]
     bound = max((r for r in mine if isinstance(r, Bound)), key=_at_s, default=None)
     decision = next(
-        (p for p in reversed(decisions) if bound and p.clearing_id == bound.clearing_id), latest
+        (p for p in reversed(decisions) if bound and p.clearing_id == bound.clearing_id),
+        decisions[-1] if decisions else None,
     )
     ended = max((r for r in mine if isinstance(r, Ended)), key=_at_s, default=None)
     energy = [r for r in mine if isinstance(r, Energy)]
     return {
         "kind": "pod",
         "target": target,
-        "pod": to_builtins(decision)["pod"],
+        "pod": to_builtins(latest)["pod"],
         "decisions": len(decisions),
-        "decision": to_builtins(decision),
+        "decision": None if decision is None else to_builtins(decision),
+        "wakes": [to_builtins(w) for w in wakes if _pod_id(w) == same],
         "top": top,
         "bound": to_builtins(bound) if bound else None,
         "honoured": bound.honoured if bound else None,
@@ -133,10 +138,14 @@ def explain_node(records: Sequence[Record], node: str, recent: int = 10) -> dict
 def render_pod(explanation: dict[str, Any]) -> str:
     """The text of a pod's explanation (what ``eams explain POD`` prints)."""
     d = explanation["decision"]
-    pod = d["pod"]
+    pod = explanation["pod"]
     lines = [
         f"pod {pod['namespace']}/{pod['name']}" + (f" (uid {pod['uid']})" if pod["uid"] else "")
     ]
+    lines += [_wake_line(w) for w in explanation.get("wakes", [])]
+    if d is None:  # held for a market wake, then bound to its one node: no clearing asked
+        lines += _after_lines(explanation)
+        return "\n".join(lines)
     lines.append(
         f"decided   {rfc3339(d['at_s'])}, {d['mode']} mode, clearing {d['clearing_id']} "
         f"({d['batch_pods']} pod{'s' if d['batch_pods'] != 1 else ''}), method {d['method']}"
@@ -300,6 +309,27 @@ def _after_lines(e: dict[str, Any]) -> list[str]:
         how = sorted({_attribution(x) for x in e["energy"]})
         out.append(f"energy    {_f(e['energy_wh'])} Wh attributed ({', '.join(how)})")
     return out
+
+
+def _wake_line(w: dict[str, Any]) -> str:
+    """One market-wake event in words (the ``wake`` record, ``eams.scheduler.extender.wakes``)."""
+    what = {
+        "asked": f"held for {w['node']} (asleep); its wake asked",
+        "failed": f"the wake of {w['node']} failed; cleared again",
+        "withdrawn": f"no longer held for {w['node']}: an awake node became the better price",
+    }.get(w["event"], f"{w['event']} {w['node']}")
+    figures = [
+        f"{label} {_f(w[key])}"
+        for key, label in (
+            ("wake_bid", "bid"),
+            ("awake_bid", "best awake bid"),
+            ("wait_s", "wait_s"),
+        )
+        if w.get(key) is not None
+    ]
+    return f"wake      {rfc3339(w['at_s'])} {w['mode']}: {what}" + (
+        f" ({', '.join(figures)})" if figures else ""
+    )
 
 
 def _attribution(energy: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from eams.calibrate.energy import EnergyModel
 from eams.scheduler.auction import AuctionParams, Nodes, Pods, bids, clear, priority_weight
 from eams.scheduler.errors import AuctionInputError, SchedulerError
 
@@ -59,6 +60,28 @@ def test_waking_charges_the_nodes_wake_power_where_given() -> None:
     assert (woken - busy).tolist() == pytest.approx([40.0 * 3600, 100.0 * 2400])
     with pytest.raises(AuctionInputError, match=r"nodes\.p_wake_w\[1\]"):
         nodes(p_wake_w=[40.0, float("nan")])
+
+
+def test_an_empty_node_is_charged_over_its_sleep_floor_and_an_asleep_one_its_wake() -> None:
+    """``p_sleep_w`` (issue 34's one model): an awake empty node costs what it draws over
+    sleeping; ``wake_values`` adds E_wake and discounts the wait; a bad floor is refused."""
+    floored = nodes(empty=[True, True], p_wake_w=[40.0, 100.0], p_sleep_w=[4.0, 0.0])
+    woken = bids.marginal_energy_j(one_pod(), floored, PARAMS)[0]
+    busy = bids.marginal_energy_j(one_pod(), nodes(), PARAMS)[0]
+    assert (woken - busy).tolist() == pytest.approx([36.0 * 3600, 100.0 * 2400])
+    model = bids.energy_model(floored)
+    asleep = EnergyModel(
+        model.p_idle_w, model.p_max_w, model.cores, model.speed, model.p_wake_w,
+        p_sleep_w=model.p_sleep_w, wake_energy_j=np.array([500.0, 0.0]),
+    )  # fmt: skip
+    no_wait = bids.wake_values(one_pod(), asleep, np.zeros(2), PARAMS)[0]
+    awake = bids.bid_values(one_pod(), floored, PARAMS)[0] / bids.gate(floored, PARAMS)
+    assert no_wait[0] == pytest.approx(3600.0 * 4 / (woken[0] + 500.0))  # π·w/(ΔE + E_wake)
+    assert no_wait[1] == pytest.approx(awake[1])  # no E_wake, no wait: the awake empty bid
+    waited = bids.wake_values(one_pod(), asleep, np.array([3600.0, 1200.0]), PARAMS)[0]
+    assert waited.tolist() == pytest.approx((no_wait * [0.5, 2400.0 / 3600.0]).tolist())
+    with pytest.raises(AuctionInputError, match=r"nodes\.p_sleep_w\[0\]"):
+        nodes(p_wake_w=[40.0, 100.0], p_sleep_w=[41.0, 0.0])
 
 
 def test_gate_nearly_closed_below_10_and_open_above_35_percent() -> None:

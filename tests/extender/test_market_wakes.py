@@ -22,7 +22,10 @@ from eams.calibrate.powerstates.estimate import estimate
 from eams.calibrate.powerstates.record import PowerStates, TransitionCost
 from eams.kube.names import ASLEEP_TAINT, POWER_STATE_ANNOTATION, WORK_ANNOTATION
 from eams.kube.wakerequest import WakeRequest
+from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.extender.wakes import HOLD_REASON
+from eams.scheduler.record import Query, Wake, read_records
+from eams.scheduler.record.explain import explain_pod, render_pod
 from tests.extender.conftest import (
     args_names,
     node_object,
@@ -86,10 +89,10 @@ def hour_pod(name: str = "p", **spec: Any) -> dict[str, Any]:
     return pod
 
 
-async def start(make_client, clock, folder: Path, busy_headroom: float, *sleeping):
+async def start(make_client, clock, folder: Path, busy_headroom: float, *sleeping, **settings):
     """The extender (active, no window) with ``busy`` awake at ``busy_headroom`` and the nodes
     ``sleeping``; returns the client and the wake requests it sent."""
-    client = await make_client(mode="active", window_ms=0, calibrations_dir=folder)
+    client = await make_client(mode="active", window_ms=0, calibrations_dir=folder, **settings)
     requests: list[WakeRequest] = []
     client.app.state.extender.on_wake_request = requests.append
     await post_json(client, "/nodes", {"items": [node_object("busy"), *sleeping]})
@@ -105,9 +108,10 @@ async def filter_(client, pod: dict[str, Any], names: list[str]) -> dict[str, An
 
 
 async def test_a_pod_waits_for_the_asleep_node_it_is_cleared_onto_and_binds_there(
-    make_client, clock, folder
+    make_client, clock, folder, tmp_path: Path
 ) -> None:
-    client, requests = await start(make_client, clock, folder, 0.1, asleep("frugal"))
+    record = record_settings(tmp_path / "record")
+    client, requests = await start(make_client, clock, folder, 0.1, asleep("frugal"), record=record)
     held = await filter_(client, hour_pod(), ["busy"])
     assert held["NodeNames"] == [] and held["FailedNodes"] == {"busy": HOLD_REASON}
     assert requests == [WakeRequest("frugal", ("default/p",), clock())]
@@ -122,6 +126,14 @@ async def test_a_pod_waits_for_the_asleep_node_it_is_cleared_onto_and_binds_ther
     metrics = (await client.get("/metrics")).text
     assert 'eams_extender_market_wakes_total{event="asked"} 1.0' in metrics
     assert 'eams_extender_market_wakes_total{event="released"} 1.0' in metrics
+    client.app.state.extender.decisions.recorder.flush()
+    (line,) = read_records(tmp_path / "record", Query(pod="default/p")).records
+    assert isinstance(line, Wake) and (line.node, line.event) == ("frugal", "asked")
+    assert line.wake_bid is not None and line.awake_bid is not None
+    assert line.wake_bid > line.awake_bid and line.wait_s == WAKE_TIME_S
+    assert line.wake_energy_j == 100.0
+    text = render_pod(explain_pod([line], "p"))
+    assert "held for frugal (asleep); its wake asked" in text and "no binding on record" in text
 
 
 async def test_a_pod_never_waits_when_an_awake_node_is_the_better_price(

@@ -36,6 +36,8 @@ METRIC_NAMES = (
     "eams_extender_ready",
     "eams_extender_recommendations_total",
     "eams_extender_taint_patches_total",
+    "eams_extender_wake_request_patches_total",
+    "eams_extender_market_wakes_total",
     "eams_extender_stepped_aside_total",
     "eams_extender_watch_up",
     "eams_extender_watch_failures_total",

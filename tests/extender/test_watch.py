@@ -15,11 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from eams.kube import listwatch
 from eams.kube.client import core_api, load_configuration
 from eams.kube.listwatch import ListWatch
-from eams.kube.names import HEADROOM_TAINT
+from eams.kube.names import HEADROOM_TAINT, WAKE_REQUEST_ANNOTATION
+from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.bench.errors import ExtenderCallError
 from eams.scheduler.bench.kube_cycle import taint_toleration
 from eams.scheduler.bench.kube_wire import decode_filter, decode_priorities
@@ -649,3 +651,52 @@ async def test_a_watch_from_a_version_the_server_no_longer_has_lists_again(contr
     assert reports[:3] == [(None, None), (None, "expired"), (None, None)]
     listed = [name for kind, name, _, _ in feed.events if kind == "ADDED"]
     assert listed == ["exp-1", "exp-1", "exp-moved", "exp-2"]  # the second list holds both
+
+
+class _FailsOnce:
+    """The extender's node API, but its first patch fails with a 500: a stand-in for a server
+    failure the real one does not make on demand."""
+
+    def __init__(self, nodes: Any) -> None:
+        self.nodes, self.failed = nodes, False
+
+    def patch_node(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        if not self.failed:
+            self.failed = True
+            raise ApiException(status=500, reason="stand-in failure")
+        return dict(self.nodes.patch_node(name, body))
+
+
+async def test_a_wake_request_is_written_on_its_node_newest_last(cluster) -> None:
+    """The market's wake requests (``Extender.on_wake_request``, called on the loop as
+    ``wakes.py`` does) are written on their node as ``eams.io/wake-request`` by the extender's
+    service account: two in a row land newest last; a node that is gone is counted and dropped;
+    a failed patch is sent again."""
+    c = cluster
+    await _until(lambda: _ready(c.client))
+
+    def annotation(name: str) -> str | None:
+        return (node(c.admin, name)["metadata"].get("annotations") or {}).get(
+            WAKE_REQUEST_ANNOTATION
+        )
+
+    async def patched(**counts: int) -> bool:
+        text = (await c.client.get("/metrics")).text
+        return all(
+            f'eams_extender_wake_request_patches_total{{result="{result}"}} {n:.1f}' in text
+            for result, n in counts.items()
+        )
+
+    first = WakeRequest("node-b", ("default/p",), 1000.0)
+    second = WakeRequest("node-b", ("default/p", "default/q"), 1000.0)
+    c.extender.on_wake_request(first)
+    c.extender.on_wake_request(second)
+    c.extender.on_wake_request(WakeRequest("ghost", ("default/r",), 1000.0))
+    await _until(lambda: patched(ok=2, not_found=1))
+    assert annotation("node-b") == second.annotation()
+    assert annotation("node-a") is None and annotation("node-c") is None
+    c.watch.node_api = _FailsOnce(c.watch.node_api)  # type: ignore[assignment]
+    third = WakeRequest("node-c", ("default/s",), 1001.0)
+    c.extender.on_wake_request(third)
+    await _until(lambda: patched(ok=3, error=1))
+    assert annotation("node-c") == third.annotation()

@@ -9,6 +9,7 @@ from tests.actuators.conftest import control, k8s, node1, sim  # noqa: F401
 from tests.servers.kube_binaries import kube_binaries  # noqa: F401 (the real control plane)
 from tests.servers.kube_control_plane import control_plane  # noqa: F401
 from tests.servers.kube_node import emulated_nodes  # noqa: F401
+from tests.servers.kube_scheduler import kube_scheduler  # noqa: F401
 
 # a mini-PC-like node: 4 cores, 10 W idle, 40 W full; 1 W asleep; 10 s / 300 J wake, 3 s / 30 J
 # suspend → break-even (30 + 300 − 1·13) / (10 − 1) = 35.2 s

@@ -136,8 +136,28 @@ class World:
         taint = {"key": ASLEEP_TAINT, "effect": NO_SCHEDULE}
         change = {"spec": {"unschedulable": True, "taints": [taint]}}
         self.admin.patch(f"/api/v1/nodes/{name}", json=change, headers=MERGE).raise_for_status()
-        eventually(lambda: _watched(self, name, lambda n: bool(n["spec"].get("unschedulable")))
-                   or None, 10.0, f"{name} marked, as the manager's watch sees it")  # fmt: skip
+        self.watched_node(name, lambda n: bool(n["spec"].get("unschedulable")), "marked")
+
+    def watched_node(self, name: str, check: Callable[[dict[str, Any]], bool], what: str) -> None:
+        """Wait until ``check(node)`` holds for node ``name`` as the manager's watch has it."""
+
+        def seen() -> bool | None:
+            nodes, _, _ = self.manager.observer.cache.snapshot()  # type: ignore[attr-defined]
+            return any(n["metadata"]["name"] == name and check(n) for n in nodes) or None
+
+        eventually(seen, 10.0, f"{name} {what}, as the manager's watch sees it")
+
+    def annotate(self, name: str, annotations: dict[str, str | None]) -> None:
+        """Merge ``annotations`` into node ``name`` (as the admin; ``None`` removes one) and
+        wait until the manager's watch has them."""
+        change = {"metadata": {"annotations": annotations}}
+        self.admin.patch(f"/api/v1/nodes/{name}", json=change, headers=MERGE).raise_for_status()
+
+        def has(node: dict[str, Any]) -> bool:
+            now = node["metadata"].get("annotations") or {}
+            return all(now.get(k) == v for k, v in annotations.items())
+
+        self.watched_node(name, has, f"annotated {sorted(annotations)}")
 
     def sleep_a(self) -> None:
         """Let A's idle time pass its break-even; tick until the manager has put it to sleep."""
@@ -147,17 +167,16 @@ class World:
         eventually(lambda: self.machine(A) == "suspended" or None, 10.0, "A's machine suspended")
 
 
-def create_pod(admin: httpx.Client, name: str, node: str | None, cpu: str, **spec: Any) -> None:
+def create_pod(
+    admin: httpx.Client, name: str, node: str | None, cpu: str,
+    annotations: dict[str, str] | None = None, **spec: Any,
+) -> None:  # fmt: skip
     """A bare pod (no controller: a workload pod) requesting ``cpu``, bound to ``node`` or
-    pending."""
+    pending, with ``annotations``."""
     containers = [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]
     pod_spec = {**({"nodeName": node} if node else {}), **spec, "containers": containers}
-    documents.create_pod(admin, {"metadata": {"name": name}, "spec": pod_spec})
-
-
-def _watched(w: World, name: str, check: Callable[[dict[str, Any]], bool]) -> bool:
-    nodes, _, _ = w.manager.observer.cache.snapshot()  # type: ignore[attr-defined]
-    return any(n["metadata"]["name"] == name and check(n) for n in nodes)
+    meta = {"name": name, **({"annotations": annotations} if annotations else {})}
+    documents.create_pod(admin, {"metadata": meta, "spec": pod_spec})
 
 
 def make_world(
@@ -173,6 +192,7 @@ def make_world(
     with_b: bool = False,
     lifecycle: bool = False,
     edit_inventory: Callable[[dict[str, Any]], None] | None = None,
+    wake_time_s: float = 2.0,
 ) -> World:
     """Nodes up and Ready (the not-ready taint lifted: by the controller with ``lifecycle``,
     here otherwise), the server's workload pod, calibrations, the inventory (edited by
@@ -186,8 +206,8 @@ def make_world(
             t["key"] for t in admin.get(f"/api/v1/nodes/{n}").json()["spec"].get("taints") or []
         } or None, 30.0, f"{name} without the not-ready taint")  # fmt: skip
     create_pod(admin, "db", SERVER, "1")
-    calibrate(folder, A)
-    calibrate(folder, B, wake_energy_j=90.0)
+    calibrate(folder, A, wake_time_s=wake_time_s)
+    calibrate(folder, B, wake_energy_j=90.0, wake_time_s=wake_time_s)
     calibrate(folder, SERVER, wake_energy_j=None)
     kubeconfig = plane.kubeconfig(MANAGER_ACCOUNT)
     data = inventory_data(sim, ssh_node, kubeconfig=kubeconfig, agent_url=agents[1].url)

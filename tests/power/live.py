@@ -54,11 +54,13 @@ class Clock:
         return time.time() + self.skew
 
 
-def calibrate(folder: Path, node: str, wake_energy_j: float | None = 60.0) -> Path:
+def calibrate(
+    folder: Path, node: str, wake_energy_j: float | None = 60.0, wake_time_s: float = 2.0
+) -> Path:
     """A calibration of ``node`` (40 W idle, 90 W full); with measured wol power states (3.4 W
-    asleep, 2 s / 40 J suspend, 2 s / ``wake_energy_j`` wake; break-even 4 s) unless
-    ``wake_energy_j`` is None. The simulator's nodes suspend in 1 s and wake in 2 s; a
-    measurement from the command to the settled draw adds the command's own latency."""
+    asleep, 2 s / 40 J suspend, ``wake_time_s`` / ``wake_energy_j`` wake; break-even 4 s at
+    2 s) unless ``wake_energy_j`` is None. The simulator's nodes suspend in 1 s and wake in 2 s;
+    a measurement from the command to the settled draw adds the command's own latency."""
     folder.mkdir(parents=True, exist_ok=True)
     path = line_calibration(folder / f"{node}.json", node)
     if wake_energy_j is None:
@@ -69,7 +71,7 @@ def calibrate(folder: Path, node: str, wake_energy_j: float | None = 60.0) -> Pa
         p_suspend_w=estimate([3.4, 3.4, 3.4], 0.1),
         suspend=TransitionCost(time_s=estimate([2.0, 2.0, 2.0], 0.1),
                                energy_j=estimate([40, 40, 40], 1)),
-        wake=TransitionCost(time_s=estimate([2.0, 2.0, 2.0], 0.1),
+        wake=TransitionCost(time_s=estimate([wake_time_s] * 3, 0.1),
                             energy_j=estimate([e, e, e], 1)),
     )  # fmt: skip
     return save_calibration(load_calibration(path).with_power_states(states), path)

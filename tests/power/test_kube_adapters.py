@@ -16,13 +16,20 @@ import httpx
 import pytest
 
 from eams.actuators.inventory import parse_inventory
-from eams.kube.names import ASLEEP_TAINT, POWER_STATE_ANNOTATION
+from eams.kube.names import (
+    ASLEEP_TAINT,
+    MERGE_PATCH,
+    POWER_STATE_ANNOTATION,
+    WAKE_REQUEST_ANNOTATION,
+)
+from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.power.calibrations import read_folder
 from eams.scheduler.power.errors import KubeApiError
 from eams.scheduler.power.kube_cache import ClusterCache
 from eams.scheduler.power.kube_client import KubeClient
 from eams.scheduler.power.kube_marker import KubeMarker
 from eams.scheduler.power.kube_observer import KubeObserver
+from eams.scheduler.power.ports import SUSPECT
 from tests.power.live import HOUND, calibrate, node_doc, ready_as, workload_pod
 from tests.servers.kube_control_plane import ControlPlane
 from tests.servers.kube_documents import clear, load, node
@@ -76,7 +83,19 @@ def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could
     for name in "abc":
         calibrate(tmp_path / "cal", name)
     calibrate(tmp_path / "cal", "unlisted")
-    nodes = [asleep, plain, server, node_doc(base, "x")]  # x: no inventory
+    unlisted = node_doc(base, "x")  # x: no inventory
+    # the market's wake requests: the later one wins a pod named twice; a pod no longer pending
+    # (web), a malformed request (c) and a node outside the fleet (x) are ignored
+    requests = [
+        (asleep, WakeRequest("a", ("default/tolerant", "default/web"), 2000.0)),
+        (plain, WakeRequest("b", ("default/tolerant", "default/picky"), 1000.0)),
+        (unlisted, WakeRequest("x", ("default/plain",), 3000.0)),
+        (server, None),
+    ]
+    for doc, request in requests:
+        value = request.annotation() if request else '{"pods": "default/plain"}'
+        doc["metadata"].setdefault("annotations", {})[WAKE_REQUEST_ANNOTATION] = value
+    nodes = [asleep, plain, server, unlisted]
     load(admin, nodes, [*on_b, *on_c, *pending])
     cache = ClusterCache(KubeClient(control_plane.kubeconfig(MANAGER))).start()
     observer = KubeObserver(
@@ -113,6 +132,8 @@ def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could
     # pending since its PodScheduled=False transition (2026-12-01T09:00:00Z)
     since = datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()
     assert fleet.pending.pending_since_s.tolist() == [since] * 3
+    wake = {p: int(n) for p, n in zip(fleet.pending.names, fleet.pending.requested(), strict=True)}
+    assert wake == {"default/tolerant": 0, "default/picky": 1, "default/plain": -1}
 
 
 def test_the_marker_keeps_every_other_taint_and_a_cordon_that_was_there(
@@ -129,10 +150,20 @@ def test_the_marker_keeps_every_other_taint_and_a_cordon_that_was_there(
         "type", UNREACHABLE["key"], ASLEEP_TAINT
     ]  # fmt: skip
     assert marked["spec"]["unschedulable"] is True
+    request = {WAKE_REQUEST_ANNOTATION: WakeRequest("a", ("default/job",), 1.0).annotation()}
+    admin.patch("/api/v1/nodes/a", json={"metadata": {"annotations": request}},
+                headers={"Content-Type": MERGE_PATCH}).raise_for_status()  # fmt: skip
     marker.annotate("a", "asleep", "agent silent")
-    assert node(admin, "a")["metadata"]["annotations"][POWER_STATE_ANNOTATION] == "asleep"
+    annotations = node(admin, "a")["metadata"]["annotations"]
+    assert annotations[POWER_STATE_ANNOTATION] == "asleep"
+    assert WAKE_REQUEST_ANNOTATION in annotations  # the market's request stands
+    marker.annotate("a", SUSPECT, "wake-timeout")
+    assert WAKE_REQUEST_ANNOTATION not in node(admin, "a")["metadata"]["annotations"]
+    admin.patch("/api/v1/nodes/a", json={"metadata": {"annotations": request}},
+                headers={"Content-Type": MERGE_PATCH}).raise_for_status()  # fmt: skip
     marker.release("a", "re-registered")
     released = node(admin, "a")
+    assert WAKE_REQUEST_ANNOTATION not in released["metadata"]["annotations"]
     assert [t["key"] for t in released["spec"]["taints"]] == ["type", UNREACHABLE["key"]]
     assert released["spec"]["unschedulable"] is True  # still the person's cordon
     assert "eams.io/was-cordoned" not in released["metadata"]["annotations"]

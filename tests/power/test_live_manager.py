@@ -2,11 +2,14 @@
 (:mod:`tests.power.kube_world`; the node-lifecycle controller's part is in
 ``test_manager_on_kube.py``): the cordon, taint and annotations it patches as its own service
 account, ``systemctl`` over a real sshd, magic packets and power states in the PDU simulator,
-stand-in agents that answer while their machine runs."""
+stand-in agents that answer while their machine runs; the market's wakes (issue 34) with the
+extender's requests written as it writes them, and once end to end with the real kube-scheduler
+and the extender process."""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,14 +17,26 @@ from pathlib import Path
 import httpx
 import pytest
 
-from eams.kube.names import ASLEEP_TAINT, POWER_REASON_ANNOTATION, POWER_STATE_ANNOTATION
+from eams.kube.names import (
+    ASLEEP_TAINT,
+    POWER_REASON_ANNOTATION,
+    POWER_STATE_ANNOTATION,
+    WAKE_REQUEST_ANNOTATION,
+    WORK_ANNOTATION,
+)
+from eams.kube.wakerequest import WakeRequest
 from eams.meter.simulator import PduSimulator
 from eams.scheduler.power.policy_fleet import ASLEEP, AWAKE, WAKING
 from tests.actuators.conftest import AgentStandIn
-from tests.power.kube_world import SERVER, A, B, World, make_world
+from tests.power.kube_world import SERVER, A, B, World, create_pod, make_world
+from tests.servers.kube_control_plane import eventually
 from tests.servers.kube_documents import clear
+from tests.servers.kube_extender import KubeExtender, TelemetryFeeder
+from tests.servers.kube_scheduler import shipped_config
 
 pytestmark = pytest.mark.integration
+
+EXTENDER_ACCOUNT = "kube-system/eams-scheduler"
 
 
 @pytest.fixture
@@ -185,3 +200,129 @@ def test_a_woken_node_that_stays_notready_gets_its_k3s_agent_restarted(world, no
     w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back")
     assert ASLEEP_TAINT not in w.taint_keys(A)
     assert node1.calls().count("restart k3s-agent") == 1
+
+
+def wake_request(node: str, *pods: str) -> dict[str, str | None]:
+    """The annotation the extender sets on ``node`` for ``pods`` (``namespace/name``)."""
+    return {WAKE_REQUEST_ANNOTATION: WakeRequest(node, pods, time.time()).annotation()}
+
+
+def test_a_market_wake_request_wakes_exactly_its_node_and_the_release_removes_it(
+    world, caplog
+) -> None:
+    """The extender's request (here set as the extender's watch sets it: a merge patch of the
+    node) names B, the dearer wake (90 J against A's 60 J: the manager alone wakes A, see
+    below): one tick wakes B and only B, by a magic packet into the PDU simulator (the
+    machines here are its emulated ones). A's malformed request is ignored with one warning
+    and stops no tick; B's release removes B's request."""
+    w = world(with_b=True)
+    for name in (A, B):
+        w.mark_asleep(name)
+    w.annotate(A, {WAKE_REQUEST_ANNOTATION: '{"pods": "default/job"}'})
+    w.annotate(B, wake_request(B, "default/job"))
+    w.pending_pod("job", "2")
+    with caplog.at_level(logging.WARNING, "eams.power.manager"):
+        w.step()
+        assert w.manager.phases[B].state == WAKING and w.manager.phases[A].state == ASLEEP
+        w.step()  # the pod is B's while B wakes: A stays asleep
+    assert w.manager.phases[A].state == ASLEEP
+    assert w.records.reasons(B) == ["market-bid"] and w.records.reasons(A) == []
+    warned = [r.getMessage() for r in caplog.records if "wake request ignored" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith(f"power manager: {A}:")
+    w.tick_until(lambda: w.manager.phases[B].state == AWAKE, "B back")
+    assert w.machine(B) == "running" and w.machine(A) == "suspended"
+    assert WAKE_REQUEST_ANNOTATION not in w.annotations(B)
+    assert w.annotations(B)[POWER_STATE_ANNOTATION] == "awake"
+    assert w.annotations(A)[WAKE_REQUEST_ANNOTATION] == '{"pods": "default/job"}'  # not released
+
+
+def test_a_failed_market_wake_sends_the_pod_on_and_a_suspect_node_is_not_woken_for_a_request(
+    world,
+) -> None:
+    """B's magic packets reach no machine: the market's wake of B times out, B turns suspect
+    and loses its request, and the pod goes to the next node (A) in the same tick. A request
+    put back on the suspect B (a stale writer) does not wake it within its backoff."""
+
+    def bogus_mac(data) -> None:
+        data["nodes"][B]["mac"] = "02:00:00:00:00:99"
+
+    w = world(with_b=True, edit_inventory=bogus_mac)
+    for name in (A, B):
+        w.mark_asleep(name)
+    w.annotate(B, wake_request(B, "default/job"))
+    w.pending_pod("job", "2")
+    w.step()
+    assert w.manager.phases[B].state == WAKING and w.manager.phases[A].state == ASLEEP
+    w.clock.skew += 30.0  # past 5 × its 2 s wake
+    w.step()
+    assert w.manager.phases[B].suspect and w.manager.phases[A].state == WAKING
+    assert w.annotations(B)[POWER_STATE_ANNOTATION] == "asleep-suspect"
+    assert WAKE_REQUEST_ANNOTATION not in w.annotations(B)
+    w.annotate(B, wake_request(B, "default/job"))
+    w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back")
+    assert w.manager.phases[B].state == ASLEEP and w.machine(B) == "suspended"
+    assert w.records.reasons(B) == ["market-bid", "wake-timeout"]
+    assert w.records.reasons(A) == ["pending-unfit", "re-registered"]
+
+
+def test_end_to_end_a_pod_waits_for_the_asleep_node_the_market_prices_best_and_binds_there(
+    world, control_plane, kube_scheduler, tmp_path: Path
+) -> None:
+    """Issue 34 end to end: the real kube-scheduler with the shipped configuration (the
+    extender's ``/filter`` and ``/prioritize``), the extender process (``--watch``, active, as
+    its shipped service account) and the live manager, on the same calibrations. B is awake and
+    runs a pod, A asleep; both 40 → 90 W, A waking in a measured 10 s (the simulator's machine
+    takes 2 s; 10 s leaves the extender's 2 × wake-time patience room for this busy machine).
+    While B's headroom is open, a pod of an hour's work binds on B at once: no wait, no wake.
+    With B's headroom low (its gate nearly shut), the next pod is held, the extender writes A's
+    wake request, one tick wakes exactly A (``market-bid``), its release requeues the pod and
+    it binds on A."""
+    w = world(with_b=True, wake_time_s=10.0)
+    create_pod(w.admin, "running", B, "1")  # B is busy: it stays awake
+    w.mark_asleep(A)
+    root = tmp_path / "e2e"
+    kubeconfig = control_plane.kubeconfig(EXTENDER_ACCOUNT)
+    extender = KubeExtender(root, kubeconfig, tmp_path / "calibration", root / "record")
+    feeder = TelemetryFeeder(extender.url)
+    hour = {WORK_ANNOTATION: "3600"}
+
+    def bound(name: str) -> str | None:
+        answer = w.admin.get(f"/api/v1/namespaces/default/pods/{name}")
+        return (answer.json().get("spec") or {}).get("nodeName")
+
+    try:
+        root.mkdir()
+        extender.start()
+        feeder.start()
+        feeder.set(B, 0.6)
+        kube_scheduler(shipped_config(kubeconfig, extender.url), "eams-scheduler")
+        eventually(extender.ready, 30.0, "the extender's /readyz")
+        create_pod(w.admin, "near", None, "1", hour, schedulerName="eams-scheduler")
+        assert eventually(lambda: bound("near"), 30.0, "near bound") == B
+        w.step()
+        assert w.manager.phases[A].state == ASLEEP
+        assert WAKE_REQUEST_ANNOTATION not in w.annotations(A)
+        feeder.set(B, 0.1)
+        create_pod(w.admin, "far", None, "1", hour, schedulerName="eams-scheduler")
+        w.tick_until(lambda: w.manager.phases[A].state == WAKING, "the market's wake of A")
+        request = json.loads(w.annotations(A)[WAKE_REQUEST_ANNOTATION])
+        assert request["pods"] == ["default/far"] and bound("far") is None
+        assert w.records.reasons(A) == ["market-bid"]
+
+        def reporting() -> None:  # A's agent reports once its machine runs
+            if w.machine(A) == "running" and A not in feeder.headroom:
+                feeder.set(A, 0.6)
+
+        w.tick_until(lambda: w.manager.phases[A].state == AWAKE, "A back", each=reporting)
+        assert eventually(lambda: bound("far"), 30.0, "far bound") == A
+        assert WAKE_REQUEST_ANNOTATION not in w.annotations(A)
+        assert w.records.reasons(B) == [] and w.manager.phases[B].state == AWAKE
+        metrics = extender.metrics()
+        for line in ('eams_extender_market_wakes_total{event="asked"} 1.0',
+                     'eams_extender_market_wakes_total{event="released"} 1.0',
+                     'eams_extender_wake_request_patches_total{result="ok"} 1.0'):  # fmt: skip
+            assert line in metrics, line
+        assert 'event="failed"' not in metrics and 'event="withdrawn"' not in metrics
+    finally:
+        feeder.stop()
+        extender.stop()

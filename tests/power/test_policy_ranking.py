@@ -1,5 +1,6 @@
 """One ranking: the nodes the power policy keeps awake are the ones the market's bids prefer
-(both from :meth:`eams.calibrate.energy.EnergyModel.work_per_joule`)."""
+(both from :meth:`eams.calibrate.energy.EnergyModel.work_per_joule`, on one model: the line
+above each node's measured sleep floor, here :data:`tests.power.conftest.NODE`'s 1 W)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 from eams.scheduler.auction.bids import bid_values
 from eams.scheduler.auction.model import AuctionParams, Nodes, Pods
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
-from tests.power.conftest import fleet, node
+from tests.power.conftest import NODE, fleet, node
 
 # "frugal" idles at 20 W with a steep line; "flat" idles at 90 W with a shallow one. At full
 # load flat does more work per joule (4/150 vs 4/200), but a 1-core pod costs it far more
@@ -34,6 +35,7 @@ def _market_order(pod_cores: float) -> list[str]:
         age_s=np.zeros(n),
         empty=np.ones(n, dtype=bool),
         p_wake_w=np.array([FLEET[k].get("p_wake_w", FLEET[k]["p_idle_w"]) for k in names]),
+        p_sleep_w=np.full(n, NODE["sleep_power_w"]),
     )
     pods = Pods(
         slots=np.array([int(pod_cores)]),
