@@ -13,8 +13,9 @@ market adds (``eams+pm`` vs ``most-allocated+pm``), plus the wall time and the r
 in ``DIR/cells.jsonl``; several folders are the parts of one sweep run apart, merged) and redraws
 its plots in the first, without running anything. ``--tables`` also prints the Markdown tables of
 the README: per run and ρ the mean over seeds ± the 95 % interval of energy per work, p95
-completion, mean wait, transitions per node-hour and p95 wake wait, then every comparison
-paired by seed (``summary.paired``: AR-3's runs against ``default``, and
+completion, mean wait, transitions per node-hour, p95 wake wait, p95 wait, wakes, the market's
+wakes and the pods it held for one (rows whose cells lack a figure are left out), then every
+comparison paired by seed (``summary.paired``: AR-3's runs against ``default``, and
 ``summary.comparisons``).
 
 Usage::
@@ -52,6 +53,10 @@ FIGURES = (
     ("mean_wait_s", "mean wait (arrival to start), s", 0),
     ("transitions_per_node_hour", "transitions per node-hour", 2),
     ("p95_wake_wait_s", "p95 wake wait, s", 1),
+    ("p95_wait_s", "p95 wait (arrival to start), s", 0),
+    ("wakes", "wakes", 0),
+    ("market_wakes", "wakes the market asked for", 0),
+    ("market_held_pods", "pods the market held for a wake", 0),
 )
 
 

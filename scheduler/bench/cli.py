@@ -62,17 +62,20 @@ CSV_COLUMNS = (
     "energy_per_work_window_j_per_core_s",
     "p95_completion_s",
     "mean_wait_s",
+    "p95_wait_s",
     "makespan_s",
     "jain",
     "violations",
     "sleeps",
     "wakes",
+    "market_wakes",
     "failed_wakes",
     "transitions_per_node_hour",
     "transition_energy_j",
     "asleep_fraction",
     "wake_waited_pods",
     "p95_wake_wait_s",
+    "market_held_pods",
 )
 
 

@@ -9,18 +9,21 @@
   that tends to 0 whatever ρ was), and with empty nodes idling instead of off that drain can
   outweigh the window (ci-small at ρ = 1.3: a 930 s window, a 12,700 s replay). The acceptance
   figures (:mod:`.summary`) use this one.
-* ``p95_completion_s`` — 95th percentile of completion time = finish − arrival (wait + run).
+* ``p95_completion_s`` — 95th percentile of completion time = finish − arrival (wait + run);
+  ``mean_wait_s``, ``p95_wait_s`` — mean and 95th percentile of the wait, arrival to start.
 * ``jain`` — Jain's index (study §6.2) J(x) = (Σx)² / (m·Σx²) over the m tenants with a quota,
   x_i = tenant i's share of the work done during the arrival window [0, T] divided by its quota
   share. Every pod eventually runs in a drain-to-empty replay, so shares over the whole run are
   trivially equal to demand; the arrival window is where a scheduler can starve a tenant.
 * ``violations`` — from :func:`.violations.check_placements`.
-* power management — ``sleeps``, ``wakes``, ``failed_wakes``, ``failed_suspends``,
+* power management — ``sleeps``, ``wakes`` (``market_wakes`` of them for the market's wake
+  requests), ``failed_wakes``, ``failed_suspends``,
   ``transitions_per_node_hour`` ((sleeps + wakes) / (N · makespan in hours)),
   ``transition_energy_j`` (drawn while suspending and waking, part of ``energy_j``),
   ``asleep_fraction`` (node-time asleep), ``wake_waited_pods`` (pods bound on a node right
   after it woke, having arrived before it was Ready) and ``p95_wake_wait_s`` (their arrival-to-
-  start, p95); all 0 (``None`` for the p95) without a power manager.
+  start, p95); all 0 (``None`` for the p95) without a power manager. ``market_held_pods``:
+  pods the scheduler held for an asleep node it asked to wake (issue 34's market wakes).
 * scheduling latency — wall-clock per decision, reported apart from the deterministic figures.
 """
 
@@ -76,6 +79,7 @@ def tenant_shares(cluster: Cluster, workload: Workload, replay: Replay) -> NDArr
 NO_MANAGER = {
     "sleeps": 0,
     "wakes": 0,
+    "market_wakes": 0,
     "failed_wakes": 0,
     "failed_suspends": 0,
     "transitions_per_node_hour": 0.0,
@@ -116,6 +120,7 @@ def summarise(cluster: Cluster, workload: Workload, replay: Replay) -> dict[str,
         ),
         "p95_completion_s": float(np.percentile(completion, 95)) if completion.size else None,
         "mean_wait_s": float(wait.mean()) if wait.size else None,
+        "p95_wait_s": float(np.percentile(wait, 95)) if wait.size else None,
         "makespan_s": replay.makespan_s,
         "jain": jain_index(tenant_shares(cluster, workload, replay)),
         "violations": len(violations),
@@ -128,6 +133,7 @@ def summarise(cluster: Cluster, workload: Workload, replay: Replay) -> dict[str,
             if replay.wake_wait_s
             else None
         ),
+        "market_held_pods": replay.market_held_pods,
     }
 
 

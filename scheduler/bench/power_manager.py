@@ -17,22 +17,43 @@ pending pods, and applies the decisions the way the live manager does:
   suspect;
 * **wake-failed / suspend-failed** — asleep and suspect (draws the sleep power).
 
-It counts sleeps, wakes, failed wakes, the energy spent in transitions and the node-seconds
-asleep, and when each node last became Ready (for the pods' wait for a wake).
+The pending pods it shows the policy carry the market's wake requests (issue 34: the scheduler
+policy's :meth:`~eams.scheduler.policies.base.ScoringPolicy.wake_requests`, the extender's
+clearing onto an asleep node), which the policy executes (reason ``market-bid``); the node's
+state is told back to the scheduler policy as the ``eams.io/power-state`` annotation the live
+manager writes (:meth:`SimPowerManager.annotation`).
+
+It counts sleeps, wakes (``market_wakes`` of them the market's), failed wakes, the energy spent
+in transitions and the node-seconds asleep, and when each node last became Ready (for the pods'
+wait for a wake).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
 from numpy.typing import NDArray
 
+from eams.calibrate.powerstates.record import MIN_REPEATS, Estimate, PowerStates, TransitionCost
 from eams.scheduler.bench.manifest import PowerStatesSpec
 from eams.scheduler.policies.base import Cluster, NodeState, Workload
 from eams.scheduler.power.policy import PolicyConfig, PowerPolicy
 from eams.scheduler.power.policy_fleet import FleetState, PendingPods, PowerState
-from eams.scheduler.power.policy_plan import Action, PolicyMemory
+from eams.scheduler.power.policy_plan import Action, PolicyMemory, Reason
+
+SIMULATED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+"""When the simulated power states were "measured": the replay's t = 0."""
+
+POWER_STATE_LABELS = {
+    PowerState.SUSPENDING: "suspending",
+    PowerState.ASLEEP: "asleep",
+    PowerState.WAKING: "waking",
+}
+"""The ``eams.io/power-state`` annotation of a node in each state (``asleep-suspect`` for an
+asleep suspect node; an awake node has none)."""
 
 WAKE_POWER_LEVEL = 5
 """Index of the 50 % point on the SPECpower grid: a resuming node is assumed to draw its
@@ -42,8 +63,9 @@ power at 50 % load (the PDU simulator's ``NodePower`` boot-power default)."""
 @dataclass(frozen=True)
 class SleepModel:
     """Every node's measured sleep state, arrays of shape (N,): ``sleep_power_w`` (W),
-    ``suspend_time_s``, ``wake_time_s`` (s), ``suspend_energy_j``, ``wake_energy_j`` (J), and the
-    fraction of wakes that fail."""
+    ``suspend_time_s``, ``wake_time_s`` (s), ``suspend_energy_j``, ``wake_energy_j`` (J), the
+    fraction of wakes that fail, and the kind of sleep (``state``: ``suspend-to-ram`` or
+    ``soft-off``)."""
 
     sleep_power_w: NDArray[np.float64]
     suspend_time_s: NDArray[np.float64]
@@ -51,6 +73,7 @@ class SleepModel:
     wake_time_s: NDArray[np.float64]
     wake_energy_j: NDArray[np.float64]
     wake_failure_rate: float = 0.0
+    state: str = "suspend-to-ram"
 
     @classmethod
     def from_spec(cls, spec: PowerStatesSpec, cluster: Cluster) -> SleepModel:
@@ -78,7 +101,56 @@ class SleepModel:
                 else full(n, wake_j)
             ),
             wake_failure_rate=spec.wake_failure_rate,
+            state=spec.state,
         )
+
+    def records(self) -> list[PowerStates]:
+        """Each node's sleep state as a calibration file's schema-2 ``power_states`` would carry
+        it (what a policy reading calibrations, the extender, learns; :func:`eams.scheduler.
+        power.calibrations.node_figures` reads it back to these figures): suspend-to-RAM as
+        method ``wol`` (``p_suspend_w``, ``suspend``, ``wake``), soft-off as ``ssh``
+        (``p_off_w``, ``shutdown``, ``boot`` from soft-off). The figures are the manifest's, not
+        measured: each :class:`Estimate` is :data:`MIN_REPEATS` identical repeats, interval 0
+        wide, and the record's notes say so.
+
+        Returns
+        -------
+        list of PowerStates, one per node (N)
+        """
+
+        def figure(value: float) -> Estimate:
+            v = float(value)
+            repeats = [v] * MIN_REPEATS
+            return Estimate(value=v, ci95=(v, v), spread=0.0, resolution=0.0, repeats=repeats)
+
+        suspends = self.state == "suspend-to-ram"
+        out = []
+        for n in range(self.sleep_power_w.size):
+            down = TransitionCost(
+                time_s=figure(self.suspend_time_s[n]), energy_j=figure(self.suspend_energy_j[n])
+            )
+            ready = figure(self.wake_time_s[n])
+            up = TransitionCost(
+                time_s=ready, energy_j=figure(self.wake_energy_j[n]), kubernetes_ready_s=ready
+            )
+            asleep = figure(self.sleep_power_w[n])
+            record = PowerStates(
+                measured_at=SIMULATED_AT,
+                method="wol" if suspends else "ssh",
+                meter="snmp://127.0.0.1:161",  # simulated outlet (no real meter)
+                outlet=1,
+                repeats=MIN_REPEATS,
+                p_suspend_w=asleep if suspends else None,
+                suspend=down if suspends else None,
+                wake=up if suspends else None,
+                p_off_w=None if suspends else asleep,
+                shutdown=None if suspends else down,
+                boot=None if suspends else up,
+                boot_from=None if suspends else "soft_off",
+                notes=["simulated: the sweep manifest's power_states, not measured"],
+            )
+            out.append(record)
+        return out
 
 
 class SimPowerManager:
@@ -127,7 +199,13 @@ class SimPowerManager:
         self.failing = np.zeros(n, dtype=bool)
         self.pods_on: list[dict[int, float]] = [{} for _ in range(n)]
         self.largest = np.zeros(n)
-        self.stats = {"sleeps": 0, "wakes": 0, "failed_wakes": 0, "failed_suspends": 0}
+        self.stats = {
+            "sleeps": 0,
+            "wakes": 0,
+            "market_wakes": 0,
+            "failed_wakes": 0,
+            "failed_suspends": 0,
+        }
         self.transition_energy_j = 0.0
         self.asleep_node_s = 0.0
 
@@ -158,10 +236,26 @@ class SimPowerManager:
         elif cores >= self.largest[n]:
             self.largest[n] = max(self.pods_on[n].values())
 
-    def fleet(self, state: NodeState, pending: list[int]) -> FleetState:
-        """The fleet state the policy sees now."""
+    def annotation(self, n: int) -> str | None:
+        """Node ``n``'s ``eams.io/power-state`` annotation as the live manager writes it:
+        ``suspending``, ``asleep``, ``waking`` or ``asleep-suspect``; ``None`` when awake."""
+        s = PowerState(int(self.state[n]))
+        if s == PowerState.AWAKE:
+            return None
+        if s == PowerState.ASLEEP and self.suspect[n]:
+            return "asleep-suspect"
+        return POWER_STATE_LABELS[s]
+
+    def fleet(
+        self, state: NodeState, pending: list[int], wakes: Mapping[int, int] | None = None
+    ) -> FleetState:
+        """The fleet state the policy sees now; ``wakes`` maps a pending pod (index) to the
+        asleep node the market cleared it onto (its wake request; ``PendingPods.wake_node``)."""
         c, w, sl = self.c, self.w, self.sleep
         pend = np.asarray(pending, dtype=np.int64)
+        wake_node = None
+        if wakes:
+            wake_node = np.asarray([wakes.get(int(j), -1) for j in pend], dtype=np.int64)
         pods = PendingPods(
             names=tuple(w.names[j] for j in pend),
             cores=w.cpu[pend],
@@ -170,6 +264,7 @@ class SimPowerManager:
             runtime_ref_s=w.duration_s[pend],
             profile=w.profile[pend],
             eligible=self.masks,
+            wake_node=wake_node,
         )
         return FleetState(
             now_s=state.now_s,
@@ -199,8 +294,9 @@ class SimPowerManager:
             pending=pods,
         )
 
-    def step(self, state: NodeState, pending: list[int]):
-        """Ask the policy and apply its decisions at ``state.now_s``.
+    def step(self, state: NodeState, pending: list[int], wakes: Mapping[int, int] | None = None):
+        """Ask the policy and apply its decisions at ``state.now_s``; ``wakes``: the market's
+        wake requests (:meth:`fleet`).
 
         Returns
         -------
@@ -209,7 +305,7 @@ class SimPowerManager:
         next_check_s : float or None, when the policy wants to be asked again
         """
         now = state.now_s
-        plan = self.policy.decide(self.fleet(state, pending), self.memory)
+        plan = self.policy.decide(self.fleet(state, pending, wakes), self.memory)
         self.memory = plan.memory
         ends: list[tuple[float, int]] = []
         for d in plan.decisions:
@@ -223,6 +319,7 @@ class SimPowerManager:
                 self._enter(n, PowerState.WAKING, now)
                 self.last_wake_s[n] = now
                 self.stats["wakes"] += 1
+                self.stats["market_wakes"] += d.reason is Reason.MARKET
                 self.failing[n] = self.rng.random() < self.sleep.wake_failure_rate
                 ends.append((now + float(self.sleep.wake_time_s[n]), n))
             else:

@@ -23,7 +23,11 @@ empty one its measured active idle).
 Under a power manager (:class:`~.power_manager.SimPowerManager`) the policy is asked after every
 instant's events and at the instants it names; a node that is asleep, waking or suspending
 draws its state's power and is filtered out (tainted ``eams.io/asleep``), so pods that need a
-wake wait for it; the run ends at the last pod's completion, as without a manager.
+wake wait for it; the run ends at the last pod's completion, as without a manager. A scoring
+policy is told each node's power state as it changes (:meth:`~.policy.ScoringPolicy.power_changed`)
+and its wake requests (:meth:`~.policy.ScoringPolicy.wake_requests`) go to the manager each time
+it is asked (issue 34: the market's wakes); a pod its filter holds (no node) stays pending and
+is asked again at the next pass, e.g. the one after its node became Ready.
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ class Replay:
     power : dict, the power manager's figures (:meth:`SimPowerManager.summary`); empty without
     wake_wait_s : dict pod index → s, pods that waited for a node to wake: arrival to bind on
         the node, bound in the pass right after it became Ready
+    market_held_pods : int, pods the policy asked the power manager to wake a node for (its
+        :meth:`~ScoringPolicy.wake_requests`: the market held them for an asleep node)
     """
 
     node: NDArray[np.int64]
@@ -95,6 +101,7 @@ class Replay:
     extender_filtered: int = 0
     power: dict[str, float | int | None] = field(default_factory=dict)
     wake_wait_s: dict[int, float] = field(default_factory=dict)
+    market_held_pods: int = 0
 
 
 class _Sim:
@@ -136,6 +143,8 @@ class _Sim:
         self.pass_at: float | None = None
         self.to_find = feasible_to_find(cluster.size, sample_pct)
         self.next_start = 0
+        self.told: dict[int, str | None] = {}  # node → the power state the policy was told
+        self.held: set[int] = set()  # pods the policy asked a wake for
 
     def push(self, t: float, kind: int, pod: int) -> None:
         heapq.heappush(self.events, (t, kind, self.seq, pod))
@@ -302,14 +311,26 @@ class _Sim:
                 self.push(due, _CHECK, -1)
             return
         self.managed_at = self.now
-        touched, ends, next_check_s = self.pm.step(self.state, self.pending)
+        wakes = None
+        if isinstance(self.policy, ScoringPolicy):
+            wakes = self.policy.wake_requests()
+            self.held.update(wakes)
+        touched, ends, next_check_s = self.pm.step(self.state, self.pending, wakes)
         for n in touched:
             self.set_power(n)
+            self.tell_power(n)
         for at_s, n in ends:
             self.push(at_s, _POWER, n)
         if next_check_s is not None and next_check_s < self.check_at:
             self.check_at = next_check_s
             self.push(next_check_s, _CHECK, -1)
+
+    def tell_power(self, n: int) -> None:
+        """Tell a scoring policy node ``n``'s power state when it changed (a node watch)."""
+        label = self.pm.annotation(n)  # type: ignore[union-attr]
+        if label != self.told.get(n) and isinstance(self.policy, ScoringPolicy):
+            self.policy.power_changed(n, label)
+        self.told[n] = label
 
     def pod_event(self, done: bool) -> None:
         self.pod_events -= 1
@@ -354,6 +375,7 @@ class _Sim:
             elif kind == _POWER:
                 self.pm.transition_ends(item, t)  # type: ignore[union-attr]
                 self.set_power(item)
+                self.tell_power(item)
             elif t >= self.check_at:
                 self.check_at = np.inf
             if self.events and self.events[0][0] == t and self.events[0][1] != _PASS:
@@ -371,6 +393,7 @@ class _Sim:
         self.out.makespan_s = self.now
         if self.pm is not None:
             self.out.power = self.pm.summary(self.now, self.c.size)
+        self.out.market_held_pods = len(self.held)
         return self.out
 
 

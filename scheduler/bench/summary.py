@@ -16,7 +16,7 @@ baseline the study names, under the same manager. Issue 33's: what the batch mar
 ``eams-batch+pm`` against ``most-allocated+pm`` (``market-batch``) and ``eams-batch`` against
 the single-pod score ``eams`` in each mode (``batch``, ``batch+pm``) —, each difference also
 paired by seed (same ρ and seed: the same pods and nodes) with its 95 % interval over seeds
-(:func:`paired`).
+(:func:`paired`). Issue 34's: the market deciding the wakes (:data:`PAIRS`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,14 @@ PAIRS = {
     "market-batch": ("eams-batch" + MANAGED, "most-allocated" + MANAGED),
     "batch": ("eams-batch", "eams"),
     "batch" + MANAGED: ("eams-batch" + MANAGED, "eams" + MANAGED),
+    "market-default": ("eams" + MANAGED, "default" + MANAGED),
+    "wakes": ("eams" + MANAGED, "eams-no-wakes" + MANAGED),
+    "market-no-wakes": ("eams-no-wakes" + MANAGED, "most-allocated" + MANAGED),
 }
-"""Issue 33: what the batch market adds over most-allocated and over the single-pod score."""
+"""Issue 33: what the batch market adds over most-allocated and over the single-pod score.
+Issue 34: what the market with its wakes adds over default+pm (``market-default``), what its
+wakes add over the same extender without them (``wakes``: ``eams-no-wakes``), and that
+extender against most-allocated+pm (``market-no-wakes``)."""
 CONFIDENCE = 0.95
 
 

@@ -3,15 +3,16 @@ on Dask workers (:mod:`.engine`) or here.
 
 A cell builds the cluster and the workload from its seed, rescales arrivals to its ρ (over the
 pods that fit some node, see :func:`schedulable_mask`), replays it with the scheduler — under
-the power manager (:class:`~.power_manager.SimPowerManager`) in mode ``policy``, with every
-node awake in mode ``none`` — and summarises it (:mod:`.metrics`). A cell's *run* label is the
-scheduler's name, with ``+pm`` under the manager. Cells are independent — each draws from
-generators seeded from its own seed, never from the order cells run in or the process that runs
-them — so they run on any number of workers of a Dask cluster; results are ordered by
-(scheduler, mode, ρ, seed), never by finishing order, and go through one JSON round trip (the
-form a resumed sweep reads back from ``cells.jsonl``), so the same manifest gives the same
-numbers whatever the workers and however often it was stopped (AR-8). Wall-clock latency is
-kept apart.
+the power manager (:class:`~.power_manager.SimPowerManager`) in mode ``policy``, the nodes'
+sleep state then given to the scheduler too (``Cluster.power_states``: the extender prices wakes
+from it), with every node awake in mode ``none`` — and summarises it (:mod:`.metrics`). A
+cell's *run* label is the scheduler's name, with ``+pm`` under the manager. Cells are
+independent — each draws from generators seeded from its own seed, never from the order cells
+run in or the process that runs them — so they run on any number of workers of a Dask cluster;
+results are ordered by (scheduler, mode, ρ, seed), never by finishing order, and go through one
+JSON round trip (the form a resumed sweep reads back from ``cells.jsonl``), so the same manifest
+gives the same numbers whatever the workers and however often it was stopped (AR-8). Wall-clock
+latency is kept apart.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from eams.scheduler.policies.base import Cluster, Workload
 if TYPE_CHECKING:
     from distributed import Client
 
-SLOW = ("eams", "eams-batch", "milp")
+SLOW = ("eams", "eams-no-wakes", "eams-batch", "milp")
 MANAGED = "+pm"
 """Suffix of a run label under the power manager (``most-allocated+pm``)."""
 
@@ -114,20 +115,23 @@ def prepare(manifest: Manifest, rho: float, seed: int) -> tuple[Cluster, Workloa
 def run_cell(manifest: Manifest, cell: Cell) -> tuple[dict, dict]:
     """Run one cell; returns (deterministic figures, latency figures)."""
     cluster, workload = prepare(manifest, cell.rho, cell.seed)
-    policy = load(cell.scheduler).make(cluster, manifest.params, cell.seed)
     power = None
     if cell.manager == "policy":
         spec = manifest.power_manager
+        sleep = SleepModel.from_spec(manifest.cluster.power_states, cluster)
+        # the nodes' sleep state in their calibrations: the market prices wakes (issue 34)
+        cluster = replace(cluster, power_states=sleep.records())
         power = SimPowerManager(
             cluster,
             workload,
             static_masks(workload.profiles, cluster.meta),
-            SleepModel.from_spec(manifest.cluster.power_states, cluster),
+            sleep,
             spec.policy,
             cell.seed,
             spec.no_sleep_nodes,
             spec.tick_s,
         )
+    policy = load(cell.scheduler).make(cluster, manifest.params, cell.seed)
     try:
         replay = simulate(
             cluster,

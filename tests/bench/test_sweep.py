@@ -75,7 +75,8 @@ def test_sweep_command_writes_results_plots_and_summary(shared_data, tmp_path) -
     data = json.loads((out / "results.json").read_text())
     names = ("default", "most-allocated", "milp", "eams")
     assert {r["run"] for r in data["results"]} == {*names, *(n + "+pm" for n in names)}
-    assert set(data["comparisons"]) == {"market", *(f"sleep:{n}" for n in names)}
+    market = {"market", "market-default"}  # eams+pm against most-allocated+pm and default+pm
+    assert set(data["comparisons"]) == {*market, *(f"sleep:{n}" for n in names)}
     assert (out / "results.csv").read_text().startswith("run,scheduler,power_manager,rho,seed")
     for png in ("regime.png", "regime_energy.png", "regime_p95.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from eams.calibrate.powerstates.record import PowerStates
 from eams.kube.taints import Taint
 from eams.scheduler.policies.base.power import PowerCurves
 
@@ -42,6 +43,10 @@ class Cluster:
     server : list of str, the SPECpower system of each node
     p_wake_w : (N,) float, watts, or None — the wake term's power, as a calibration's
         ``wake_power_w`` gives it (the measured active idle); ``None``: ``p_idle_w``
+    power_states : list of PowerStates, or None — each node's sleep state as its calibration
+        file's schema-2 ``power_states`` record carries it, given when the bench's power manager
+        runs (a policy that reads calibrations learns from it what sleeping and waking cost);
+        ``None``: no sleep state (every node stays awake)
     """
 
     names: list[str]
@@ -56,6 +61,7 @@ class Cluster:
     meta: list[NodeMeta]
     server: list[str]
     p_wake_w: NDArray[np.float64] | None = None
+    power_states: list[PowerStates] | None = None
 
     @property
     def size(self) -> int:

@@ -19,6 +19,7 @@ independent checker replays every placement).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,6 +144,18 @@ class ScoringPolicy:
 
     def completed(self, pod: WorkloadPod, node: int, now_s: float) -> None:
         """Called when ``pod`` finishes on ``node`` at ``now_s`` (simulated s)."""
+
+    def power_changed(self, node: int, state: str | None) -> None:
+        """Under the bench's power manager: ``node``'s power state changed to ``state``, the
+        value of its ``eams.io/power-state`` annotation (``suspending``, ``asleep``,
+        ``waking``, ``asleep-suspect``; the node is then tainted ``eams.io/asleep``), ``None``
+        once it is awake again (what a node watch would show; before the next pass)."""
+
+    def wake_requests(self) -> Mapping[int, int]:
+        """The wakes this policy asks the power manager for: pending pod index → the asleep
+        node (index) it cleared the pod onto (the extender's wake requests, issue 34); read
+        before every call of the manager. Default: none."""
+        return {}
 
     def close(self) -> None:
         """Release resources (HTTP clients)."""

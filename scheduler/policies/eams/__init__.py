@@ -16,6 +16,16 @@ pods bound and finished since the previous pass (the watch's HTTP twin). The cal
 node gets is the robust line fit (``eams.calibrate.fit``) of its measured SPECpower curve,
 written as calibration files (``eams.calibrate.calfile``) for ``calibrations_dir``.
 
+Under the bench's power manager (issue 34) the extender learns the sleep state too: each node's
+calibration carries its ``power_states`` (``Cluster.power_states``), and a node whose power state
+changes is posted again on ``POST /nodes`` with the manager's taint ``eams.io/asleep:NoSchedule``
+and annotation ``eams.io/power-state`` (the node watch's view), so the market prices the asleep
+nodes (``market_wakes``). A pod it clears onto an asleep node is held (``/filter`` answers no
+node: the emulator retries it at its next pass) and its wake request (the extender's
+``on_wake_request``) reaches the power manager through :meth:`ExtenderPolicy.wake_requests`.
+``eams-no-wakes`` (``eams_no_wakes.py``) is the same extender with ``market_wakes`` off: the power
+manager decides every wake alone, as before issue 34.
+
 ``/pending`` has no deletion yet, so a finished pod is re-reported bound to the placeholder node
 :data:`FINISHED_NODE` (unknown to the extender, so never valued) with ``status.phase:
 Succeeded``; that releases its capacity in the extender's node cache.
@@ -35,8 +45,10 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -55,7 +67,14 @@ from eams.scheduler.policies.base import (
     WorkloadPod,
 )
 from eams.scheduler.policies.eams.extender_client import ExtenderClient
-from eams.scheduler.policies.eams.kube_objects import EPOCH_S, node_list, pod_object, telemetry
+from eams.scheduler.policies.eams.kube_objects import (
+    EPOCH_S,
+    node_list,
+    node_object,
+    pod_key,
+    pod_object,
+    telemetry,
+)
 
 NAME = "eams"
 FINISHED_NODE = "eams-bench-finished"
@@ -63,7 +82,9 @@ MAX_NODE_SCORE_PER_EXTENDER_POINT = 10  # MaxNodeScore / MaxExtenderPriority (10
 
 
 def write_calibrations(cluster: Cluster, folder: Path) -> None:
-    """One calibration file per node: the calibration fit of its measured curve, speed."""
+    """One calibration file per node: the calibration fit of its measured curve, speed, and its
+    sleep state when the cluster has one (``Cluster.power_states``: schema 2's
+    ``power_states``)."""
     made: dict[tuple[float, ...], FitSummary] = {}
     created = datetime.fromtimestamp(EPOCH_S, UTC)
     for n, name in enumerate(cluster.names):
@@ -79,19 +100,33 @@ def write_calibrations(cluster: Cluster, folder: Path) -> None:
             p_active_idle_w=points[0],
             speed=float(cluster.speed[n]),
         )
+        if cluster.power_states is not None:
+            calibration = calibration.with_power_states(cluster.power_states[n])
         save_calibration(calibration, folder / f"{name}.json")
 
 
-def create_extender(cluster: Cluster, clock: ManualClock, folder: Path, window_ms: float = 0.0):
+def create_extender(
+    cluster: Cluster,
+    clock: ManualClock,
+    folder: Path,
+    window_ms: float = 0.0,
+    market_wakes: bool = True,
+):
     """The extender app (active mode, no wall-clock clearing budget) for ``cluster``, its
-    calibrations written to ``folder``, on ``clock``, with batch window ``window_ms`` (0: none).
+    calibrations written to ``folder``, on ``clock``, with batch window ``window_ms`` (0: none)
+    and its setting ``market_wakes`` (issue 34: it prices asleep nodes and holds a pod for the
+    one it cleared the pod onto; it can only with the nodes' sleep state in their calibrations).
     """
     from eams.scheduler.extender.app import create_app
     from eams.scheduler.extender.settings import Settings
 
     write_calibrations(cluster, folder)
     settings = Settings(
-        mode="active", window_ms=window_ms, calibrations_dir=folder, clearing_budget_ms=None
+        mode="active",
+        window_ms=window_ms,
+        calibrations_dir=folder,
+        clearing_budget_ms=None,
+        market_wakes=market_wakes,
     )
     return create_app(settings, clock)
 
@@ -141,10 +176,35 @@ class ExtenderPolicy(ScoringPolicy):
         self.announce = announce and clock is not None
         self.client.post("/nodes", node_list(cluster))
         self.cleanup: tempfile.TemporaryDirectory | None = None
+        self.pod_index: dict[str, int] = {}  # namespace/name → pod index
+        self.wakes: dict[int, int] = {}  # pending pod → the asleep node the extender asked for
+        self.node_updates: dict[int, str | None] = {}  # node → power state, not posted yet
 
     def start(self, workload: Workload) -> None:
         """Remember the workload whose pods the emulator will show."""
         self.workload = workload
+        self.pod_index = {pod_key(WorkloadPod.of(workload, j)): j for j in range(workload.size)}
+
+    def wake_requested(self, request: Any) -> None:
+        """The extender's ``on_wake_request`` (a ``WakeRequest``: ``node``, ``pods`` as
+        ``namespace/name``, ``at_s``): each pod, while pending, asks for that node's wake
+        (:meth:`wake_requests`; a later request for the pod replaces it)."""
+        node = self.index.get(request.node)
+        if node is None:
+            return
+        for key in request.pods:
+            pod = self.pod_index.get(key)
+            if pod is not None:
+                self.wakes[pod] = node
+
+    def wake_requests(self) -> Mapping[int, int]:
+        """Pending pod → the asleep node the extender cleared it onto and asked woken."""
+        return self.wakes
+
+    def power_changed(self, node: int, state: str | None) -> None:
+        """Queue the node's object with its power-state taint and annotation for ``POST
+        /nodes`` before the next pass (the node watch's view)."""
+        self.node_updates[node] = state
 
     def _flush(self) -> None:
         """Post the pod updates queued so far (``/pending``)."""
@@ -176,8 +236,13 @@ class ExtenderPolicy(ScoringPolicy):
             self.arrivals = True
 
     def observe(self, state: NodeState) -> None:
-        """Flush pod updates and the telemetry that is due from the awake nodes' agents."""
+        """Post the nodes whose power state changed, flush pod updates and the telemetry that
+        is due from the awake nodes' agents."""
         self._at(state.now_s)
+        if self.node_updates:
+            items = [node_object(self.cluster, n, s) for n, s in sorted(self.node_updates.items())]
+            self.client.post("/nodes", {"metadata": {}, "items": items})
+            self.node_updates = {}
         self._flush()
         due = (state.now_s - self.reported_at >= self.period_s) | (
             self.reported_cpu != state.alloc_cpu
@@ -214,8 +279,9 @@ class ExtenderPolicy(ScoringPolicy):
         )
 
     def bound(self, pod: WorkloadPod, node: int) -> None:
-        """Queue the bind for the next ``/pending`` post."""
+        """Queue the bind for the next ``/pending`` post; the pod's wake request is done."""
         self.pod_updates.append(self._pod(pod, self.cluster.names[node]))
+        self.wakes.pop(pod.index, None)
 
     def completed(self, pod: WorkloadPod, node: int, now_s: float) -> None:
         """Queue the completion (see the module docstring) at ``now_s``."""
@@ -231,13 +297,20 @@ class ExtenderPolicy(ScoringPolicy):
             self.cleanup.cleanup()
 
 
-def make(cluster: Cluster, params: Params, seed: int, window_ms: float = 0.0) -> ExtenderPolicy:
-    """EAMS through an in-process extender (``httpx.ASGITransport``) on the simulated clock,
-    with batch window ``window_ms`` (0: the single-pod bid score; ``eams_batch.py`` passes
-    ``params.extender_window_ms``)."""
+def make(
+    cluster: Cluster,
+    params: Params,
+    seed: int,
+    window_ms: float = 0.0,
+    market_wakes: bool = True,
+) -> ExtenderPolicy:
+    """EAMS through an in-process extender (direct ASGI calls) on the simulated clock, with
+    batch window ``window_ms`` (0: the single-pod bid score; ``eams_batch.py`` passes
+    ``params.extender_window_ms``) and ``market_wakes`` (``eams_no_wakes.py`` turns it off): its
+    wake requests go to the policy's :meth:`~ExtenderPolicy.wake_requested`."""
     folder = tempfile.TemporaryDirectory(prefix="eams-bench-cal-")
     clock = ManualClock(EPOCH_S)
-    app = create_extender(cluster, clock, Path(folder.name), window_ms)
+    app = create_extender(cluster, clock, Path(folder.name), window_ms, market_wakes)
     client = ExtenderClient("http://extender", app=app, timeout_s=params.extender_timeout_s)
     policy = ExtenderPolicy(
         cluster,
@@ -248,4 +321,5 @@ def make(cluster: Cluster, params: Params, seed: int, window_ms: float = 0.0) ->
         announce=window_ms > 0,
     )
     policy.cleanup = folder
+    app.state.extender.on_wake_request = policy.wake_requested
     return policy

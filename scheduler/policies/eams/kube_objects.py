@@ -1,6 +1,7 @@
 """Kubernetes wire objects for the simulated cluster: what kube-scheduler would send an extender.
 
-``v1.Node`` (name, labels, taints, ``status.allocatable``) and ``v1.Pod`` (namespace = tenant,
+``v1.Node`` (name, labels, taints, ``status.allocatable``; a sleeping node's power-state taint
+and annotation) and ``v1.Pod`` (namespace = tenant,
 ``spec.schedulerName``, one container with cpu and memory requests, tolerations, nodeSelector,
 and the ``eams.io/work-core-s`` annotation carrying the pod's work in reference core-seconds),
 plus the agents' telemetry samples (:class:`eams.telemetry.TelemetrySample`). Field names as
@@ -12,7 +13,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from eams.kube.names import WORK_ANNOTATION
+from eams.kube.names import (
+    ASLEEP_TAINT,
+    NO_SCHEDULE,
+    POWER_STATE_ANNOTATION,
+    WORK_ANNOTATION,
+)
 from eams.scheduler.policies.base import Cluster, NodeState, Workload, WorkloadPod
 from eams.telemetry import PowerSource, TelemetrySample, headroom_from_power
 
@@ -22,19 +28,25 @@ EPOCH_S = 1_767_225_600.0
 SCHEDULER_NAME = "eams-scheduler"
 
 
-def node_object(cluster: Cluster, n: int) -> dict[str, Any]:
-    """The ``v1.Node`` of node ``n``."""
+def node_object(cluster: Cluster, n: int, power_state: str | None = None) -> dict[str, Any]:
+    """The ``v1.Node`` of node ``n``; with ``power_state`` (``suspending``, ``asleep``,
+    ``waking``, ``asleep-suspect``) as the power manager marks a node it put to sleep: the taint
+    ``eams.io/asleep:NoSchedule`` and the annotation ``eams.io/power-state`` (both gone once
+    it is awake)."""
     meta = cluster.meta[n]
     allocatable = {
         "cpu": f"{math.floor(cluster.cores[n] * 1000)}m",
         "memory": f"{math.floor(cluster.mem_mib[n])}Mi",
         "pods": str(int(cluster.max_pods[n])),
     }
+    taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in meta.taints]
+    metadata: dict[str, Any] = {"name": cluster.names[n], "labels": dict(meta.labels)}
+    if power_state is not None:
+        taints.append({"key": ASLEEP_TAINT, "effect": NO_SCHEDULE})
+        metadata["annotations"] = {POWER_STATE_ANNOTATION: power_state}
     return {
-        "metadata": {"name": cluster.names[n], "labels": dict(meta.labels)},
-        "spec": {
-            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in meta.taints]
-        },
+        "metadata": metadata,
+        "spec": {"taints": taints},
         "status": {"allocatable": allocatable, "capacity": dict(allocatable)},
     }
 
@@ -42,6 +54,16 @@ def node_object(cluster: Cluster, n: int) -> dict[str, Any]:
 def node_list(cluster: Cluster) -> dict[str, Any]:
     """A ``v1.NodeList`` of every node."""
     return {"metadata": {}, "items": [node_object(cluster, n) for n in range(cluster.size)]}
+
+
+def namespace(tenant: int) -> str:
+    """The namespace of tenant ``tenant``'s pods."""
+    return f"tenant-{tenant}"
+
+
+def pod_key(pod: WorkloadPod) -> str:
+    """``namespace/name`` of ``pod`` (how the extender and its wake requests name a pod)."""
+    return f"{namespace(pod.tenant)}/{pod.name}"
 
 
 def pod_object(workload: Workload, pod: WorkloadPod, node: str | None = None) -> dict[str, Any]:
@@ -65,7 +87,7 @@ def pod_object(workload: Workload, pod: WorkloadPod, node: str | None = None) ->
     return {
         "metadata": {
             "name": pod.name,
-            "namespace": f"tenant-{pod.tenant}",
+            "namespace": namespace(pod.tenant),
             "uid": f"uid-{pod.index}",
             "annotations": {WORK_ANNOTATION: repr(pod.cpu * pod.duration_s)},
         },
