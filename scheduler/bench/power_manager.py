@@ -106,12 +106,12 @@ class SleepModel:
 
     def records(self) -> list[PowerStates]:
         """Each node's sleep state as a calibration file's schema-2 ``power_states`` would carry
-        it (what a policy reading calibrations, the extender, learns; :func:`eams.scheduler.
-        power.calibrations.node_figures` reads it back to these figures): suspend-to-RAM as
-        method ``wol`` (``p_suspend_w``, ``suspend``, ``wake``), soft-off as ``ssh``
-        (``p_off_w``, ``shutdown``, ``boot`` from soft-off). The figures are the manifest's, not
-        measured: each :class:`Estimate` is :data:`MIN_REPEATS` identical repeats, interval 0
-        wide, and the record's notes say so.
+        it (what a policy reading calibrations, the extender, learns;
+        :func:`eams.calibrate.powerstates.figures.node_figures` reads it back to these
+        figures): suspend-to-RAM as method ``wol`` (``p_suspend_w``, ``suspend``, ``wake``),
+        soft-off as ``ssh`` (``p_off_w``, ``shutdown``, ``boot`` from soft-off). The figures
+        are the manifest's, not measured: each :class:`Estimate` is :data:`MIN_REPEATS`
+        identical repeats, interval 0 wide, and the record's notes say so.
 
         Returns
         -------

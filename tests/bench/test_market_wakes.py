@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from eams.calibrate.calfolder import load_calibration_folder
+from eams.calibrate.powerstates.figures import node_figures
 from eams.scheduler.bench.power_manager import SimPowerManager, SleepModel
 from eams.scheduler.bench.predicates import static_masks
 from eams.scheduler.bench.simulator import simulate
 from eams.scheduler.policies import load
 from eams.scheduler.policies.base import Params
 from eams.scheduler.policies.eams import write_calibrations
-from eams.scheduler.power.calibrations import node_figures
 from eams.scheduler.power.policy import PolicyConfig
 from eams.scheduler.power.policy_fleet import PowerState
 from tests.bench.conftest import tiny_cluster, tiny_workload

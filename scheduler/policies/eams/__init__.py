@@ -188,14 +188,15 @@ class ExtenderPolicy(ScoringPolicy):
     def wake_requested(self, request: Any) -> None:
         """The extender's ``on_wake_request`` (a ``WakeRequest``: ``node``, ``pods`` as
         ``namespace/name``, ``at_s``): each pod, while pending, asks for that node's wake
-        (:meth:`wake_requests`; a later request for the pod replaces it)."""
+        (:meth:`wake_requests`; a later request for the pod replaces it); a pod the node's
+        request no longer lists (bound, withdrawn, cleared again) asks for it no more."""
         node = self.index.get(request.node)
         if node is None:
             return
-        for key in request.pods:
-            pod = self.pod_index.get(key)
-            if pod is not None:
-                self.wakes[pod] = node
+        listed = {self.pod_index[key] for key in request.pods if key in self.pod_index}
+        for pod in [p for p, n in self.wakes.items() if n == node and p not in listed]:
+            del self.wakes[pod]
+        self.wakes.update(dict.fromkeys(listed, node))
 
     def wake_requests(self) -> Mapping[int, int]:
         """Pending pod → the asleep node the extender cleared it onto and asked woken."""
