@@ -25,7 +25,8 @@ the pod on the next cluster event (reference P6), the node's release among them.
 At each later ``/filter`` of a held pod:
 
 * its node is among the candidates (awake and Ready): only that node passes, so the pod binds
-  where the market put it;
+  where the market put it (released, but not yet among them — kube-scheduler's cache lags the
+  watch — it is priced as waking with no wait left);
 * it is still asleep or waking, within :data:`WAKE_TIMEOUT_FACTOR` × its wake time: priced
   again with the wait left; held while that is still the better price, else withdrawn and
   placed among the awake ones at once;
@@ -168,15 +169,19 @@ class WakeMarket:
         the request ends (withdrawn or failed; ``None``)."""
         node, waited_s = standing.node, now_s - standing.since_s
         state = self.nodes.sleeping.get(node)
+        wake_s = self._column(node, "wake_time_s")
+        in_time = waited_s <= WAKE_TIMEOUT_FACTOR * wake_s
         if state is None:  # awake
             if node in candidates:
                 self.metrics.market_wakes.labels("released").inc()
                 self._end(pod.key, node)
                 return WakeAnswer(node, hold=False)
-            self._end(pod.key, node)  # awake, but not for this pod (filled, filtered): again
-            return None
-        wake_s = self._column(node, "wake_time_s")
-        if state not in PRICED_STATES or not waited_s <= WAKE_TIMEOUT_FACTOR * wake_s:
+            if not in_time:  # awake, but not for this pod (filled, filtered): cleared again
+                self._end(pod.key, node)
+                return None
+            # released, but kube-scheduler's cache has not seen it yet: still worth the wait?
+            state = "waking"
+        if state not in PRICED_STATES or not in_time:
             self._barred.setdefault(pod.key, set()).add(node)
             self._event(pod, node, "failed", now_s, wait_s=waited_s)
             self._end(pod.key, node)

@@ -327,10 +327,11 @@ def _check_record(out: Path, summary: dict, tmp_path: Path, complete: bool = Tru
 
     records = read_records(record).records
     for name in bound:
-        text = render_pod(explain_pod([r for r in records if getattr(r, "pod", None) and
-                                       r.pod.name == name], name))  # fmt: skip
-        gated_nodes = {g["node"] for p in placements if p["pod"]["name"] == name
-                       for g in p["gated"]}  # fmt: skip
+        explained = explain_pod([r for r in records if getattr(r, "pod", None) and
+                                 r.pod.name == name], name)  # fmt: skip
+        text = render_pod(explained)
+        shown = explained["decision"]  # the decision on show (a held pod may have several)
+        gated_nodes = {g["node"] for g in shown["gated"]} if shown else set()
         for line in text.splitlines():
             if line.rstrip().endswith("← cleared"):  # a bare mark: the node is not gated
                 assert line.split()[0] not in gated_nodes, text

@@ -119,6 +119,8 @@ async def test_a_pod_waits_for_the_asleep_node_it_is_cleared_onto_and_binds_ther
     assert again["NodeNames"] == [] and len(requests) == 1
     clock.now_s += WAKE_TIME_S  # the manager woke it: released, Ready, reporting
     await post_json(client, "/nodes", {"items": [node_object("frugal")]})
+    lagging = await filter_(client, hour_pod(), ["busy"])  # kube-scheduler's cache lags
+    assert lagging["NodeNames"] == [] and requests[-1].pods == ("default/p",)
     idle = sample("frugal", clock() - 0.5, 0.6, power_cap_w=150.0, utilisation=0.01)
     await post_json(client, "/telemetry", {"samples": [idle]})
     woken = await filter_(client, hour_pod(), ["busy", "frugal"])

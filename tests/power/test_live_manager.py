@@ -317,11 +317,12 @@ def test_end_to_end_a_pod_waits_for_the_asleep_node_the_market_prices_best_and_b
         assert eventually(lambda: bound("far"), 30.0, "far bound") == A
         assert WAKE_REQUEST_ANNOTATION not in w.annotations(A)
         assert w.records.reasons(B) == [] and w.manager.phases[B].state == AWAKE
+        lines = ('eams_extender_market_wakes_total{event="asked"} 1.0',
+                 'eams_extender_market_wakes_total{event="released"} 1.0',
+                 # the request written, then removed once over (the manager's release, too)
+                 'eams_extender_wake_request_patches_total{result="ok"} 2.0')  # fmt: skip
+        eventually(lambda: all(line in extender.metrics() for line in lines), 10.0, "metrics")
         metrics = extender.metrics()
-        for line in ('eams_extender_market_wakes_total{event="asked"} 1.0',
-                     'eams_extender_market_wakes_total{event="released"} 1.0',
-                     'eams_extender_wake_request_patches_total{result="ok"} 1.0'):  # fmt: skip
-            assert line in metrics, line
         assert 'event="failed"' not in metrics and 'event="withdrawn"' not in metrics
     finally:
         feeder.stop()
