@@ -24,9 +24,10 @@ the pod on the next cluster event (reference P6), the node's release among them.
 
 At each later ``/filter`` of a held pod:
 
-* its node is among the candidates (awake and Ready): only that node passes, so the pod binds
-  where the market put it (released, but not yet among them — kube-scheduler's cache lags the
-  watch — it is priced as waking with no wait left);
+* its node is among the candidates (kube-scheduler sees it released, even before the watch
+  does): only that node passes, so the pod binds where the market put it (released, but not
+  yet among them — kube-scheduler's cache lags the watch — it is priced as waking with no wait
+  left);
 * it is still asleep or waking, within :data:`WAKE_TIMEOUT_FACTOR` × its wake time: priced
   again with the wait left; held while that is still the better price, else withdrawn and
   placed among the awake ones at once;
@@ -168,14 +169,14 @@ class WakeMarket:
         """A held pod asked about again (module docstring): its node passes, it stays held, or
         the request ends (withdrawn or failed; ``None``)."""
         node, waited_s = standing.node, now_s - standing.since_s
+        if node in candidates:  # kube-scheduler sees it released, whatever the watch says yet
+            self.metrics.market_wakes.labels("released").inc()
+            self._end(pod.key, node)
+            return WakeAnswer(node, hold=False)
         state = self.nodes.sleeping.get(node)
         wake_s = self._column(node, "wake_time_s")
         in_time = waited_s <= WAKE_TIMEOUT_FACTOR * wake_s
         if state is None:  # awake
-            if node in candidates:
-                self.metrics.market_wakes.labels("released").inc()
-                self._end(pod.key, node)
-                return WakeAnswer(node, hold=False)
             if not in_time:  # awake, but not for this pod (filled, filtered): cleared again
                 self._end(pod.key, node)
                 return None

@@ -197,3 +197,16 @@ async def test_shadow_mode_and_no_market_wakes_never_hold(make_client, clock, fo
         busy = sample("busy", clock() - 1.0, 0.1, power_cap_w=360.0, utilisation=0.7)
         await post_json(client, "/telemetry", {"samples": [busy]})
         assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == ["busy"]
+
+
+async def test_a_held_pod_is_released_as_soon_as_kube_scheduler_offers_its_node(
+    make_client, clock, folder
+) -> None:
+    """kube-scheduler's cache may see the node released before the extender's watch does: the
+    node among the candidates is enough (else the pod would stay held, and no later cluster
+    event need come to requeue it)."""
+    client, requests = await start(make_client, clock, folder, 0.1, asleep("frugal"))
+    assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == []
+    clock.now_s += 1.0  # still "waking" in the extender's view, but offered
+    answer = await filter_(client, hour_pod(), ["busy", "frugal"])
+    assert answer["NodeNames"] == ["frugal"] and requests[-1].pods == ()
