@@ -109,6 +109,7 @@ from tests.servers.kube_scheduler import (  # noqa: E402
     KubeScheduler,
     reference_config,
     shipped_config,
+    with_market_wakes,
 )
 
 ACCOUNT = "kube-system/eams-scheduler"
@@ -700,9 +701,9 @@ def world_up(binaries: Path, root: Path, nodes: int, args: argparse.Namespace) -
         feeder = TelemetryFeeder(extender.url, period_s=args.telemetry_period_s)
         feeder.headroom.update(dict.fromkeys(node_names(nodes), HEADROOM))
         config = shipped_config(kubeconfig, extender.url)
-        if not args.filter:  # the shipped profile as before market wakes (prioritize only)
-            for entry in config["extenders"]:
-                entry.pop("filterVerb", None)
+        if args.filter:  # the opt-in of market wakes: a /filter call per pod too
+            with_market_wakes(config)
+        else:
             extender.argv.append("--no-market-wakes")
         eams = KubeScheduler(binaries, root, config, EAMS)
         reference = KubeScheduler(
@@ -778,9 +779,10 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--filter",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="kube-scheduler calls the extender's /filter (the shipped filterVerb, for market "
-        "wakes); --no-filter: prioritize only, the extender with --no-market-wakes",
+        default=False,
+        help="kube-scheduler also calls the extender's /filter (filterVerb, the opt-in of "
+        "market wakes); default: the shipped profile, prioritize only, the extender with "
+        "--no-market-wakes",
     )
     parser.add_argument("--keep", type=Path, help="keep the logs and record in this folder")
     parser.add_argument(

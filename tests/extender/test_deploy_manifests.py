@@ -175,9 +175,9 @@ def test_extender_settings_fail_open_and_leave_the_floor_to_the_taint() -> None:
     assert profile["schedulerName"] == Settings().scheduler_name
     (extender,) = config["extenders"]
     assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True
-    # The floor is a taint (TaintToleration enforces it); the filter holds pods for market wakes.
-    assert extender["filterVerb"] == "filter" and extender["prioritizeVerb"] == "prioritize"
-    assert Settings().market_wakes
+    # The floor is a taint (TaintToleration enforces it): prioritize is the only call per pod
+    # (market wakes, which need filterVerb, are opt-in: the second call costs the pace).
+    assert "filterVerb" not in extender and extender["prioritizeVerb"] == "prioritize"
     assert Settings().taint_floor
     settings = Settings()
     timeout_s = _duration_s(extender["httpTimeout"])

@@ -32,7 +32,7 @@ from tests.power.kube_world import SERVER, A, B, World, create_pod, make_world
 from tests.servers.kube_control_plane import eventually
 from tests.servers.kube_documents import clear
 from tests.servers.kube_extender import KubeExtender, TelemetryFeeder
-from tests.servers.kube_scheduler import shipped_config
+from tests.servers.kube_scheduler import shipped_config, with_market_wakes
 
 pytestmark = pytest.mark.integration
 
@@ -268,16 +268,16 @@ def test_a_failed_market_wake_sends_the_pod_on_and_a_suspect_node_is_not_woken_f
 def test_end_to_end_a_pod_waits_for_the_asleep_node_the_market_prices_best_and_binds_there(
     world, control_plane, kube_scheduler, tmp_path: Path
 ) -> None:
-    """Issue 34 end to end: the real kube-scheduler with the shipped configuration (the
-    extender's ``/filter`` and ``/prioritize``), the extender process (``--watch``, active, as
-    its shipped service account) and the live manager, on the same calibrations. B is awake and
-    runs a pod, A asleep; both 40 → 90 W, A waking in a measured 30 s (the simulator's machine
-    takes 2 s, but tick, restart, kubelet and agent took over 20 s on a machine busy with the
-    whole suite: 30 s leaves the extender's 2 × wake-time patience room for that).
-    While B's headroom is open, a pod of an hour's work binds on B at once: no wait, no wake.
-    With B's headroom low (its gate nearly shut), the next pod is held, the extender writes A's
-    wake request, one tick wakes exactly A (``market-bid``), its release requeues the pod and
-    it binds on A."""
+    """Issue 34 end to end: the real kube-scheduler with the shipped configuration plus the
+    extender's ``/filter`` (market wakes are opt-in: ``with_market_wakes``), the extender
+    process (``--watch``, active, as its shipped service account) and the live manager, on the
+    same calibrations. B is awake and runs a pod, A asleep; both 40 → 90 W, A waking in a
+    measured 30 s (the simulator's machine takes 2 s, but tick, restart, kubelet and agent took
+    over 20 s on a machine busy with the whole suite: 30 s leaves the extender's 2 × wake-time
+    patience room for that). While B's headroom is open, a pod of an hour's work binds on B at
+    once: no wait, no wake. With B's headroom low (its gate nearly shut), the next pod is held,
+    the extender writes A's wake request, one tick wakes exactly A (``market-bid``), its
+    release requeues the pod and it binds on A."""
     w = world(with_b=True, wake_time_s=30.0)
     create_pod(w.admin, "running", B, "1")  # B is busy: it stays awake
     w.mark_asleep(A)
@@ -296,7 +296,9 @@ def test_end_to_end_a_pod_waits_for_the_asleep_node_the_market_prices_best_and_b
         extender.start()
         feeder.start()
         feeder.set(B, 0.6)
-        kube_scheduler(shipped_config(kubeconfig, extender.url), "eams-scheduler")
+        kube_scheduler(
+            with_market_wakes(shipped_config(kubeconfig, extender.url)), "eams-scheduler"
+        )
         eventually(extender.ready, 30.0, "the extender's /readyz")
         create_pod(w.admin, "near", None, "1", hour, schedulerName="eams-scheduler")
         assert eventually(lambda: bound("near"), 30.0, "near bound") == B

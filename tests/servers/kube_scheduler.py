@@ -54,6 +54,14 @@ def shipped_config(kubeconfig: Path, extender_url: str) -> dict[str, Any]:
     return dict(config)
 
 
+def with_market_wakes(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with every extender's ``filterVerb: filter``: the opt-in that market wakes
+    need (the extender's ``/filter`` holds a pod for the asleep node the market chose)."""
+    for extender in config.get("extenders") or ():
+        extender["filterVerb"] = "filter"
+    return config
+
+
 def reference_config(kubeconfig: Path, scheduler_name: str) -> dict[str, Any]:
     """The shipped KubeSchedulerConfiguration without its ``extenders``, its one profile named
     ``scheduler_name`` and ``clientConnection.kubeconfig`` set to ``kubeconfig``: the same API
