@@ -164,7 +164,11 @@ class KubeApiServer(ServerProcess):
             return False  # it writes the certificate before it listens
         headers = {"Authorization": f"Bearer {self.admin_token}"}
         try:
-            with httpx.Client(verify=_tls(self.ca), headers=headers, timeout=2.0) as client:
+            tls = _tls(self.ca)
+        except ssl.SSLError:
+            return False  # the file exists but is still being written (no whole PEM yet)
+        try:
+            with httpx.Client(verify=tls, headers=headers, timeout=2.0) as client:
                 return client.get(self.ready_url).is_success
         except httpx.TransportError:
             return False
