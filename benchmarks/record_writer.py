@@ -75,7 +75,7 @@ def window(pods: int, nodes: int, rng: np.random.Generator) -> tuple[Callable[[]
         return result, bids.bid_values(pod_arrays, node_arrays, params)
 
     cleared, values = clearing()
-    gate_of = bids.gate_of(params)
+    gate = bids.gate(node_arrays, params)
 
     def build() -> list[Placement]:
         return placement_records(
@@ -88,7 +88,7 @@ def window(pods: int, nodes: int, rng: np.random.Generator) -> tuple[Callable[[]
             mode="active",
             at_s=time.time(),
             excluded={"headroom_floor": floor},
-            gate_of=gate_of,
+            gate=gate,
             stale_after_s=params.stale_after_s,
         )
 

@@ -6,10 +6,6 @@ and returns arrays. No I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
-
 import numpy as np
 
 from eams.calibrate.energy import EnergyModel
@@ -19,16 +15,6 @@ from eams.scheduler.errors import AuctionInputError
 # kubernetes pkg/apis/scheduling/types.go: HighestUserDefinablePriority = 1e9; larger values
 # are reserved for system-node-critical / system-cluster-critical.
 HIGHEST_USER_PRIORITY = 1_000_000_000
-
-
-class Readings(Protocol):
-    """Nodes' telemetry as the gate reads it: ``headroom`` and ``age_s`` arrays of one shape
-    (a :class:`Nodes` is (N,); the decision record stacks several clearings' rows)."""
-
-    @property
-    def headroom(self) -> np.ndarray: ...
-    @property
-    def age_s(self) -> np.ndarray: ...
 
 
 def energy_model(nodes: Nodes) -> EnergyModel:
@@ -78,7 +64,7 @@ def marginal_energy_j(pods: Pods, nodes: Nodes, params: AuctionParams) -> np.nda
     )
 
 
-def headroom_estimate(nodes: Readings, params: AuctionParams) -> np.ndarray:
+def headroom_estimate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
     """ĥ_n, the headroom a bid believes in (study §5.2, AR-6).
 
     ``ĥ = h − κ·max(0, a − stale_after_s)``: a reading up to ``stale_after_s`` old (15 s) is
@@ -88,7 +74,7 @@ def headroom_estimate(nodes: Readings, params: AuctionParams) -> np.ndarray:
 
     Returns
     -------
-    float, the shape of ``nodes.headroom`` ((N,) for a :class:`Nodes`)
+    (N,) float
     """
     h, age = nodes.headroom, nodes.age_s
     unknown = np.isnan(h) | np.isnan(age)
@@ -97,39 +83,60 @@ def headroom_estimate(nodes: Readings, params: AuctionParams) -> np.ndarray:
     return np.where(unknown, np.fmin(h, params.unknown_headroom), fresh)
 
 
-def gate(nodes: Readings, params: AuctionParams) -> np.ndarray:
-    """σ(k·(ĥ_n − h0)), 0 for a node at or over its power cap (known h ≤ 0).
+def full_load_headroom(nodes: Nodes) -> np.ndarray:
+    """h_full,n = 1 − P_max,n / P_cap,n, the headroom node n keeps at its calibrated
+    full-load draw (study §5.2's h_n at 100 % utilisation).
 
     Returns
     -------
-    float in [0, 1), the shape of ``nodes.headroom`` ((N,) for a :class:`Nodes`)
+    (N,) float, NaN where the cap is unknown; < 0 where the full load exceeds the cap
     """
-    x = params.k * (headroom_estimate(nodes, params) - params.h0)
+    return 1.0 - nodes.p_max_w / nodes.power_cap_w
+
+
+def gate_midpoint(nodes: Nodes, params: AuctionParams) -> np.ndarray:
+    """h0_n, the headroom gate's midpoint per node: the study's h0 reconciled with packing.
+
+    The gate exists so that "a node near its power cap withdraws from the market instead of
+    being pushed over it" (study §5.2). A node whose calibrated full-load draw stays under its
+    cap (h_full ≥ 0, :func:`full_load_headroom`) cannot be pushed over it by placement, yet at
+    h0 = 0.225 its gate closes as it fills: the nodes the power manager keeps awake to be
+    filled were gated out for being filled (issue 34). For such a node the midpoint is
+    ``min(h0, h_full − gate_open_width)``: at its full-load draw the gate is open
+    (σ(25·0.125) = 0.958); it closes only where the node draws more than its calibration
+    says, and at the cap itself (h ≤ 0, :func:`gate`) as every node's does. Where the cap is
+    unknown or the full load exceeds it (h_full < 0), or with ``params.full_load_gate``
+    False, the midpoint is h0.
+
+    Returns
+    -------
+    (N,) float, ≤ h0
+    """
+    if not params.full_load_gate:
+        return np.full(len(nodes), params.h0)
+    h_full = full_load_headroom(nodes)
+    under_cap = h_full >= 0  # NaN (cap unknown) compares False
+    return np.where(under_cap, np.fmin(params.h0, h_full - params.gate_open_width), params.h0)
+
+
+def gate(nodes: Nodes, params: AuctionParams) -> np.ndarray:
+    """σ(k·(ĥ_n − h0_n)) (study §5.2, midpoints :func:`gate_midpoint`), 0 for a node at or
+    over its power cap (known h ≤ 0).
+
+    Returns
+    -------
+    (N,) float in [0, 1)
+    """
+    x = params.k * (headroom_estimate(nodes, params) - gate_midpoint(nodes, params))
     open_ = 0.5 * (1.0 + np.tanh(0.5 * x))  # σ(x) without overflow
     capped = nodes.headroom <= 0  # NaN compares False: unknown is not "capped"
     return np.where(capped, 0.0, open_)
 
 
-@dataclass(frozen=True)
-class _Arrays:
-    headroom: np.ndarray
-    age_s: np.ndarray
-
-
-def gate_of(params: AuctionParams) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """:func:`gate` of bare arrays: ``gate_of(params)(headroom, age_s)``, any one shape (the
-    decision record's ``GateOf``, evaluated at the few nodes a record keeps)."""
-
-    def gate_at(headroom: np.ndarray, age_s: np.ndarray) -> np.ndarray:
-        return gate(_Arrays(headroom, age_s), params)
-
-    return gate_at
-
-
 def bid_values(
     pods: Pods, nodes: Nodes, params: AuctionParams, delta_e_j: np.ndarray | None = None
 ) -> np.ndarray:
-    """v_jn = π_j · (w_j / ΔE_jn) · σ(k(ĥ_n − h0)) (study §5.2).
+    """v_jn = π_j · (w_j / ΔE_jn) · σ(k(ĥ_n − h0_n)) (study §5.2; :func:`gate`).
 
     Work per joule (reference core-seconds per joule), weighted by priority and gated by
     headroom. A node at or over its cap bids 0 (gated out of the market).

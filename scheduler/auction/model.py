@@ -129,6 +129,10 @@ class Nodes:
         ``None``: 0 everywhere): an empty node is charged ``p_wake_w − p_sleep_w``, the power
         it draws over sleeping, as the power manager counts it (one model, issue 34);
         finite, ≥ 0 and ≤ ``p_wake_w``.
+    power_cap_w : (N,) float, watts, optional
+        P_cap,n, the cap behind ``headroom`` (telemetry); NaN = unknown, else > 0. ``None``:
+        unknown everywhere. With it the headroom gate knows which nodes their calibrated
+        full load cannot push over the cap (:func:`.bids.gate_midpoint`).
 
     Raises
     ------
@@ -146,9 +150,10 @@ class Nodes:
     empty: np.ndarray
     p_wake_w: np.ndarray | None = None
     p_sleep_w: np.ndarray | None = None
+    power_cap_w: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        state = _state_columns(self.slots, self.headroom, self.age_s, self.empty)
+        state = _state_columns(self.slots, self.headroom, self.age_s, self.empty, self.power_cap_w)
         n = state["slots"].shape[0]
         calibration = _calibration_columns(
             n, self.cores, self.p_idle_w, self.p_max_w, self.speed, self.p_wake_w, self.p_sleep_w
@@ -164,19 +169,21 @@ class Nodes:
         age_s: np.ndarray,
         empty: np.ndarray,
         checked: Nodes,
+        power_cap_w: np.ndarray | None = None,
     ) -> Nodes:
         """Nodes whose calibration columns (:data:`CALIBRATION_COLUMNS`) are those of
         ``checked``, already checked when it was built, so only the columns that change
-        between clearings (``slots``, ``headroom``, ``age_s``, ``empty``) are checked here:
+        between clearings (``slots``, ``headroom``, ``age_s``, ``empty``, ``power_cap_w``)
+        are checked here:
         the extender's path (``Market.nodes`` passes the last Nodes whose calibration columns
         equal today's). The constructor checks every column.
 
         Raises
         ------
         AuctionInputError
-            As the constructor, for the four columns; their length differs from ``checked``'s.
+            As the constructor, for these columns; their length differs from ``checked``'s.
         """
-        state = _state_columns(slots, headroom, age_s, empty)
+        state = _state_columns(slots, headroom, age_s, empty, power_cap_w)
         if state["slots"].shape[0] != len(checked):
             raise AuctionInputError(
                 f"nodes.slots: length {state['slots'].shape[0]}, expected {len(checked)}"
@@ -197,9 +204,10 @@ CALIBRATION_COLUMNS = ("cores", "p_idle_w", "p_max_w", "speed", "p_wake_w", "p_s
 
 
 def _state_columns(
-    slots: object, headroom: object, age_s: object, empty: object
+    slots: object, headroom: object, age_s: object, empty: object, power_cap_w: object | None
 ) -> dict[str, np.ndarray]:
-    """The per-clearing columns of :class:`Nodes`, checked (its rules)."""
+    """The per-clearing columns of :class:`Nodes`, checked (its rules); ``power_cap_w``
+    None → NaN (unknown)."""
     checked_slots = int_array("nodes.slots", slots, None)
     n = checked_slots.shape[0]
     h = array("nodes.headroom", headroom, float, n)
@@ -208,7 +216,11 @@ def _state_columns(
     check("nodes.headroom", h, np.isinf(h) | (h > 1), "must be ≤ 1 or NaN (unknown)")
     check("nodes.age_s", age, np.isinf(age) | (age < 0), "must be ≥ 0 or NaN (unknown)")
     empty_ = array("nodes.empty", empty, bool, n)
-    return {"slots": checked_slots, "headroom": h, "age_s": age, "empty": empty_}
+    cap = array("nodes.power_cap_w", np.full(n, np.nan) if power_cap_w is None else power_cap_w,
+                float, n)  # fmt: skip
+    check("nodes.power_cap_w", cap, np.isinf(cap) | (cap <= 0), "must be > 0 or NaN (unknown)")
+    return {"slots": checked_slots, "headroom": h, "age_s": age, "empty": empty_,
+            "power_cap_w": cap}  # fmt: skip
 
 
 def _calibration_columns(
@@ -274,6 +286,15 @@ class AuctionParams:
     unknown_headroom : float
         ĥ used when headroom or age is missing (NaN): 0.10, the edge of the closed gate, so a
         node without usable telemetry never looks idle; a known lower value is kept.
+    gate_open_width : float
+        How far above h0 the gate counts as open, 0.125: σ(25·0.125) = 0.958, the study's
+        "fully open above 35 %" (§5.2). A node whose calibrated full-load draw stays under its
+        cap has its midpoint lowered so that its full load sits this far above it
+        (:func:`.bids.gate_midpoint`, issue 34).
+    full_load_gate : bool
+        True (default): the gate reconciled with the power manager's packing
+        (:func:`.bids.gate_midpoint`); False: the study's gate on headroom alone, h0 for
+        every node.
     cores_per_slot : float
         Cores in one slot (c_j = slots × cores_per_slot), 1.0.
     epsilon_rel : float
@@ -305,6 +326,8 @@ class AuctionParams:
     kappa: float = 0.01
     stale_after_s: float = 15.0
     unknown_headroom: float = 0.10
+    gate_open_width: float = 0.125
+    full_load_gate: bool = True
     cores_per_slot: float = 1.0
     epsilon_rel: float = 1e-4
     epsilon_start_rel: float = 0.05
@@ -320,6 +343,7 @@ class AuctionParams:
             "kappa",
             "stale_after_s",
             "cores_per_slot",
+            "gate_open_width",
             "epsilon_rel",
             "epsilon_start_rel",
         )

@@ -123,7 +123,7 @@ class Decisions:
     scheduler_name : str
         Only pods of this profile are joined.
     params : AuctionParams
-        The engine's (the gate σ(k(ĥ − h0)) and AR-6's staleness limit of each record).
+        The engine's (the headroom gate and AR-6's staleness limit of each record).
     headroom_floor : float
         The extender's floor (0–1, ``floor.py``): a node whose fresh headroom in the batch's
         snapshot is below it is gated ``headroom_floor``.
@@ -159,7 +159,6 @@ class Decisions:
         self.mode = "active" if mode == "active" else "shadow"
         self.params = params
         self.headroom_floor = headroom_floor
-        self._gate_of = bids.gate_of(params)
         self.folder = settings.folder
         self.metrics = RecordMetrics(registry)
         self._cpu_lines = self.metrics.cpu.labels("lines")
@@ -304,6 +303,7 @@ class Decisions:
                     clearing=q.clearing,
                     headroom=nodes[i].headroom,
                     age_s=nodes[i].age_s,
+                    gate=bids.gate(nodes[i], self.params),
                     at_s=q.at_s,
                     clearing_id=q.clearing_id,
                     excluded=excluded,
@@ -314,7 +314,6 @@ class Decisions:
             windows,
             names=names,
             mode=self.mode,  # type: ignore[arg-type]
-            gate_of=self._gate_of,
             stale_after_s=self.params.stale_after_s,
         )
 

@@ -137,7 +137,7 @@ class Market:
         speed, wake power) change only when a calibration or a node's allocatable does, yet
         the engine checks every column of a ``Nodes`` it is given; so they are checked once:
         while they equal the last checked copy, ``Nodes.calibrated`` reuses it and checks
-        only slots, headroom, age and emptiness. They are not even compared while the same
+        only slots, headroom, age, emptiness and cap. They are not even compared while the same
         ``names`` and ``keep`` objects come again with no allocatable or calibration written
         since (``NodeTable.capacity_version``).
         """
@@ -412,7 +412,8 @@ class Market:
 def _state_columns(view: dict[str, np.ndarray], keep: np.ndarray | slice) -> dict[str, np.ndarray]:
     """The rows ``keep`` of a :meth:`Market.view` as the engine's per-clearing ``Nodes``
     columns: slots, headroom, age and emptiness (study §5.1: a node below
-    :data:`EMPTY_UTILISATION` with nothing placed or reserved is empty)."""
+    :data:`EMPTY_UTILISATION` with nothing placed or reserved is empty), and the power cap
+    behind the headroom (the gate's, ``bids.gate_midpoint``)."""
     empty = (view["used_pods"] == 0) & (view["reserved"] == 0)
     empty &= view["utilisation"] < EMPTY_UTILISATION  # unknown (NaN) is never empty
     return {
@@ -420,6 +421,7 @@ def _state_columns(view: dict[str, np.ndarray], keep: np.ndarray | slice) -> dic
         "headroom": np.fmin(view["headroom"][keep], 1.0),
         "age_s": view["age_s"][keep],
         "empty": empty[keep],
+        "power_cap_w": view["power_cap_w"][keep],
     }
 
 

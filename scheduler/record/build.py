@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,12 +49,6 @@ def new_clearing_id() -> str:
     """A clearing id unique to this process run: 6 hex digits chosen at start, ``-``, a counter
     (``"3fa2c1-42"``)."""
     return f"{_PROCESS}-{next(_SEQUENCE)}"
-
-
-GateOf = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""``gate_of(headroom, age_s)``: σ(k(ĥ − h0)) of nodes' headroom and telemetry age, arrays of
-one shape (``eams.scheduler.auction.bids.gate`` through the caller, which holds the engine's
-parameters); evaluated at the nodes a record keeps only, not at every node."""
 
 
 class ClearingLike(Protocol):
@@ -146,6 +140,9 @@ class Window:
         engine.
     headroom, age_s : (N,) float
         What the bids used; NaN = unknown (recorded as ``null``).
+    gate : (N,) float, optional
+        The headroom gate the bids used (``eams.scheduler.auction.bids.gate``), recorded for
+        each candidate kept; ``null`` in the records without it.
     at_s : float
         Epoch seconds of the clearing.
     clearing_id : str, optional
@@ -163,6 +160,7 @@ class Window:
     headroom: np.ndarray
     age_s: np.ndarray
     at_s: float
+    gate: np.ndarray | None = None
     clearing_id: str | None = None
     excluded: Mapping[str, np.ndarray] | None = None
     scores: np.ndarray | None = None
@@ -181,7 +179,7 @@ def placement_records(
     clearing_id: str | None = None,
     excluded: Mapping[str, np.ndarray] | None = None,
     scores: np.ndarray | None = None,
-    gate_of: GateOf | None = None,
+    gate: np.ndarray | None = None,
     stale_after_s: float | None = None,
     keep_candidates: int = 5,
     keep_gated: int = 8,
@@ -205,6 +203,7 @@ def placement_records(
         headroom=headroom,
         age_s=age_s,
         at_s=at_s,
+        gate=gate,
         clearing_id=clearing_id,
         excluded=excluded,
         scores=scores,
@@ -213,7 +212,6 @@ def placement_records(
         [window],
         names=names,
         mode=mode,
-        gate_of=gate_of,
         stale_after_s=stale_after_s,
         keep_candidates=keep_candidates,
         keep_gated=keep_gated,
@@ -225,7 +223,6 @@ def windows_records(
     *,
     names: Sequence[str],
     mode: Mode,
-    gate_of: GateOf | None = None,
     stale_after_s: float | None = None,
     keep_candidates: int = 5,
     keep_gated: int = 8,
@@ -241,8 +238,6 @@ def windows_records(
     names : sequence of str, length N
         The nodes (columns of every window's arrays).
     mode : {"shadow", "active"}
-    gate_of : GateOf, optional
-        Each kept node's gate (:data:`GateOf`); ``null`` in the records without it.
     stale_after_s : float, optional
         AR-6's staleness limit the bids used (recorded, so ``explain`` can say a bid was
         discounted for an old reading).
@@ -272,8 +267,11 @@ def windows_records(
     )
     assignment = np.concatenate([np.asarray(w.clearing.assignment, np.int64) for w in windows])
     window_of = np.repeat(np.arange(len(windows)), sizes)
-    # (W, 3, N): each window's price, headroom and age rows
-    per_node = np.array([[w.clearing.prices, w.headroom, w.age_s] for w in windows], dtype=float)
+    # (W, 4, N): each window's price, headroom, age and gate rows
+    per_node = np.array(
+        [[w.clearing.prices, w.headroom, w.age_s, _or_nan(w.gate, n_nodes)] for w in windows],
+        dtype=float,
+    )
     masks = stacked_masks([w.excluded for w in windows], sizes, n_nodes)
     codes = gate_codes(values, per_node[window_of, 1], masks)
     picked = picked_columns(values, codes, assignment, min(keep_candidates, n_nodes))
@@ -288,11 +286,10 @@ def windows_records(
     at_columns = np.asarray(columns, dtype=np.intp)
     scores = stacked_scores([w.scores for w in windows], sizes, n_nodes)
     score_at = scores[at_rows[:kept], at_columns[:kept]].tolist() if scores is not None else []
-    kept_nodes = per_node[window_of[at_rows], :, at_columns].T  # (3, entries)
+    kept_nodes = per_node[window_of[at_rows], :, at_columns].T  # (4, entries)
     kept_bids = values[at_rows[:kept], at_columns[:kept]]
-    # a gate for the candidates only (a gated node's entry has none)
-    gate_at = np.full(kept, np.nan) if gate_of is None else gate_of(*kept_nodes[1:, :kept])
-    numbers = rounded(np.concatenate([kept_nodes.ravel(), kept_bids, gate_at]))
+    gate_at = kept_nodes[3, :kept]  # a gate for the candidates only (a gated node's has none)
+    numbers = rounded(np.concatenate([kept_nodes[:3].ravel(), kept_bids, gate_at]))
     entries = len(rows)
     price, headroom, age_s = (numbers[i * entries : (i + 1) * entries] for i in range(3))
     bid_at, gate = numbers[3 * entries : 3 * entries + kept], numbers[3 * entries + kept :]
@@ -363,7 +360,12 @@ def _check_shapes(j_pods: int, n_nodes: int, window: Window) -> None:
     assignment = np.shape(window.clearing.assignment)
     if assignment != (j_pods,):
         raise ValueError(f"assignment has shape {assignment}, expected ({j_pods},)")
-    arrays = (window.clearing.prices, window.headroom, window.age_s)
-    for label, array in zip(("prices", "headroom", "age_s"), arrays, strict=True):
-        if np.shape(array) != (n_nodes,):
+    arrays = {"prices": window.clearing.prices, "headroom": window.headroom,
+              "age_s": window.age_s, "gate": window.gate}  # fmt: skip
+    for label, array in arrays.items():
+        if array is not None and np.shape(array) != (n_nodes,):
             raise ValueError(f"{label} has shape {np.shape(array)}, expected ({n_nodes},)")
+
+
+def _or_nan(values: np.ndarray | None, n: int) -> np.ndarray:
+    return np.full(n, np.nan) if values is None else np.asarray(values, dtype=float)

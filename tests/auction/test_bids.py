@@ -113,6 +113,36 @@ def test_node_at_or_over_its_power_cap_is_gated_out(headroom: float) -> None:
     assert only.unplaceable.tolist() == [True]
 
 
+def test_a_node_its_full_load_cannot_push_over_its_cap_stays_open_as_it_fills() -> None:
+    """Issue 34's reconciliation: node 0 (P_max 240 W, cap 288 W: 1.2× its full load, as the
+    demo sets) keeps 1/6 headroom at full load, under the study's h0 = 0.225; its gate stays
+    open as it fills (0.958 at full load) and closes at the cap. Node 1's full load (320 W)
+    exceeds its cap: the study's gate, as without a cap, or with ``full_load_gate`` off."""
+    caps = [288.0, 288.0]
+    full = 1.0 - 240.0 / 288.0
+    filling = [0.5, 0.3, full, 0.01, 0.0]
+    reconciled = [
+        bids.gate(nodes(headroom=[h, h], age_s=[0.0, 0.0], power_cap_w=caps), PARAMS)
+        for h in filling
+    ]
+    study = [bids.gate(nodes(headroom=[h, h], age_s=[0.0, 0.0]), PARAMS) for h in filling]
+    assert [g[0] for g in reconciled[:3]] == pytest.approx([1.0, 0.998, 0.958], abs=1e-3)
+    # 285 W, 45 W over its calibrated full load (the model is wrong there): closing, and shut
+    # at the cap
+    assert reconciled[3][0] < 0.5 and reconciled[4][0] == 0.0
+    assert study[2][0] < 0.2  # the study's gate: nearly closed at the same full load
+    assert [g[1] for g in reconciled] == [g[1] for g in study]  # full load over the cap
+    assert [g[0] for g in study] == [g[1] for g in study]  # no cap known: the study's gate
+    off = AuctionParams(full_load_gate=False)
+    plain = bids.gate(nodes(headroom=[full, full], age_s=[0.0, 0.0], power_cap_w=caps), off)
+    assert plain.tolist() == study[2].tolist()
+    assert bids.gate_midpoint(nodes(power_cap_w=caps), PARAMS) == pytest.approx(
+        [full - 0.125, 0.225]
+    )
+    with pytest.raises(AuctionInputError, match=r"nodes\.power_cap_w\[1\]"):
+        nodes(power_cap_w=[288.0, 0.0])
+
+
 def test_telemetry_ages_0_14_9_15_1_and_missing() -> None:
     """AR-6: up to 15 s a reading counts in full; beyond, it is discounted; missing is
     pessimistic (never looks idle)."""

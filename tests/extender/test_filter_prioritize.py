@@ -169,3 +169,20 @@ async def test_the_deciding_answer_lists_only_the_nodes_scoring_10(
     full, deciding = answers
     assert [e.Host for e in full] == NAMES and any(0 < e.Score < 10 for e in full)
     assert deciding == [e for e in full if e.Score == 10] != []
+
+
+@pytest.mark.parametrize(("cap_w", "best"), [(144.0, "node-a"), (100.0, "node-c")])
+async def test_a_node_filled_under_a_cap_its_full_load_cannot_reach_keeps_its_price(
+    make_client, clock, cap_w: float, best: str
+) -> None:
+    """Issue 34: node-a (the cheapest, 40 → 120 W) is nearly full, headroom 0.17. With its
+    cap 1.2× its full load (144 W), no pod can push it over: its gate stays open and it wins.
+    With a cap under its full load (100 W), the study's gate (σ ≈ 0.2 at 0.17) prices it
+    below node-c. The cap reaches the gate from the telemetry sample."""
+    client = await make_client(mode="active", window_ms=0)
+    await post_json(client, "/nodes", {"items": [node_object(n) for n in NAMES]})
+    samples = [sample("node-a", clock() - 1.0, 0.17, power_cap_w=cap_w)]
+    samples += [sample(n, clock() - 1.0, 0.6) for n in ("node-b", "node-c")]
+    assert (await post_json(client, "/telemetry", {"samples": samples})).status_code == 202
+    scores = (await post_json(client, "/prioritize", args_names(pod_object("p"), NAMES))).json()
+    assert scores[0] == {"Host": best, "Score": 10}

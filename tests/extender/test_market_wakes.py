@@ -8,6 +8,8 @@ The fleet: ``busy``, awake and running pods (hungry: 80 → 300 W on 8 cores), a
 ≈ 0.036 before the headroom gate; on ``frugal`` (10 W of its line + 37 W over its sleep floor
 for the hour, + 100 J) ≈ 0.021 × 3,600/3,609. So the pod waits for ``frugal`` once ``busy``'s
 headroom gate is about half closed (σ < 0.58), and never while it is open (headroom 0.6).
+``busy``'s cap (280 W) is under its full load: the study's gate, not the one reconciled with
+packing (``bids.gate_midpoint``).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ async def start(make_client, clock, folder: Path, busy_headroom: float, *sleepin
     requests: list[WakeRequest] = []
     client.app.state.extender.on_wake_request = requests.append
     await post_json(client, "/nodes", {"items": [node_object("busy"), *sleeping]})
-    busy = sample("busy", clock() - 1.0, busy_headroom, power_cap_w=360.0, utilisation=0.7)
+    busy = sample("busy", clock() - 1.0, busy_headroom, power_cap_w=280.0, utilisation=0.7)
     await post_json(client, "/telemetry", {"samples": [busy]})
     return client, requests
 
@@ -194,7 +196,7 @@ async def test_shadow_mode_and_no_market_wakes_never_hold(make_client, clock, fo
     for settings in ({"mode": "shadow"}, {"mode": "active", "market_wakes": False}):
         client = await make_client(window_ms=0, calibrations_dir=folder, **settings)
         await post_json(client, "/nodes", {"items": [node_object("busy"), asleep("frugal")]})
-        busy = sample("busy", clock() - 1.0, 0.1, power_cap_w=360.0, utilisation=0.7)
+        busy = sample("busy", clock() - 1.0, 0.1, power_cap_w=280.0, utilisation=0.7)
         await post_json(client, "/telemetry", {"samples": [busy]})
         assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == ["busy"]
 

@@ -69,7 +69,7 @@ def window(
         mode=mode,  # type: ignore[arg-type]
         at_s=at_s if at_s is not None else time.time(),
         excluded={"headroom_floor": FLOOR},
-        gate_of=bids.gate_of(params),
+        gate=bids.gate(node_arrays, params),
         scores=np.tile(np.arange(len(NODE_NAMES)), (j_pods, 1)),
         stale_after_s=STALE_AFTER_S,
         keep_candidates=keep_candidates,

@@ -186,7 +186,7 @@ def test_numbers_keep_six_significant_digits() -> None:
 def test_windows_built_together_are_each_built_alone() -> None:
     """Four windows stacked — by their gates of either shape or none, with and without scores,
     cleared by the engine or a best bid — give each window's records alone, each kept node's
-    gate that of its own window's readings (and none without ``gate_of``)."""
+    gate that of its own window (and none for a window without gates)."""
     params, node_arrays = AuctionParams(), nodes()
     rng = np.random.default_rng(3)
     windows = []
@@ -218,6 +218,7 @@ def test_windows_built_together_are_each_built_alone() -> None:
                 headroom=HEADROOM + 0.01 * w,
                 age_s=AGE_S + w,
                 at_s=100.0 + w,
+                gate=None if w == 2 else rng.uniform(0.0, 1.0, 6),
                 clearing_id=f"c{w}",
                 excluded=masks[w],
                 scores=None if w == 1 else np.tile(np.arange(6), (j_pods, 1)),
@@ -227,7 +228,6 @@ def test_windows_built_together_are_each_built_alone() -> None:
         "names": NODE_NAMES,
         "mode": "active",
         "stale_after_s": 15.0,
-        "gate_of": bids.gate_of(params),
     }
     together = windows_records(windows, **options)  # type: ignore[arg-type]
     alone = [r for w in windows for r in windows_records([w], **options)]  # type: ignore[arg-type]
@@ -235,9 +235,10 @@ def test_windows_built_together_are_each_built_alone() -> None:
     assert [r.clearing_id for r in together] == ["c0", "c1", "c1", "c2", "c2", "c2", "c3"]
     assert {c.score for r in together[1:3] for c in r.candidates} == {None}
     for record, w in zip(together, (0, 1, 1, 2, 2, 2, 3), strict=True):
-        window_gate = bids.gate_of(params)(windows[w].headroom, windows[w].age_s)
+        window_gate = windows[w].gate
         for c in record.candidates:
-            assert c.gate == pytest.approx(window_gate[NODE_NAMES.index(c.node)], rel=1e-5)
-    ungated = windows_records(windows, **{**options, "gate_of": None})  # type: ignore[arg-type]
-    assert {c.gate for r in ungated for c in r.candidates} == {None}
+            if window_gate is None:
+                assert c.gate is None
+            else:
+                assert c.gate == pytest.approx(window_gate[NODE_NAMES.index(c.node)], rel=1e-5)
     assert together[0].gated_counts == {"headroom_floor": 1, "capped": 1}
