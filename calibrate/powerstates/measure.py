@@ -309,15 +309,16 @@ class PowerStateMeasurement:
             self._time_ready(start, costs, not_ready_seen, ready_lo)
 
     def _read_past(self, instant_s: float, deadline_s: float) -> None:
-        """Let the trace read until it has a value sent after ``instant_s`` (monotonic s), so an
-        energy window ending there has a reading on each side even when the reads stalled.
+        """Let the trace read until it has a value read wholly after ``instant_s`` (monotonic
+        s), so an energy window ending there has a reading on each side even when the reads
+        stalled.
 
         Raises
         ------
         PowerActionFailed
             None by ``deadline_s`` (monotonic s).
         """
-        while not self.trace.window(instant_s, math.inf):
+        while not self.trace.window(instant_s + self.trace.lag_s, math.inf):
             if self.clock() > deadline_s:
                 raise PowerActionFailed(
                     f"node {self.node}: outlet {self.trace.outlet}: no meter reading within "

@@ -125,10 +125,8 @@ class PowerTrace:
 
         Before the first sample of the window and after the last, the nearest value holds;
         those stretches are bounded by the window's whole range of values. A window with no
-        sample (the reads stalled, or it is shorter than their spacing) lies between two
-        readings: the mean of the last value before it and the first after it holds, bounded by
-        half their difference over the whole window (a step somewhere between the two, as
-        between any two samples).
+        sample (the reads stalled, or it is shorter than their spacing) is bounded by the
+        readings around it and across it, as between any two samples (:meth:`_between`).
 
         Raises
         ------
@@ -153,17 +151,24 @@ class PowerTrace:
         return energy, bound
 
     def _between(self, from_s: float, to_s: float) -> tuple[float, float]:
-        """:meth:`energy_j` of a window with no sample, from the readings on both sides."""
-        before = [s.power_w for s in self.samples if s.sent_s < from_s and s.power_w is not None]
-        after = [s.power_w for s in self.samples if s.sent_s > to_s and s.power_w is not None]
+        """:meth:`energy_j` of a window no reading was sent in: the power stayed between the
+        lowest and the highest of the last value read wholly before it, the first read wholly
+        after it and any read under way across it (its value is from an unknown instant of
+        the window); the middle of that range holds, half of it bounds the error."""
+        valued = [s for s in self.samples if s.power_w is not None]
+        before = [s for s in valued if s.answered_s <= from_s][-1:]
+        after = [s for s in valued if s.sent_s - self.lag_s >= to_s][:1]
         if to_s <= from_s or not before or not after:
             raise PowerActionFailed(
                 f"outlet {self.outlet}: no power reading between the two instants "
                 f"({to_s - from_s:.2f} s apart) nor on both sides of them"
             )
+        across = [s for s in valued if s.answered_s > from_s and s.sent_s - self.lag_s < to_s]
+        values = [s.power_w for s in [*before, *across, *after] if s.power_w is not None]
+        low_w, high_w = min(values), max(values)
         duration_s = to_s - from_s
-        energy = duration_s * (before[-1] + after[0]) / 2
-        return energy, duration_s * (abs(after[0] - before[-1]) + self.resolution_w()) / 2
+        energy = duration_s * (low_w + high_w) / 2
+        return energy, duration_s * (high_w - low_w + self.resolution_w()) / 2
 
     def settled_low(self, since_s: float, above_w: float, settle_s: float) -> int | None:
         """Index (in :attr:`samples`) of the first sample of a steady level below ``above_w``
