@@ -25,6 +25,7 @@ is logged and counted. A measurement that fails after the node went to sleep wak
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -301,10 +302,29 @@ class PowerStateMeasurement:
                     "of the wake"
                 )
             self._pause(started)
+        self._read_past(sum(end) / 2, deadline)
         energy, bound = self.trace.energy_j(sum(start) / 2, sum(end) / 2)
         costs.add(start, end, (energy, bound + self._edges_j(start, end)))
         if self.ready is not None:
             self._time_ready(start, costs, not_ready_seen, ready_lo)
+
+    def _read_past(self, instant_s: float, deadline_s: float) -> None:
+        """Let the trace read until it has a value read wholly after ``instant_s`` (monotonic
+        s), so an energy window ending there has a reading on each side even when the reads
+        stalled.
+
+        Raises
+        ------
+        PowerActionFailed
+            None by ``deadline_s`` (monotonic s).
+        """
+        while not self.trace.window(instant_s + self.trace.lag_s, math.inf):
+            if self.clock() > deadline_s:
+                raise PowerActionFailed(
+                    f"node {self.node}: outlet {self.trace.outlet}: no meter reading within "
+                    f"{self.plan.timeout_s:g} s of the transition"
+                )
+            self._sample_for(0.05)
 
     def _time_ready(
         self, start: tuple[float, float], costs: _Costs, not_ready_seen: bool, lo: float | None
@@ -366,6 +386,11 @@ class PowerStateMeasurement:
             found[name] = estimate(known, half_w) if len(known) >= MIN_REPEATS else None
         if not suspends(self.entry.method):
             self.notes.append(f"method {self.entry.method}: the node cannot suspend")
+        if self.trace.missed_reads:
+            self.notes.append(
+                f"{self.trace.missed_reads} meter reads got no answer in time and were skipped: "
+                "the energies bridge those gaps, their bounds the wider"
+            )
         boot = costs["boot"].cost()
         return PowerStates(
             measured_at=datetime.now(UTC),

@@ -18,7 +18,7 @@ from itertools import pairwise
 
 from eams.actuators.errors import PowerActionFailed
 from eams.meter.blocking import BlockingMeter
-from eams.meter.errors import MeterError
+from eams.meter.errors import MeterError, MeterTimeout
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,8 @@ class Sample:
 @dataclass
 class PowerTrace:
     """The samples of one outlet, appended by :meth:`read`, or by a thread of its own between
-    :meth:`start` and :meth:`stop` (so power is read while an action is under way).
+    :meth:`start` and :meth:`stop` (so power is read while an action is under way); that
+    thread's reads that got no answer in time are counted in ``missed_reads``.
 
     Parameters
     ----------
@@ -50,12 +51,15 @@ class PowerTrace:
     lag_s: float
     samples: list[Sample] = field(default_factory=list)
     error: PowerActionFailed | None = None
+    missed_reads: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def start(self, period_s: float) -> PowerTrace:
-        """Read every ``period_s`` (s; 0: back to back) on a daemon thread until :meth:`stop`;
-        a failed read ends it and is raised by :meth:`check`."""
+        """Read every ``period_s`` (s; 0: back to back) on a daemon thread until :meth:`stop`.
+        A read the meter did not answer in time (MeterTimeout: a busy meter or host) leaves a
+        gap, counted in :attr:`missed_reads`, and the reading goes on; any other failure ends
+        it and is raised by :meth:`check`."""
 
         def loop() -> None:
             while not self._stop.is_set():
@@ -63,8 +67,10 @@ class PowerTrace:
                 try:
                     self.read()
                 except PowerActionFailed as exc:
-                    self.error = exc
-                    return
+                    if not isinstance(exc.__cause__, MeterTimeout):
+                        self.error = exc
+                        return
+                    self.missed_reads += 1
                 self._stop.wait(max(0.0, period_s - (time.monotonic() - started)))
 
         self._thread = threading.Thread(target=loop, name="eams-power-trace", daemon=True)
@@ -118,19 +124,18 @@ class PowerTrace:
         """Energy the outlet metered from ``from_s`` to ``to_s`` (J) and its bound (J).
 
         Before the first sample of the window and after the last, the nearest value holds;
-        those stretches are bounded by the window's whole range of values.
+        those stretches are bounded by the window's whole range of values. A window with no
+        sample (the reads stalled, or it is shorter than their spacing) is bounded by the
+        readings around it and across it, as between any two samples (:meth:`_between`).
 
         Raises
         ------
         PowerActionFailed
-            No sample with a value in the window.
+            No sample with a value in the window, and none on one side of it.
         """
         inside = self.window(from_s, to_s)
         if not inside or to_s <= from_s:
-            raise PowerActionFailed(
-                f"outlet {self.outlet}: no power reading between the two instants "
-                f"({to_s - from_s:.2f} s apart): sample faster (--sample-s)"
-            )
+            return self._between(from_s, to_s)
         values = [s.power_w for s in inside if s.power_w is not None]
         points = [(from_s, values[0])]
         points += [(s.sent_s, p) for s, p in zip(inside, values, strict=True)]
@@ -144,6 +149,26 @@ class PowerTrace:
         )
         bound += self.resolution_w() / 2 * (to_s - from_s)
         return energy, bound
+
+    def _between(self, from_s: float, to_s: float) -> tuple[float, float]:
+        """:meth:`energy_j` of a window no reading was sent in: the power stayed between the
+        lowest and the highest of the last value read wholly before it, the first read wholly
+        after it and any read under way across it (its value is from an unknown instant of
+        the window); the middle of that range holds, half of it bounds the error."""
+        valued = [s for s in self.samples if s.power_w is not None]
+        before = [s for s in valued if s.answered_s <= from_s][-1:]
+        after = [s for s in valued if s.sent_s - self.lag_s >= to_s][:1]
+        if to_s <= from_s or not before or not after:
+            raise PowerActionFailed(
+                f"outlet {self.outlet}: no power reading between the two instants "
+                f"({to_s - from_s:.2f} s apart) nor on both sides of them"
+            )
+        across = [s for s in valued if s.answered_s > from_s and s.sent_s - self.lag_s < to_s]
+        values = [s.power_w for s in [*before, *across, *after] if s.power_w is not None]
+        low_w, high_w = min(values), max(values)
+        duration_s = to_s - from_s
+        energy = duration_s * (low_w + high_w) / 2
+        return energy, duration_s * (high_w - low_w + self.resolution_w()) / 2
 
     def settled_low(self, since_s: float, above_w: float, settle_s: float) -> int | None:
         """Index (in :attr:`samples`) of the first sample of a steady level below ``above_w``

@@ -86,7 +86,9 @@ class SharedMeter:
     ----------
     meter : BlockingMeter
     max_age_s : float
-        A reading younger than this (monotonic) is handed out again instead of reading anew.
+        A reading whose request was sent at most this long (s) before a caller asked is handed
+        to it instead of reading anew; callers that queued behind a slow read take that read
+        when it started soon enough, so a busy meter is not read once per caller back to back.
     """
 
     def __init__(self, meter: BlockingMeter, max_age_s: float) -> None:
@@ -101,11 +103,12 @@ class SharedMeter:
         return self._meter.meter
 
     def read(self) -> Reading:
-        """The latest reading, fresh within ``max_age_s``; raises MeterError as the meter."""
+        """The latest reading, asked for at most ``max_age_s`` before this call; raises
+        MeterError as the meter."""
+        asked = time.monotonic()
         with self._lock:
-            now = time.monotonic()
-            if self._cached is None or now - self._cached[0] > self._max_age_s:
-                self._cached = (now, self._meter.read())
+            if self._cached is None or asked - self._cached[0] > self._max_age_s:
+                self._cached = (time.monotonic(), self._meter.read())
             return self._cached[1]
 
 

@@ -3,6 +3,8 @@ the fallbacks used when the data folder is absent."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -91,6 +93,36 @@ def test_shared_meter_reads_once_per_interval() -> None:
     assert [shared.read() for _ in range(6)] == [1] * 6
     assert meter.reads == 1
     assert SharedMeter(meter, max_age_s=0.0).read() == 2  # type: ignore[arg-type]
+
+
+def test_shared_meter_hands_a_slow_read_to_the_callers_that_queued_behind_it() -> None:
+    """Five traces ask while one read is under way (a busy meter or host): that read, sent
+    after they asked, serves them all, instead of one read each back to back."""
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowMeter:
+        reads = 0
+
+        def read(self) -> int:
+            self.reads += 1
+            entered.set()
+            release.wait(timeout=10)
+            return self.reads
+
+    meter = SlowMeter()
+    shared = SharedMeter(meter, max_age_s=1.0)  # type: ignore[arg-type]
+    got: list[int] = []
+    first = threading.Thread(target=lambda: got.append(shared.read()))
+    first.start()
+    assert entered.wait(timeout=10)
+    asking = [threading.Thread(target=lambda: got.append(shared.read())) for _ in range(4)]
+    for thread in asking:
+        thread.start()
+    time.sleep(1.2)  # the read outlasts max_age_s: the old rule read again for each of them
+    release.set()
+    for thread in [first, *asking]:
+        thread.join(timeout=10)
+    assert got == [1] * 5 and meter.reads == 1
 
 
 def test_without_the_data_folder_the_demo_names_the_files_and_uses_defaults(
