@@ -23,7 +23,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,10 +142,18 @@ class LiveRun:
     label : str
     telemetry_dir : Path
     start_ns, end_ns : int
-        The run's window, epoch ns.
+        The run's arrival window, epoch ns: from the first pod's scheduled arrival to the
+        last's (or once the transitions then in flight have ended:
+        :func:`eams.demo.runs.close_window`), where the offered load ρ holds (after it the
+        cluster drains, at a load that tends to 0 whatever ρ was). Its energy and work are the
+        run's figures, as in the benchmark's AR-3 figure (:mod:`eams.scheduler.bench.metrics`,
+        ``energy_per_work_window_j_per_core_s``).
+    run_s : float
+        The whole run's length (s): to the last pod's end and the nodes settled.
     work_core_s : float
-        Reference core-seconds of the pods completed, in real seconds of the compressed run
-        (:data:`CLOCK`: the trace's work ÷ the speedup), the clock the energy is metered on.
+        Reference core-seconds the pods did inside the window (each pod's work × the share of
+        its run time inside it), in real seconds of the compressed run (:data:`CLOCK`: the
+        trace's work ÷ the speedup), the clock the energy is metered on.
     completion_s : ndarray
         Each pod's arrival → end, real seconds of the compressed run (:data:`CLOCK`).
     cycles : int
@@ -186,6 +194,7 @@ class LiveRun:
     telemetry_dir: Path
     start_ns: int = 0
     end_ns: int = 0
+    run_s: float = 0.0
     work_core_s: float = 0.0
     completion_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cycles: int = 0
@@ -218,6 +227,19 @@ class LiveRun:
             work_core_s=self.work_core_s,
             label=self.label,
         )
+
+
+def work_inside(ran: Iterable[tuple[float, float, float]], start_s: float, end_s: float) -> float:
+    """Work done in [``start_s``, ``end_s``] by pods that ran (work, from, to): each pod's work
+    × the share of its run time inside the window (a pod runs at its node's constant speed, so
+    its work is spread evenly over its run), in the work's unit. As
+    :func:`eams.scheduler.bench.metrics.window_work`, on the demo's clock."""
+    done = 0.0
+    for work, from_s, to_s in ran:
+        inside_s = min(to_s, end_s) - max(from_s, start_s)
+        if inside_s > 0:
+            done += work * inside_s / (to_s - from_s)
+    return done
 
 
 PowerStep = Callable[[float], Awaitable[None]]
@@ -279,6 +301,8 @@ class LiveLoop:
         self._index = {name: j for j, name in enumerate(workload.names)}
         self._arrived_s: dict[str, float] = {}
         self._ended_s: dict[str, float] = {}
+        self._ran_s: dict[str, tuple[float, float, float]] = {}
+        """Pod → (its trace work in reference core-s, bound, due to end (epoch s))."""
         self.binds: dict[str, str] = {}
         self.decisions: list[Decision] = []
         self.cycles = 0
@@ -399,6 +423,8 @@ class LiveLoop:
         j = self._index[name]
         bound = self.cluster.bind(pod, record.node, float(self.workload.duration_s[j]))
         self.binds[name] = record.node
+        work = float(self.workload.work_core_s[j])
+        self._ran_s[name] = (work, bound.bound_at_s, bound.ends_at_s)
         self.pending.pop(name, None)
         if self._tell is not None:
             self._bound_pods[name] = bound_pod(pod, record.node, time.time())
@@ -487,11 +513,10 @@ class LiveLoop:
         return any(t.get("key") == ASLEEP_TAINT for t in taints)
 
     def result(self, run: LiveRun) -> LiveRun:
-        """Fill ``run`` with what the loop did (work, completions, cycles, answers)."""
-        w = self.workload
-        done = [self._index[n] for n in self._ended_s]
-        # one clock (CLOCK): the pods' trace work compressed as their run times were
-        run.work_core_s = float(w.work_core_s[done].sum()) / self.speedup
+        """Fill ``run`` with what the loop did (work in ``run``'s window, completions, cycles,
+        answers); ``run.start_ns`` and ``run.end_ns`` set first."""
+        window_s = (run.start_ns / 1e9, run.end_ns / 1e9)
+        run.work_core_s = work_inside(self._ran_s.values(), *window_s) / self.speedup
         run.completion_s = np.array([self._ended_s[n] - self._arrived_s[n] for n in self._ended_s])
         run.cycles = self.cycles
         run.prioritize_calls = sum(1 for r in self.cycle.records if r.prioritize_s > 0)

@@ -161,12 +161,20 @@ async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float)
             await asyncio.sleep(WARMUP_PERIODS * period_s)
             live.cluster.start()
             start_ns = time.time_ns()
-            await live.run(step, period_s, timeout_s)
+            last_arrival_s = float(live.workload.arrival_s[-1]) / live.speedup
+            closer = loop.create_task(
+                close_window(live.cluster.testbed, time.monotonic() + last_arrival_s, period_s)
+            )
+            try:
+                await live.run(step, period_s, timeout_s)
+                window_end_ns = await closer
+            finally:
+                closer.cancel()
             await asyncio.to_thread(busy.acquire)  # a step in flight ends; no other starts
             await settle(live.cluster.testbed, period_s)
         if actuator is not None:
             failed = failures(manager, actuator, marker) | {"suspect_nodes": sorted(marker.suspect)}
-        return start_ns, time.time_ns(), actuator, failed
+        return start_ns, window_end_ns, time.time_ns(), actuator, failed
     finally:
         if actuator is not None:
             actuator.close()
@@ -176,19 +184,38 @@ SETTLE_TIMEOUT_S = 15.0
 """Longest a run's window waits, after its last pod, for a node still in transition."""
 
 
+def _steady(testbed: Testbed) -> bool:
+    """Every node running with its outlet on, or off at its outlet: none in transition."""
+    states = [testbed.simulator.state(i) for i in range(1, len(testbed.nodes) + 1)]
+    return all(s.state == "off" or s.node == "running" for s in states)
+
+
+async def _until_steady(testbed: Testbed) -> None:
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while time.monotonic() < deadline and not _steady(testbed):
+        await asyncio.sleep(0.05)
+
+
 async def settle(testbed: Testbed, period_s: float) -> None:
     """Return once every node is either running with its outlet on or off at its outlet, and
-    :data:`WARMUP_PERIODS` agent periods later (so the meter has read it so): a run's window
-    ends with the transitions its power manager started (their energy is the run's), at most
-    :data:`SETTLE_TIMEOUT_S` after its last pod."""
-    sim = testbed.simulator
-    deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        states = [sim.state(i) for i in range(1, len(testbed.nodes) + 1)]
-        if all(s.state == "off" or s.node == "running" for s in states):
-            break
-        await asyncio.sleep(0.05)
+    :data:`WARMUP_PERIODS` agent periods later (so the meter has read it so): a run ends with
+    the transitions its power manager started, at most :data:`SETTLE_TIMEOUT_S` after its last
+    pod."""
+    await _until_steady(testbed)
     await asyncio.sleep(WARMUP_PERIODS * period_s)
+
+
+async def close_window(testbed: Testbed, due_s: float, period_s: float) -> int:
+    """When the run's arrival window closes (epoch ns): at its last arrival (``due_s``,
+    monotonic s), or, when a node is in transition then (its agent silent while its OS is
+    down), once none is (at most :data:`SETTLE_TIMEOUT_S` on) and one agent period later, so
+    that the window's edge holds every node's sample: the wall-power check refuses a window
+    whose edge a node's samples miss by more than a tenth of it."""
+    await asyncio.sleep(max(0.0, due_s - time.monotonic()))
+    if not _steady(testbed):
+        await _until_steady(testbed)
+        await asyncio.sleep(period_s)
+    return time.time_ns()
 
 
 def live_run(
@@ -246,7 +273,7 @@ def live_run(
             agents.wait_metered(METER_START_TIMEOUT_S)
             time.sleep(WARMUP_PERIODS * period_s)
             live.on_progress = tick
-            start_ns, end_ns, actuator, failed = asyncio.run(
+            start_ns, window_end_ns, end_ns, actuator, failed = asyncio.run(
                 _drive(live, manager_for if with_pm else None, period_s, timeout_s)
             )
             for times in agents.sample_times(live.started_s, time.monotonic()):
@@ -257,8 +284,9 @@ def live_run(
             recorder.close()
         if scheduler == "eams":
             extender.extender.on_wake_request = None
+    result.start_ns = start_ns + int(float(workload.arrival_s[0]) / speedup * 1e9)
+    result.end_ns, result.run_s = window_end_ns, (end_ns - start_ns) / 1e9
     live.result(result)
-    result.start_ns, result.end_ns = start_ns, end_ns
     result.lag = live.lag.summary(margin_s(period_s), speedup)
     if actuator is not None and failed is not None:
         result.suspect_nodes = failed.pop("suspect_nodes")

@@ -111,7 +111,8 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
             first = browser.evaluate(html, "document.getElementById('answer').innerText")
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         assert lines[1] == first.strip()  # the first thing under the title
-        assert first.startswith("At the wall (offered load ρ = 0.3; ± at 2σ), ")
+        opening = "At the wall, while the pods arrived (offered load ρ = 0.3; ± at 2σ), "
+        assert first.startswith(opening), first
         assert f"{_best(summary)} used the least energy per unit of work" in first, first
         assert "than the default scheduler alone" in first and "VT-5" in first
         from eams.demo.report import RUN_NAMES

@@ -193,6 +193,20 @@ def test_a_live_runs_spec_text_shows_utc_times_the_check_reads_back(tmp_path: Pa
     assert (again.work_core_s, again.label, again.paths) == (3589.0, "default", run.spec.paths)
 
 
+def test_a_runs_work_is_what_its_pods_did_inside_the_arrival_window() -> None:
+    """Issue 35: a run's energy and work are taken over its arrival window, so a pod that runs
+    past it counts only the share of its run inside, and one bound after it counts nothing."""
+    from eams.demo.live import work_inside
+
+    ran = [
+        (10.0, 0.0, 5.0),  # wholly inside: all of it
+        (8.0, 8.0, 12.0),  # half its run inside: half its work
+        (6.0, 11.0, 14.0),  # bound after the window closed: none
+    ]
+    assert work_inside(ran, 0.0, 10.0) == pytest.approx(10.0 + 4.0)
+    assert work_inside(ran, 0.0, 20.0) == pytest.approx(24.0)  # the whole run: every pod
+
+
 def test_a_pods_energy_on_the_measured_curve_is_its_utilisation_share() -> None:
     """Sample and hold over the run: 5 s at 100 W with the node 50 % busy and the pod a
     quarter of its cores (half the power), then 5 s at 200 W with the node fully busy (a

@@ -50,9 +50,9 @@ def test_each_transition_is_a_line_on_its_nodes_row_in_its_run(two_runs, fleet_d
 
 
 def test_the_demo_marks_the_transitions_of_its_power_record(tmp_path: Path) -> None:
-    start_s = 1_800_000_000.0
+    start_s, end_s = 1_800_000_000.0, 1_800_000_010.0  # a 10 s window
     runs = [
-        LiveRun(label, tmp_path / label, start_ns=int(start_s * 1e9))
+        LiveRun(label, tmp_path / label, start_ns=int(start_s * 1e9), end_ns=int(end_s * 1e9))
         for label in ("default", "default+pm", "eams+pm")
     ]
     band = Band(0.3, "a trace", 10.0, runs)
@@ -61,6 +61,7 @@ def test_the_demo_marks_the_transitions_of_its_power_record(tmp_path: Path) -> N
         ("mini-2", 9.5, "off", "running", "ok"),
         ("mini-4", 4.0, "running", "off", "refused"),  # did not happen: no mark
         ("mini-5", 6.0, "running", "off", "failed"),
+        ("mini-6", 12.0, "running", "off", "ok"),  # after the window: not drawn
     ]
     folder = tmp_path / "record" / band.name / "eams+pm"
     with Recorder(WriterSettings(folder=folder, prefix="power")) as recorder:
