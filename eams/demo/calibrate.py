@@ -270,6 +270,13 @@ class VirtualPowerActions(PowerActions):
 
         return self._act(node, "soft_off", step, True, act)
 
+    def wake(self, node: str) -> Transition:
+        """Wake ``node``: its outlet on (every virtual node's method is ``outlet``) through the
+        meter kept open, not one opened for the wake (the measurement's wake after a failure
+        came while the machine was loaded, and a new meter's first read timed out, leaving the
+        node asleep). Raises as :meth:`outlet`."""
+        return self.outlet(node, "on")
+
     def outlet(self, node: str, action: str) -> Transition:
         """Switch ``node``'s outlet ``on`` or ``off`` (the safety rules first for off), its
         state read back.

@@ -78,3 +78,24 @@ def test_power_states_hold_when_the_trace_stalls_through_every_boot() -> None:
 def _runs(testbed: VirtualTestbed) -> bool:
     """The agent's stand-in: it answers while the virtual machine runs."""
     return testbed.simulator.state(2).node == "running"
+
+
+def test_a_wake_goes_through_the_meter_kept_open(monkeypatch) -> None:
+    """After a failed measurement the node is woken again under load: through the meter the
+    actions keep open, as their switches are. Opening another meter is made to fail here (the
+    stand-in: the timeout a loaded machine gave that new meter's first read)."""
+    import eams.actuators.steps as steps
+
+    def no_new_meter(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the wake opened a new meter")
+
+    nodes, _ = demo_fleet()
+    with VirtualTestbed(nodes[:2], BOOT) as testbed:
+        node = testbed.nodes[1]
+        cluster = EmulatedCluster(testbed, 1.0, time.time)
+        with VirtualPowerActions(testbed, cluster) as actions:
+            testbed.simulator.switch_outlet(2, "off")
+            monkeypatch.setattr(steps, "BlockingMeter", no_new_meter)
+            done = actions.wake(node.spec.name)
+        assert done.result == "ok", done
+        assert testbed.simulator.state(2).state == "on"
