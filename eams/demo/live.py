@@ -211,6 +211,11 @@ class LiveRun:
     lag: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def window_s(self) -> float:
+        """Length of the arrival window (s)."""
+        return (self.end_ns - self.start_ns) / 1e9
+
+    @property
     def spec(self) -> RunSpec:
         """The run for the wall-power check, built directly: the output folder may hold a
         ``,`` or ``?`` that a SPEC string would split on. Its text is the equivalent

@@ -38,7 +38,7 @@ from eams.calibrate.wallpower.report import (
     shown_verdict,
 )
 from eams.demo.lag import lag_sentence
-from eams.demo.live import CLOCK, LiveRun
+from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
@@ -270,7 +270,7 @@ def clock_note(speedup: float) -> str:
 
 def window_note(band: Band) -> str:
     """The sentence that names the window every energy and work figure is taken over."""
-    windows = _span([window_s(r) for r in band.runs])
+    windows = _span([r.window_s for r in band.runs])
     lengths = _span([r.run_s for r in band.runs])
     return (
         "Energy and work are taken over the arrival window, first to last arrival, closed once "
@@ -285,11 +285,6 @@ def window_note(band: Band) -> str:
 def _span(values: list[float]) -> str:
     low, high = f"{min(values):.1f}", f"{max(values):.1f}"
     return low if low == high else f"{low}–{high}"
-
-
-def window_s(run: LiveRun) -> float:
-    """Length of ``run``'s arrival window (s)."""
-    return (run.end_ns - run.start_ns) / 1e9
 
 
 def _cells(figures: dict[str, Any]) -> list[str]:
@@ -308,7 +303,7 @@ def _figures(band: Band, checks: dict[str, SavingCheck], record_root: Path) -> d
         "rho": band.rho,
         "speedup": band.speedup,
         "clock": CLOCK,
-        "window_s": {r.label: window_s(r) for r in band.runs},
+        "window_s": {r.label: r.window_s for r in band.runs},
         "run_s": {r.label: r.run_s for r in band.runs},
         "window_explained": window_note(band),
         "run_figures": runs,

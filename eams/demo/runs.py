@@ -161,9 +161,9 @@ async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float)
             await asyncio.sleep(WARMUP_PERIODS * period_s)
             live.cluster.start()
             start_ns = time.time_ns()
-            last_arrival_s = float(live.workload.arrival_s[-1]) / live.speedup
+            first_s, last_s = (float(live.workload.arrival_s[i]) / live.speedup for i in (0, -1))
             closer = loop.create_task(
-                close_window(live.cluster.testbed, time.monotonic() + last_arrival_s, period_s)
+                close_window(live.cluster.testbed, time.monotonic() + last_s, period_s)
             )
             try:
                 await live.run(step, period_s, timeout_s)
@@ -174,7 +174,8 @@ async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float)
             await settle(live.cluster.testbed, period_s)
         if actuator is not None:
             failed = failures(manager, actuator, marker) | {"suspect_nodes": sorted(marker.suspect)}
-        return start_ns, window_end_ns, time.time_ns(), actuator, failed
+        window_ns = (start_ns + int(first_s * 1e9), window_end_ns)
+        return window_ns, (time.time_ns() - start_ns) / 1e9, actuator, failed
     finally:
         if actuator is not None:
             actuator.close()
@@ -273,7 +274,7 @@ def live_run(
             agents.wait_metered(METER_START_TIMEOUT_S)
             time.sleep(WARMUP_PERIODS * period_s)
             live.on_progress = tick
-            start_ns, window_end_ns, end_ns, actuator, failed = asyncio.run(
+            (result.start_ns, result.end_ns), result.run_s, actuator, failed = asyncio.run(
                 _drive(live, manager_for if with_pm else None, period_s, timeout_s)
             )
             for times in agents.sample_times(live.started_s, time.monotonic()):
@@ -284,8 +285,6 @@ def live_run(
             recorder.close()
         if scheduler == "eams":
             extender.extender.on_wake_request = None
-    result.start_ns = start_ns + int(float(workload.arrival_s[0]) / speedup * 1e9)
-    result.end_ns, result.run_s = window_end_ns, (end_ns - start_ns) / 1e9
     live.result(result)
     result.lag = live.lag.summary(margin_s(period_s), speedup)
     if actuator is not None and failed is not None:
