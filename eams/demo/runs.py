@@ -207,15 +207,15 @@ async def settle(testbed: Testbed, period_s: float) -> None:
 
 
 async def close_window(testbed: Testbed, due_s: float, period_s: float) -> int:
-    """When the run's arrival window closes (epoch ns): at its last arrival (``due_s``,
-    monotonic s), or, when a node is in transition then (its agent silent while its OS is
-    down), once none is (at most :data:`SETTLE_TIMEOUT_S` on) and one agent period later, so
-    that the window's edge holds every node's sample: the wall-power check refuses a window
-    whose edge a node's samples miss by more than a tenth of it."""
+    """When the run's arrival window closes (epoch ns): after its last arrival (``due_s``,
+    monotonic s), once no node is in transition (its agent silent while its OS is down; at
+    most :data:`SETTLE_TIMEOUT_S` on) and :data:`WARMUP_PERIODS` agent periods later, in every
+    run alike, so that the window's edge holds every node's sample (an agent's first after a
+    boot, a 0 W reading after an outlet off): the wall-power check refuses a window whose edge
+    a node's samples miss by more than a tenth of it."""
     await asyncio.sleep(max(0.0, due_s - time.monotonic()))
-    if not _steady(testbed):
-        await _until_steady(testbed)
-        await asyncio.sleep(period_s)
+    await _until_steady(testbed)
+    await asyncio.sleep(WARMUP_PERIODS * period_s)
     return time.time_ns()
 
 
