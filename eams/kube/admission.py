@@ -1,5 +1,6 @@
-"""Which nodes a pending pod could use once they are awake: the static predicates the power
-manager wakes by and the extender's market wakes price by (one rule for both).
+"""Which nodes a pending pod could use, now or once they are awake: the static predicates the
+power manager wakes by, the extender's market wakes price by and its gate release pins by (one
+rule for all three).
 
 ``spec.nodeSelector`` against the node's labels, and kube-scheduler's TaintToleration filter
 (:func:`eams.kube.taints.untolerated`), leaving out the taints a sleep itself puts on a node
@@ -45,11 +46,32 @@ def admits_once_awake(
 ) -> bool:
     """True when a pod with ``spec.nodeSelector`` ``selector`` and ``tolerations`` may use
     ``node`` (a ``v1.Node`` as JSON) once it is awake (module docstring)."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    if any(labels.get(k) != v for k, v in selector.items()):
-        return False
     tolerations = tuple(tolerations)
+    if not _selected(node, selector):
+        return False
     if cordoned_by_a_person(node) and untolerated(tolerations, [CORDON]) is not None:
         return False
     taints = (Taint.from_json(t) for t in node_taints(node))
     return untolerated(tolerations, taints, ignore=SLEEP_TAINTS) is None
+
+
+def admits_now(
+    node: dict[str, Any], selector: Mapping[str, str], tolerations: Iterable[Toleration]
+) -> bool:
+    """True when kube-scheduler's NodeUnschedulable, NodeAffinity (``spec.nodeSelector``) and
+    TaintToleration filters pass a pod with ``selector`` and ``tolerations`` on ``node`` as it
+    is now: every ``NoSchedule``/``NoExecute`` taint counts, a sleep's and the node-lifecycle
+    controller's too, and any cordon."""
+    tolerations = tuple(tolerations)
+    if not _selected(node, selector):
+        return False
+    cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+    if cordoned and untolerated(tolerations, [CORDON]) is not None:
+        return False
+    taints = (Taint.from_json(t) for t in node_taints(node))
+    return untolerated(tolerations, taints) is None
+
+
+def _selected(node: dict[str, Any], selector: Mapping[str, str]) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.items())

@@ -41,6 +41,10 @@ HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 MERGE_PATCH: Final = "application/merge-patch+json"
 """RFC 7386 JSON merge patch (apimachinery ``MergePatchType``, ``kubectl patch --type merge``):
 a list is replaced whole, ``null`` removes a key."""
+STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+"""Kubernetes' strategic merge patch (apimachinery ``StrategicMergePatchType``): a list with a
+patch merge key (``spec.schedulingGates`` by ``name``) is merged item by item, and an item
+``{"$patch": "delete", KEY: VALUE}`` removes just that one."""
 CONFLICT: Final = 409
 """HTTP status of a write whose ``metadata.resourceVersion`` is no longer the object's."""
 
@@ -50,6 +54,10 @@ PREFIX: Final = "eams.io/"
 
 WORK_ANNOTATION: Final = PREFIX + "work-core-s"
 """Pod annotation: the pod's work in reference core-seconds (the auction's runtime estimate)."""
+
+MARKET_GATE: Final = PREFIX + "market"
+"""Pod scheduling gate (``spec.schedulingGates[].name``): the pod waits for the market to clear
+it; the extender removes the gate and pins the pod to its cleared node (``eams.kube.gates``)."""
 
 HEADROOM_TAINT: Final = PREFIX + "power-headroom-low"
 """``NoSchedule`` taint the extender puts on a node under the power-headroom floor."""

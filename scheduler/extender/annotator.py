@@ -33,6 +33,10 @@ over one keep-alive connection:
   (``eams_extender_annotation_patches_total{outcome="dropped"}``); nothing blocks or raises
   into the caller. Answers are counted ``ok`` or ``error`` (any status ≥ 300 or a transport
   failure; logged at most once a minute).
+
+The gate releaser (``gates.py``) sends its releases through the same machinery with a body of
+its own, the strategic merge patch type, no gathering delay (a release is on the pod's path to
+its binding) and a hook for the failed ones.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from prometheus_client import Counter
 
 from eams.kube.names import MERGE_PATCH
 from eams.scheduler.extender.keepalive import KeepAlive, tls_context
-from eams.scheduler.record import Placement, annotation_patch
+from eams.scheduler.record import annotation_patch
 from eams.scheduler.record.metrics import ThreadCpu
 
 log = logging.getLogger(__name__)
@@ -80,7 +84,9 @@ PodPatchSender = Callable[[list[PodPatch]], list[int | Exception]]
 transport failure (``OSError``, ``httptools.HttpParserError``) that left it unanswered."""
 
 
-def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
+def api_sender(
+    api_client: Any, timeout_s: float = TIMEOUT_S, content_type: str = MERGE_PATCH
+) -> PodPatchSender:
     """A :data:`PodPatchSender` to the API server of a ``kubernetes.client.ApiClient``.
 
     Parameters
@@ -90,6 +96,9 @@ def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
         through ``auth_settings()``, the CA and a client certificate for TLS.
     timeout_s : float
         Connect and read timeout of each patch, s.
+    content_type : str
+        The patch type: JSON merge patch (the annotations) or strategic merge patch (the gate
+        release, :data:`~eams.kube.names.STRATEGIC_MERGE_PATCH`).
 
     Returns
     -------
@@ -102,7 +111,7 @@ def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
     config = api_client.configuration
     target = urlsplit(config.host)
     base = target.path.rstrip("/")
-    fixed = f"Host: {target.netloc}\r\nContent-Type: {MERGE_PATCH}\r\n"
+    fixed = f"Host: {target.netloc}\r\nContent-Type: {content_type}\r\n"
     fixed += "Accept: application/json\r\n"
     if api_client.user_agent:
         fixed += f"User-Agent: {api_client.user_agent}\r\n"
@@ -158,7 +167,8 @@ def api_sender(api_client: Any, timeout_s: float = TIMEOUT_S) -> PodPatchSender:
 
 
 class PodAnnotator:
-    """Sends each bound pod's ``eams.io/*`` merge patch from one background thread.
+    """Sends each bound pod's ``eams.io/*`` merge patch from one background thread (or, with
+    another ``body``, any one patch per pod: the gate releases).
 
     Parameters
     ----------
@@ -174,6 +184,14 @@ class PodAnnotator:
     cpu : prometheus_client.Counter, optional
         Where the thread adds its CPU time, s, after each run it sends
         (``eams_record_cpu_seconds_total{part="annotator"}``).
+    body : callable
+        ``body(item) -> dict``: the JSON body of an item's patch (:func:`annotation_patch` of a
+        :class:`Placement`); an item has ``pod.key``, ``pod.namespace`` and ``pod.name``.
+    gather_s : float
+        How long the woken thread waits for more before sending, s (:data:`GATHER_S`).
+    on_failed : callable, optional
+        ``on_failed([(item, status), ...])``, from the thread, with the items whose patch
+        failed (an HTTP status ≥ 300 or the transport failure); must not block.
 
     Raises
     ------
@@ -188,6 +206,9 @@ class PodAnnotator:
         max_queue: int = MAX_QUEUE,
         max_per_s: float = MAX_PER_S,
         cpu: Counter | None = None,
+        body: Callable[[Any], dict[str, Any]] = annotation_patch,
+        gather_s: float = GATHER_S,
+        on_failed: Callable[[list[tuple[Any, int | Exception]]], None] | None = None,
     ) -> None:
         if max_queue < 1 or not max_per_s > 0:
             raise ValueError(f"max_queue = {max_queue} (≥ 1), max_per_s = {max_per_s} (> 0)")
@@ -195,8 +216,9 @@ class PodAnnotator:
         self._ok, self._error = outcomes.labels("ok"), outcomes.labels("error")
         self._dropped = outcomes.labels("dropped")
         self._cpu = cpu
+        self._body, self._gather_s, self._on_failed = body, gather_s, on_failed
         self._max_queue, self._per_s = max_queue, float(max_per_s)
-        self._waiting: dict[str, Placement] = {}  # pod key → its latest decision, in order
+        self._waiting: dict[str, Any] = {}  # pod key → its latest item, in order
         self._lock = threading.Lock()  # the loop inserts, the thread pops
         self._wake = threading.Event()
         self._closed = False
@@ -204,9 +226,10 @@ class PodAnnotator:
         self._thread = threading.Thread(target=self._run, name="eams-annotator", daemon=True)
         self._thread.start()
 
-    def submit(self, decision: Placement) -> bool:
-        """Queue ``decision``'s patch (replacing a waiting one of the same pod); ``False`` when
-        dropped (the queue full, or closed). Never blocks, never raises."""
+    def submit(self, decision: Any) -> bool:
+        """Queue ``decision``'s patch (a :class:`Placement`, or an item of ``body``; replacing
+        a waiting one of the same pod); ``False`` when dropped (the queue full, or closed).
+        Never blocks, never raises."""
         key = decision.pod.key
         waiting = self._waiting
         with self._lock:
@@ -233,13 +256,14 @@ class PodAnnotator:
         # at the rate limit, wait for a run's worth of tokens, not one: a patch at a time would
         # cost a wake-up and a round trip each (measured: 0.10 ms of CPU a patch, not 0.04)
         run = max(1, min(MAX_BATCH, int(per_s * GATHER_S)))
+        gather_s = self._gather_s
         capacity = max(per_s, float(run))
         tokens, last = capacity, time.monotonic()
         cpu = None if self._cpu is None else ThreadCpu(self._cpu)
         while True:
             self._wake.wait()
-            if not self._closed:
-                time.sleep(GATHER_S)  # let the run of bindings gather
+            if not self._closed and gather_s > 0:
+                time.sleep(gather_s)  # let the run of bindings gather
             self._wake.clear()
             while self._waiting:
                 now = time.monotonic()
@@ -257,15 +281,16 @@ class PodAnnotator:
             if self._closed:
                 return
 
-    def _pop(self, count: int) -> list[Placement]:
+    def _pop(self, count: int) -> list[Any]:
         """The ``count`` oldest waiting decisions (fewer when fewer wait)."""
         waiting = self._waiting
         with self._lock:
             keys = list(itertools.islice(waiting, count))
             return [waiting.pop(key) for key in keys]
 
-    def _send_all(self, decisions: list[Placement]) -> None:
-        patches = [(d.pod.namespace, d.pod.name, _encode(annotation_patch(d))) for d in decisions]
+    def _send_all(self, decisions: list[Any]) -> None:
+        body = self._body
+        patches = [(d.pod.namespace, d.pod.name, _encode(body(d))) for d in decisions]
         try:
             statuses = self._send(patches)
         except Exception as exc:  # a sender's failure must not end the thread
@@ -276,6 +301,8 @@ class PodAnnotator:
         if not failed:
             return
         self._error.inc(len(failed))
+        if self._on_failed is not None:
+            self._on_failed(failed)
         now = time.monotonic()
         if now - self._logged_s >= _LOG_EVERY_S:
             self._logged_s = now
@@ -286,7 +313,7 @@ class PodAnnotator:
                 else str(status) or type(status).__name__
             )
             log.warning(
-                "pod %s (and %d more): eams.io annotations not written: %s",
+                "pod %s (and %d more): patch not applied: %s",
                 decision.pod.key,
                 len(failed) - 1,
                 failure,

@@ -1,4 +1,6 @@
-"""kube-scheduler's candidate node lists, derived once per list instead of once per request.
+"""Candidate nodes: kube-scheduler's lists, derived once per list instead of once per request,
+and, for a pod kube-scheduler has not seen (a gated one, ``gates.py``), the nodes its static
+filters would pass.
 
 kube-scheduler sends the same ``NodeNames`` pod after pod, and the verbs hand out one list
 object while its bytes repeat (``verbs.NameLists``). Everything derived from a list — its
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from eams.kube.admission import admits_now
 from eams.scheduler.extender.nodes import NodeCache
 from eams.scheduler.extender.pending import PendingPod
 
@@ -58,3 +61,41 @@ class CandidateLists:
                     last = self._unknown = (pod.candidates, self.nodes.version, missing)
                 unknown |= last[2]
         return unknown
+
+
+class StaticCandidates:
+    """The awake nodes kube-scheduler's static filters pass for a pod's ``nodeSelector`` and
+    tolerations (:func:`eams.kube.admission.admits_now`), one frozenset object per pair while
+    no node's labels, taints or cordon change (``NodeCache.rules_version``), so the market's
+    candidate masks hold by identity and a clearing at 1,000 nodes does not walk them per pod.
+
+    Parameters
+    ----------
+    nodes : NodeCache
+    """
+
+    MAX_KEPT = 256  # distinct (selector, tolerations) pairs kept; beyond, the cache starts again
+
+    def __init__(self, nodes: NodeCache) -> None:
+        self.nodes = nodes
+        self._kept: dict[tuple[object, object], frozenset[str]] = {}
+        self._version = -1
+
+    def of(self, pod: PendingPod) -> frozenset[str]:
+        """Names of the known nodes that admit ``pod`` now (an asleep node's taint keeps it
+        out)."""
+        if self._version != self.nodes.rules_version or len(self._kept) >= self.MAX_KEPT:
+            self._kept.clear()
+            self._version = self.nodes.rules_version
+        key = (pod.node_selector, pod.tolerations)
+        found = self._kept.get(key)
+        if found is None:
+            selector = dict(pod.node_selector)
+            found = frozenset(
+                name
+                for name in self.nodes.names()
+                if (node := self.nodes.node(name)) is not None
+                and admits_now(node, selector, pod.tolerations)
+            )
+            self._kept[key] = found
+        return found

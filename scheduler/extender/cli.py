@@ -224,6 +224,14 @@ class _Stop:
     "energy and wait priced in, beats every awake bid, and ask the power manager to wake it "
     "(node annotation eams.io/wake-request). Needs filterVerb in the scheduler config.",
 )
+@click.option(
+    "--release-gates/--no-release-gates",
+    default=True,
+    show_default=True,
+    help="Active with --watch: clear the pods carrying the eams.io/market scheduling gate in "
+    "their batch window, then remove the gate and pin each to its cleared node (kube-scheduler "
+    "then binds it without calling the extender).",
+)
 @log_level_option("Log level of the server (uvicorn).")
 @click.option(
     "--workers",
@@ -247,6 +255,7 @@ def serve(
     annotate: bool,
     prioritize_answer: Literal["deciding", "all"],
     market_wakes: bool,
+    release_gates: bool,
     log_level: str,
     workers: int,  # only 1 gets here: its type refuses more
 ) -> None:
@@ -292,6 +301,7 @@ def serve(
                 annotate=annotate,
                 prioritize_answer=prioritize_answer,
                 market_wakes=market_wakes,
+                release_gates=release_gates,
             ),
             host,
             port,

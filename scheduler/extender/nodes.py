@@ -62,6 +62,8 @@ class NodeCache:
         self._objects: dict[str, dict[str, Any]] = {}
         self._names: list[str] | None = None  # list(self._capacity), while it holds
         self.version = 0  # changes whenever a node is added or forgotten
+        self.rules_version = 0  # changes whenever a node's labels, taints or cordon change too
+        self._rules: dict[str, tuple[Any, Any, Any]] = {}
         self.tainted: set[str] = set()  # nodes carrying names.HEADROOM_TAINT
         self.sleeping: dict[str, str] = {}  # nodes carrying names.ASLEEP_TAINT → power state
 
@@ -93,6 +95,10 @@ class NodeCache:
                     name, capacity.cpu_milli, capacity.memory_bytes, capacity.pods
                 )
             self._objects[name] = item
+            rules = _admission_rules(item)
+            if self._rules.get(name) != rules:
+                self._rules[name] = rules
+                self.rules_version += 1
             if has_taint(item, HEADROOM_TAINT):
                 self.tainted.add(name)
             else:
@@ -108,6 +114,8 @@ class NodeCache:
     def forget(self, name: str) -> None:
         """Drop a deleted node."""
         self._objects.pop(name, None)
+        if self._rules.pop(name, None) is not None:
+            self.rules_version += 1
         self.tainted.discard(name)
         self.sleeping.pop(name, None)
         if self._capacity.pop(name, None) is not None:
@@ -161,3 +169,12 @@ class NodeCache:
         keys = ("used_cpu_milli", "used_memory_bytes", "used_pods")
         cpu, memory, pods = (int(cols[k][i]) for k in keys)
         return cpu, memory, pods
+
+
+def _admission_rules(node: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """What kube-scheduler's static filters read of a node: labels, taints, cordon."""
+    return (
+        (node.get("metadata") or {}).get("labels"),
+        (node.get("spec") or {}).get("taints"),
+        (node.get("spec") or {}).get("unschedulable"),
+    )

@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 
+from eams.kube.gates import can_pin, carries_market_gate
 from eams.kube.names import WORK_ANNOTATION
 from eams.kube.pods import PodObject
 from eams.kube.requests import PodRequest, pod_request
@@ -68,6 +69,13 @@ class PendingPod:
     tolerations : tuple of Toleration
         ``spec.tolerations``: which asleep nodes the pod could use once awake (a market wake,
         ``wakes.py``); kube-scheduler's own filters judge the awake ones.
+    gated : bool
+        The pod carries the ``eams.io/market`` scheduling gate: the extender releases it once
+        cleared (``gates.py``, :mod:`eams.kube.gates`).
+    pinnable : bool
+        The market judges every placement constraint of the pod (no ``spec.affinity``, no
+        ``spec.topologySpreadConstraints``: :func:`eams.kube.gates.can_pin`), so a gated pod
+        may be pinned to its cleared node.
     """
 
     key: str
@@ -79,6 +87,8 @@ class PendingPod:
     uid: str | None = None
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    gated: bool = False
+    pinnable: bool = True
 
 
 def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> PendingPod:
@@ -102,6 +112,8 @@ def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> Pen
         candidates,
         pod.spec.nodeSelector,
         pod.spec.tolerations,
+        carries_market_gate(str(g.get("name")) for g in pod.spec.schedulingGates or ()),
+        can_pin(bool(pod.spec.affinity), bool(pod.spec.topologySpreadConstraints)),
     )
 
 
@@ -115,10 +127,13 @@ def sized_pod(
     candidates: frozenset[str] | None = None,
     node_selector: dict[str, str] | None = None,
     tolerations: list[dict[str, Any]] | None = None,
+    gated: bool = False,
+    pinnable: bool = True,
 ) -> PendingPod:
     """A :class:`PendingPod` from the fields the auction reads (its request already sized):
     π from ``spec.priority`` (:func:`_priority`), the tenant from the namespace, the work from
-    the ``eams.io/work-core-s`` annotation, the node selector and tolerations as given."""
+    the ``eams.io/work-core-s`` annotation, the node selector, tolerations, gate and whether it
+    may be pinned as given."""
     return PendingPod(
         key=key,
         request=request,
@@ -129,6 +144,8 @@ def sized_pod(
         uid=uid or None,
         node_selector=tuple(sorted((node_selector or {}).items())),
         tolerations=tuple(Toleration.from_json(t) for t in tolerations or ()),
+        gated=gated,
+        pinnable=pinnable,
     )
 
 
@@ -160,6 +177,10 @@ class _Container(msgspec.Struct):
     restartPolicy: str | None = None
 
 
+class _Gate(msgspec.Struct):
+    name: str | None = None
+
+
 class _Spec(msgspec.Struct):
     containers: list[_Container] | None = None
     initContainers: list[_Container] | None = None
@@ -170,6 +191,9 @@ class _Spec(msgspec.Struct):
     nodeName: str | None = None
     nodeSelector: dict[str, str] | None = None
     tolerations: list[dict[str, Any]] | None = None
+    schedulingGates: list[_Gate] | None = None
+    affinity: msgspec.Raw = _NULL
+    topologySpreadConstraints: msgspec.Raw = _NULL
 
 
 class _Status(msgspec.Struct):
@@ -201,6 +225,11 @@ def _shape(spec: _Spec) -> _Shape:
     return tuple(parts)
 
 
+def _given(raw: msgspec.Raw) -> bool:
+    """A field present with a value that is not empty (not absent, ``null``, ``{}`` or ``[]``)."""
+    return bytes(raw) not in (b"null", b"{}", b"[]")
+
+
 class PendingDecoder:
     """Sizes pending pods from their raw JSON, the resources of shapes already seen reused."""
 
@@ -219,7 +248,8 @@ class PendingDecoder:
             pod = _decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return pending_pod(PodObject.model_validate_json(raw))
-        meta, shape = pod.metadata, _shape(pod.spec)
+        meta, spec = pod.metadata, pod.spec
+        shape = _shape(spec)
         request = self._requests.get(shape)
         if request is None or not meta.name:  # unnamed: the validated path keys it by uid
             sized = pending_pod(PodObject.model_validate_json(raw))
@@ -230,11 +260,13 @@ class PendingDecoder:
         return sized_pod(
             f"{meta.namespace or 'default'}/{meta.name}",
             request,
-            pod.spec.priority,
+            spec.priority,
             meta.namespace,
             meta.annotations,
             meta.uid,
             None,
-            pod.spec.nodeSelector,
-            pod.spec.tolerations,
+            spec.nodeSelector,
+            spec.tolerations,
+            carries_market_gate(g.name for g in spec.schedulingGates or () if g.name),
+            can_pin(_given(spec.affinity), _given(spec.topologySpreadConstraints)),
         )

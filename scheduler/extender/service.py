@@ -39,11 +39,12 @@ from eams.kube.requests import PodRequest, pod_request
 from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.batching import Batcher
-from eams.scheduler.extender.candidates import CandidateLists
+from eams.scheduler.extender.candidates import CandidateLists, StaticCandidates
 from eams.scheduler.extender.clock import Clock, as_clock
 from eams.scheduler.extender.decisions import Decisions
 from eams.scheduler.extender.errors import StepAside, bad_request
 from eams.scheduler.extender.floor import HeadroomFloor
+from eams.scheduler.extender.gates import GateReleaser
 from eams.scheduler.extender.herding import HerdGuard
 from eams.scheduler.extender.market import Market
 from eams.scheduler.extender.metrics import ExtenderMetrics
@@ -150,6 +151,8 @@ class Extender:
             else None
         )
         self.candidates = CandidateLists(self.nodes)
+        self.static_candidates = StaticCandidates(self.nodes)
+        self.releaser: GateReleaser | None = None  # set by watch.py: gated pods are released
         self.wakes = WakeMarket(
             self.nodes,
             self.market,
@@ -270,11 +273,26 @@ class Extender:
 
     def observe_pending(self, pod: PendingPod) -> None:
         """A pod of this scheduler waits for a node: it joins the pending batch (and the market
-        wakes' pods)."""
+        wakes' pods). A gated one (``gates.py``), active with a releaser, joins it with the
+        nodes that admit it as its candidates, or, when the market cannot judge it (or does
+        not batch), is released unpinned at once."""
+        releaser = self.releaser
+        if pod.gated and releaser is not None and self.active:
+            if not pod.pinnable or self.batcher is None:
+                releaser.release(pod, None)
+                return
+            pod = replace(pod, candidates=self.static_candidates.of(pod))
         if self.batcher is not None:
             self.batcher.submit(pod)
         if self.market_wakes:
             self.wakes.remember(pod)
+
+    def retry_release(self, pod: PendingPod) -> None:
+        """A gated pod's release failed: it is cleared again (its old row dropped) and its
+        next clearing releases it (``gates.py``)."""
+        if self.batcher is not None:
+            self.batcher.forget(pod.key)
+            self.observe_pending(pod)
 
     def observe_unpending(self, key: str) -> None:
         """A pod no longer waits (bound, or deleted while pending): it leaves the batch."""
@@ -307,6 +325,8 @@ class Extender:
         """The pod's cycle is over: its herding reservation now counts toward the taint, which
         is planned again when that put the reservation's node under the floor."""
         self.wakes.forget(key)
+        if self.releaser is not None:
+            self.releaser.bound(key)
         node = self.herd.bind(key)
         if node is not None and self.floor.under([node], self.clock()):
             self._floor_changed()
@@ -527,6 +547,11 @@ class Extender:
         return rows
 
     def _after_clearing(self, rows: list[Cleared]) -> None:
+        if self.releaser is not None and self.active:
+            pinned = self.releaser.release_rows(rows)
+            if self.decisions is not None:
+                for key in pinned:  # judged against this clearing, as if kube-scheduler asked
+                    self.decisions.scored(key)
         if not self.active:
             for row in rows:
                 self._record(row.pod, "clearing", {"node": row.node, "price": row.price})

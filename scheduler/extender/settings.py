@@ -84,6 +84,10 @@ class Settings:
     wake_price_margin : float, ≥ 1
         How much better the wake bid must be than the best awake one to hold the pod: 1.0,
         strictly better (the wait is already priced in the bid).
+    release_gates : bool
+        Active mode with ``--watch``: clear the pods of this profile that carry the
+        ``eams.io/market`` scheduling gate in their window, then remove the gate and pin each to
+        its cleared node (``gates.py``, issue 32); pods without the gate are not affected.
     """
 
     mode: Mode = "shadow"
@@ -108,6 +112,7 @@ class Settings:
     prioritize_answer: PrioritizeAnswer = "deciding"
     market_wakes: bool = True
     wake_price_margin: float = 1.0
+    release_gates: bool = True
 
     def auction_params(self) -> AuctionParams:
         """Engine parameters from these settings (slot size, staleness); the rest default."""

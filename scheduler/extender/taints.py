@@ -55,16 +55,18 @@ class TaintKeeper:
     def __init__(self, floor: HeadroomFloor, nodes: NodeCache, clock: Callable[[], float]) -> None:
         self.floor, self.nodes, self.clock = floor, nodes, clock
         self.in_flight: set[str] = set()
+        self.holding: Callable[[], set[str]] = set  # nodes not to taint yet (``gates.py``)
 
     def plan(self) -> list[TaintPatch]:
         """Patches for nodes the taint belongs on (``HeadroomFloor.to_taint``) without it and
         for tainted nodes that recovered (nodes with a patch in flight are left until it is
-        answered)."""
+        answered, and nodes :attr:`holding` a pinned pod not bound yet are not tainted)."""
         now_s = self.clock()
         below, recovered = self.floor.to_taint(now_s), self.floor.recovered(now_s)
         patches = []
+        held = self.holding() if below else set()
         for name in below:
-            if name not in self.nodes.tainted and name not in self.in_flight:
+            if name not in self.nodes.tainted and name not in self.in_flight and name not in held:
                 patch = self._patch(name, "add")
                 if patch is not None:
                     patches.append(patch)

@@ -41,7 +41,10 @@ per node in flight, the newest request sent next, so an older one never lands la
 With ``--record`` the bound-pod events also go to the decision record's outcome join, and each
 decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a merge patch
 from the annotator's thread (``annotator.py``, with this client's configuration).
-RBAC: nodes get/list/watch/patch, pods get/list/watch (+ patch with ``--record``;
+Gated pods (``gates.py``, active mode, ``--release-gates``): each cleared pod carrying the
+``eams.io/market`` scheduling gate is released by a strategic merge patch from the releaser's
+thread, pinned to its cleared node.
+RBAC: nodes get/list/watch/patch, pods get/list/watch (+ patch with ``--record`` or gated pods;
 ``deploy/k3s/rbac.yaml``).
 """
 
@@ -60,12 +63,14 @@ from pydantic import ValidationError
 
 from eams.kube.client import core_api, load_configuration
 from eams.kube.listwatch import Head, ListWatch
-from eams.kube.names import WAKE_REQUEST_ANNOTATION
+from eams.kube.names import STRATEGIC_MERGE_PATCH, WAKE_REQUEST_ANNOTATION
 from eams.kube.patch import RawNodes, patch_node
 from eams.kube.pods import PodObject
 from eams.kube.requests import PodRequest, pod_request
 from eams.kube.wakerequest import WakeRequest
+from eams.scheduler.extender.annotator import api_sender
 from eams.scheduler.extender.errors import BadRequest, bad_request
+from eams.scheduler.extender.gates import GateReleaser
 from eams.scheduler.extender.pending import PendingDecoder
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.taints import TaintKeeper, TaintPatch
@@ -318,11 +323,28 @@ class ClusterWatch:
         self.extender.on_wake_request = self.request_wake
         if self.extender.decisions is not None:
             self.extender.decisions.attach_api(self.core.api_client)
+        if self.extender.settings.release_gates and self.extender.active:
+            self._start_releaser()
         return self.stop
 
+    def _start_releaser(self) -> None:
+        """Release the gated pods the market clears (``gates.py``), pinned to their nodes; the
+        floor taint waits for the pinned pods not bound yet."""
+        extender = self.extender
+        releaser = extender.releaser = GateReleaser(
+            api_sender(self.core.api_client, content_type=STRATEGIC_MERGE_PATCH),
+            extender.metrics.registry,
+            lambda pod: self.to_loop.put(lambda: extender.retry_release(pod)),
+            extender.clock,
+        )
+        if self.keeper is not None:
+            self.keeper.holding = releaser.holding
+
     def stop(self) -> None:
-        """Stop the watches and the taint keeper."""
+        """Stop the watches, the taint keeper and the gate releaser (sending what waits)."""
         self._stop.set()
+        if self.extender.releaser is not None:
+            self.extender.releaser.close()
         if self._tick is not None:
             self._tick.cancel()
 

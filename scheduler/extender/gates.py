@@ -1,0 +1,188 @@
+"""The gate integration (issue 32): the market places gated pods without kube-scheduler asking.
+
+A pod created with the ``eams.io/market`` scheduling gate (:mod:`eams.kube.gates`) is out of
+kube-scheduler's queue until the extender releases it, so kube-scheduler spends nothing on it
+meanwhile. The pending-pod watch hands it to the batch like any pod of the profile, with its
+candidates the awake nodes kube-scheduler's static filters would pass (its ``nodeSelector``,
+its tolerations against every ``NoSchedule``/``NoExecute`` taint, the cordon:
+:func:`eams.kube.admission.admits_now`); the batch clears W after its first pod came (study §4:
+every pod of the window cleared together, not one per kube-scheduler cycle), and each cleared
+row is released here by one strategic merge patch that removes the gate and pins the pod to its
+cleared node (a required node affinity term ``metadata.name In [NODE]``). kube-scheduler then
+filters that one node and binds it without scoring and without calling the extender.
+
+* **Released unpinned**, kube-scheduler deciding through the extender as for any pod: a gated
+  pod with constraints the market does not judge (``spec.affinity``,
+  ``spec.topologySpreadConstraints``: at once, without a clearing) and a pod the market
+  cleared nowhere (no node fit or bid).
+* **Sent** from one background thread (:class:`~.annotator.PodAnnotator` with this body, no
+  gathering delay, at most :data:`MAX_RELEASES_PER_S`), so the event loop only queues.
+* **A failed release** (an HTTP error or a transport failure) is cleared again and sent again,
+  up to :data:`ATTEMPTS` releases in all; on a 422 (the pin refused: the pod's spec changed
+  meanwhile) the next one is unpinned; a pod the API server no longer has (404) is dropped;
+  after the last, the pod keeps its gate and a warning names it. Counted in
+  ``eams_extender_gate_releases_total{outcome}``.
+* **The floor taint waits for the pinned pods**: a node with a pinned pod not yet bound is not
+  tainted ``eams.io/power-headroom-low`` until that pod is bound or :data:`PIN_HOLD_S` passed
+  (:meth:`GateReleaser.holding`): the pin cannot be undone once the gate is gone, and kube-
+  scheduler would refuse the pinned pod a node tainted after the clearing counted it. Any other
+  taint or cordon put on the node in those milliseconds leaves the pod pending until it goes,
+  as it would a pod bound there.
+* The decision record judges a pinned pod's binding against its clearing as if kube-scheduler
+  had asked (:meth:`~.decisions.Decisions.scored` at release).
+
+RBAC: pods ``patch`` (``deploy/k3s/rbac.yaml``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter
+
+from eams.kube.gates import release_patch
+from eams.scheduler.extender.annotator import PodAnnotator, PodPatchSender
+from eams.scheduler.extender.pending import PendingPod
+from eams.scheduler.extender.rows import Cleared
+from eams.scheduler.record.schema import PodRef
+
+log = logging.getLogger(__name__)
+
+ATTEMPTS = 3
+"""Releases of one pod tried at most (the first and two more after a failure)."""
+PIN_HOLD_S = 30.0
+"""A pinned pod not bound after this long no longer keeps the floor taint off its node, s."""
+MAX_RELEASES_PER_S = 1000.0
+"""Releases sent per second at most (above any pace kube-scheduler binds at: ~200 pods/s
+without extenders on the 2-core test VM, ``benchmarks/kube_pace.py``)."""
+NOT_FOUND, UNPROCESSABLE = 404, 422
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """One pod's release: ``node`` is where it is pinned (``None``: unpinned); ``source`` is
+    the pending pod, cleared again after a failed release; ``attempt`` counts from 1."""
+
+    pod: PodRef
+    node: str | None
+    source: PendingPod
+    attempt: int = 1
+
+
+def _body(release: Release) -> dict[str, Any]:
+    return release_patch(release.node)
+
+
+class GateReleaser:
+    """Releases gated pods once cleared, and remembers the pinned ones until they are bound.
+
+    Parameters
+    ----------
+    send : PodPatchSender
+        Strategic merge patches to the API server (``annotator.api_sender``).
+    registry : CollectorRegistry
+        Where ``eams_extender_gate_releases_total{outcome}`` is registered.
+    retry : callable
+        ``retry(pod)``, called from the sending thread with the :class:`PendingPod` of a failed
+        release (``watch.py`` puts it back in the batch on the event loop).
+    clock : callable
+        Epoch seconds (the hold of :meth:`holding`).
+    """
+
+    def __init__(
+        self,
+        send: PodPatchSender,
+        registry: CollectorRegistry,
+        retry: Callable[[PendingPod], None],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.outcomes = Counter(
+            "eams_extender_gate_releases",
+            "eams.io/market gate releases, by outcome: pinned, unpinned (sent); ok, error, "
+            "dropped (the patches' answers); retried, gone (404), abandoned (kept gated).",
+            ["outcome"],
+            registry=registry,
+        )
+        self._retry, self._clock = retry, clock
+        self._attempts: dict[str, int] = {}  # pod key → attempt of its last release
+        self._pinned: dict[str, tuple[str, float]] = {}  # pod key → (node, released at, s)
+        self._patches = PodAnnotator(
+            send,
+            self.outcomes,
+            max_per_s=MAX_RELEASES_PER_S,
+            body=_body,
+            gather_s=0.0,
+            on_failed=self._failed,
+        )
+
+    def release(self, pod: PendingPod, node: str | None) -> bool:
+        """Queue ``pod``'s release, pinned to ``node`` (``None``: unpinned); ``False`` when
+        the pod cannot be patched by name (no ``namespace/name`` key) or the queue is full."""
+        namespace, _, name = pod.key.partition("/")
+        if not name or pod.key.startswith("uid:"):
+            return False
+        attempt = self._attempts.get(pod.key, 0) + 1
+        self._attempts[pod.key] = attempt
+        if node is not None:
+            self._pinned[pod.key] = (node, self._clock())
+        self.outcomes.labels("pinned" if node is not None else "unpinned").inc()
+        ref = PodRef(namespace=namespace, name=name, uid=pod.uid)
+        return self._patches.submit(Release(ref, node, pod, attempt))
+
+    def release_rows(self, rows: list[Cleared]) -> list[str]:
+        """Release each gated pod of a clearing's ``rows`` onto its cleared node (unpinned
+        where it cleared nowhere); returns the keys of the pods pinned."""
+        pinned = []
+        for row in rows:
+            pod = row.source
+            if pod is None or not pod.gated:
+                continue
+            node = row.node if pod.pinnable else None
+            if self.release(pod, node) and node is not None:
+                pinned.append(pod.key)
+        return pinned
+
+    def bound(self, key: str) -> None:
+        """The pod was bound or deleted: it no longer holds its node's taint off."""
+        self._pinned.pop(key, None)
+        self._attempts.pop(key, None)
+
+    def holding(self) -> set[str]:
+        """Nodes with a pinned pod not bound yet, released less than :data:`PIN_HOLD_S` ago."""
+        now_s = self._clock()
+        expired = [k for k, (_, at_s) in self._pinned.items() if now_s - at_s > PIN_HOLD_S]
+        for key in expired:
+            del self._pinned[key]
+        return {node for node, _ in self._pinned.values()}
+
+    def close(self) -> None:
+        """Send what waits, then stop the thread (at shutdown)."""
+        self._patches.close()
+
+    def _failed(self, failed: list[tuple[Release, int | Exception]]) -> None:
+        for release, status in failed:
+            if status == NOT_FOUND:
+                self.outcomes.labels("gone").inc()
+            elif release.attempt >= ATTEMPTS:
+                self.outcomes.labels("abandoned").inc()
+                log.warning(
+                    "pod %s keeps its eams.io/market gate: %d releases failed, the last: %s",
+                    release.pod.key,
+                    release.attempt,
+                    status,
+                )
+            elif status == UNPROCESSABLE and release.node is not None:
+                # the pin itself may be what is refused: the next try lets kube-scheduler decide
+                self.outcomes.labels("retried").inc()
+                self._pinned.pop(release.pod.key, None)
+                self._attempts[release.pod.key] = release.attempt + 1
+                self._patches.submit(
+                    Release(release.pod, None, release.source, release.attempt + 1)
+                )
+            else:
+                self.outcomes.labels("retried").inc()
+                self._retry(release.source)
