@@ -145,10 +145,17 @@ def swap_taint(admin: httpx.Client, node: str, old: str, new: dict[str, str]) ->
 
 
 def create_pod(
-    admin: httpx.Client, name: str, test: str, node: str | None = None, cpu: str = "100m"
+    admin: httpx.Client,
+    name: str,
+    test: str,
+    node: str | None = None,
+    cpu: str = "100m",
+    gates: tuple[str, ...] = (),
+    affinity: dict[str, Any] | None = None,
 ) -> float:
     """Create pod ``name`` of ``eams-scheduler`` (label ``e2e=TEST``), pinned to ``node`` by a
-    nodeSelector when given; returns the monotonic time just before its POST."""
+    nodeSelector when given, with scheduling ``gates`` and ``affinity`` when given; returns
+    the monotonic time just before its POST."""
     spec: dict[str, Any] = {
         "schedulerName": SCHEDULER,
         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
@@ -156,6 +163,10 @@ def create_pod(
     }  # fmt: skip
     if node is not None:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    if gates:
+        spec["schedulingGates"] = [{"name": gate} for gate in gates]
+    if affinity is not None:
+        spec["affinity"] = affinity
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": name, "labels": {"e2e": test}}, "spec": spec}  # fmt: skip
     before = time.monotonic()
@@ -257,6 +268,102 @@ def test_pods_are_bound_to_the_node_the_extender_cleared(e2e: Cluster) -> None:
     assert metric(metrics, "eams_extender_watch_up") == 3  # nodes, bound pods, pending pods
     assert metric(metrics, "eams_extender_annotation_patches_total", outcome="ok") >= count
     assert metric(metrics, "eams_extender_annotation_patches_total", outcome="error") == 0
+
+
+def pinned_to(pod: dict[str, Any]) -> list[str] | None:
+    """The nodes a pod's required node affinity names by ``metadata.name`` (the gate release's
+    pin), ``None`` when it has no such term."""
+    required = (((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})  # fmt: skip
+    for term in required.get("nodeSelectorTerms") or []:
+        for field in term.get("matchFields") or []:
+            if field["key"] == "metadata.name":
+                return list(field["values"])
+    return None
+
+
+def test_gated_pods_are_cleared_together_and_bound_where_the_market_pinned_them(
+    e2e: Cluster,
+) -> None:
+    """The gate integration (issue 32): pods carrying the eams.io/market gate are cleared by
+    the market in its window, released pinned to their cleared node, and bound there by
+    kube-scheduler without a /prioritize call."""
+    count = 12
+    names = [f"gated-{i:02d}" for i in range(count)]
+    before = e2e.extender.metrics()
+    for name in names:
+        create_pod(e2e.admin, name, "gated", gates=("eams.io/market",))
+    nodes, _ = await_bound(e2e.admin, "gated", names, 60)
+
+    def annotated() -> dict[str, dict[str, Any]] | None:
+        found = pods(e2e.admin, "gated")
+        keys = ("eams.io/cleared-node", "eams.io/clearing-id")
+        ready = all(all((p["metadata"].get("annotations") or {}).get(k) for k in keys)
+                    for p in found.values())  # fmt: skip
+        return found if ready else None
+
+    found = eventually(annotated, 20, "every pod's eams.io/* annotations")
+    records = eventually(lambda: (b := bound_lines(e2e.extender.record)).keys() >= set(names)
+                         and b, 20, "a bound line per pod in the decision record")  # fmt: skip
+    after = e2e.extender.metrics()
+    clearings = {n: found[n]["metadata"]["annotations"]["eams.io/clearing-id"] for n in names}
+    batch_sizes = sorted((list(clearings.values()).count(c) for c in set(clearings.values())),
+                         reverse=True)  # fmt: skip
+    print(f"\ngated: bound per node {sorted(nodes.values())}, batch sizes {batch_sizes}")
+    for name in names:
+        pod = found[name]
+        assert not pod["spec"].get("schedulingGates"), name
+        assert pinned_to(pod) == [nodes[name]], (name, pod["spec"].get("affinity"))
+        assert pod["metadata"]["annotations"]["eams.io/cleared-node"] == nodes[name]
+        assert records[name]["honoured"] is True and records[name]["scored"] is True
+    assert batch_sizes[0] >= 2, "no two gated pods were cleared together"
+    released = metric(after, "eams_extender_gate_releases_total", outcome="pinned") - metric(
+        before, "eams_extender_gate_releases_total", outcome="pinned"
+    )
+    assert released == count
+    assert metric(after, "eams_extender_gate_releases_total", outcome="error") == 0
+    asked = "eams_extender_recommendations_total"
+    assert metric(after, asked) == metric(before, asked), "kube-scheduler asked the extender"
+
+
+def test_a_gated_pod_keeps_another_gate_and_one_the_market_cannot_judge_goes_unpinned(
+    e2e: Cluster,
+) -> None:
+    """Only the eams.io/market gate is removed (another controller's stays, the pin already
+    made); a pod with inter-pod affinity is released unpinned, for kube-scheduler and the
+    extender to place as any pod."""
+    create_pod(e2e.admin, "two-gates", "gates", gates=("eams.io/market", "example.com/quota"))
+    spread = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 1,
+                    "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"e2e": "gates"}},
+                    },
+                }
+            ]
+        }
+    }
+    create_pod(e2e.admin, "with-affinity", "gates", gates=("eams.io/market",), affinity=spread)
+    nodes, _ = await_bound(e2e.admin, "gates", ["with-affinity"], 60)
+    assert pinned_to(pods(e2e.admin, "gates")["with-affinity"]) is None
+    assert nodes["with-affinity"] in SHARED_NODES
+
+    def released() -> dict[str, Any] | None:
+        pod = pods(e2e.admin, "gates")["two-gates"]
+        return pod if pinned_to(pod) else None
+
+    pod = eventually(released, 20, "two-gates pinned")
+    assert [g["name"] for g in pod["spec"]["schedulingGates"]] == ["example.com/quota"]
+    assert not pod["spec"].get("nodeName")  # still gated by the other controller
+    patch = {"spec": {"schedulingGates": [{"$patch": "delete", "name": "example.com/quota"}]}}
+    e2e.admin.patch(f"{PODS}/two-gates", json=patch,
+                    headers={"Content-Type": "application/strategic-merge-patch+json"},
+                    ).raise_for_status()  # fmt: skip
+    nodes, _ = await_bound(e2e.admin, "gates", ["two-gates"], 60)
+    assert [nodes["two-gates"]] == pinned_to(pod)
 
 
 def kept_off(e2e: Cluster, test: str, node: str, free: int) -> str:
