@@ -21,9 +21,13 @@ What runs, all on loopback (``tests/servers``, the fixtures the tests use):
   (:func:`~tests.servers.kube_scheduler.reference_config`): the reference. Both run the whole
   time; each phase's pods name one of them.
 
-A run is four phases, each on fresh pods of the same shapes (``--shape``): the EAMS profile, then
-the reference, at ``--rate`` pods/s offered for ``--duration-s`` (then up to ``--drain-s`` for
-the last binds), then both again at ``--saturate-rate`` for ``--saturate-s`` (``0`` skips them).
+A run is six phases, each on fresh pods of the same shapes (``--shape``): the EAMS profile (the
+extender asked by kube-scheduler for every pod), the gate integration (``--gates``, the default:
+the same profile's pods created with the ``eams.io/market`` scheduling gate, cleared by the
+extender in its 200 ms window and released pinned to their cleared node, so kube-scheduler
+filters one node and calls no extender; ``scheduler/extender/gates.py``), then the reference,
+at ``--rate`` pods/s offered for ``--duration-s`` (then up to ``--drain-s`` for the last
+binds), then the three again at ``--saturate-rate`` for ``--saturate-s`` (``0`` skips them).
 Pods are created open-loop by a load generator in a process of its own (its CPU and GIL are not
 the harness's; ``LOADGEN_THREADS`` threads, one keep-alive pool, each POST started at its due
 time; the creation time is this machine's monotonic clock just before the POST). Binds are timed
@@ -41,8 +45,9 @@ the node the watch saw bound). The extender runs with ``--record`` (the check ne
 default, writes the ``eams.io/*`` annotations as it then does (a PATCH a pod: kube-apiserver and
 etcd work, and a ``MODIFIED`` event to every pod watch); ``--no-annotate`` runs it without them,
 as the shipped Deployment (no ``--record``) runs. The load average is printed at each phase.
-A run ends with the ratios EAMS / reference; ``--repeat N`` runs N times on the same control
-plane and prints the median ratio.
+A run ends with the ratios EAMS / reference and gated / reference: pods/s, and CPU a pod of
+kube-scheduler and of the whole system (kube-scheduler, kube-apiserver, etcd and, for EAMS, the
+extender); ``--repeat N`` runs N times on the same control plane and prints the median ratios.
 
 Shapes (``--shape``): ``uniform`` 250m CPU / 128Mi each; ``trace`` the CPU and memory requests
 of the Alibaba GPU-2023 pod list in order (``cluster_traces/``, its sizes divided by
@@ -116,6 +121,12 @@ ACCOUNT = "kube-system/eams-scheduler"
 """What the extender and both kube-schedulers act as (the shipped service account)."""
 EAMS = "eams-scheduler"
 REFERENCE = "reference-scheduler"
+GATED = "eams-gated"
+"""The gate integration's phases: pods of the :data:`EAMS` profile carrying the market's gate."""
+MARKET_GATE = "eams.io/market"
+SYSTEM = ("kube-apiserver", "etcd", "extender")
+"""The processes besides kube-scheduler whose CPU a pod is the system's (the extender only for
+the EAMS and gated phases: the reference needs none)."""
 PODS = "/api/v1/namespaces/default/pods"
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
 LABEL = "pace"
@@ -192,7 +203,8 @@ def pod_requests(shape: str, count: int) -> list[tuple[str, str]]:
 @dataclass(frozen=True)
 class Plan:
     """One phase's pods: ``names[i]`` created ``i / rate`` s after the start, with requests
-    ``requests[i]``, for ``scheduler``, labelled ``pace=TAG``, owned by ``owner`` if given."""
+    ``requests[i]``, for ``scheduler``, labelled ``pace=TAG``, owned by ``owner`` if given,
+    carrying the market's scheduling gate if ``gated``."""
 
     tag: str
     scheduler: str
@@ -200,6 +212,7 @@ class Plan:
     names: list[str]
     requests: list[tuple[str, str]]
     owner: dict[str, Any] | None = None
+    gated: bool = False
 
 
 def pod_document(plan: Plan, i: int) -> dict[str, Any]:
@@ -214,16 +227,14 @@ def pod_document(plan: Plan, i: int) -> dict[str, Any]:
         "image": "registry.k8s.io/pause:3.10",
         "resources": {"requests": {"cpu": cpu, "memory": memory}},
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {
-            "schedulerName": plan.scheduler,
-            "containers": [container],
-            "terminationGracePeriodSeconds": 0,
-        },
+    spec: dict[str, Any] = {
+        "schedulerName": plan.scheduler,
+        "containers": [container],
+        "terminationGracePeriodSeconds": 0,
     }
+    if plan.gated:
+        spec["schedulingGates"] = [{"name": MARKET_GATE}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
 class LoadGenerator:
@@ -422,6 +433,18 @@ class PhaseResult:
     def cpu_ms_per_pod(self, process: str) -> float:
         return 1e3 * self.cpu_s[process] / max(1, self.cpu_pods)
 
+    @property
+    def scheduler_key(self) -> str:
+        """The kube-scheduler process that bound this phase's pods."""
+        return "reference kube-scheduler" if self.profile == REFERENCE else "kube-scheduler"
+
+    def system_ms_per_pod(self) -> float:
+        """CPU ms a pod of kube-scheduler and :data:`SYSTEM` (no extender for the reference)."""
+        parts = [self.scheduler_key, *SYSTEM]
+        if self.profile == REFERENCE:
+            parts.remove("extender")
+        return sum(self.cpu_ms_per_pod(p) for p in parts)
+
 
 def _prioritize(extender: KubeExtender) -> tuple[float, float]:
     """(calls, seconds) of ``/prioritize`` answered so far (the extender's own histogram)."""
@@ -510,18 +533,21 @@ def run_phase(
     shape: str,
     saturating: bool,
 ) -> PhaseResult:
-    """One phase (module docstring): ``profile`` is :data:`EAMS` or :data:`REFERENCE`. A
-    saturating phase is measured up to the end of its window; the other waits up to
-    ``drain_s`` more for every pod to be bound and is measured up to the last bind."""
+    """One phase (module docstring): ``profile`` is :data:`EAMS`, :data:`GATED` or
+    :data:`REFERENCE`. A saturating phase is measured up to the end of its window; the other
+    waits up to ``drain_s`` more for every pod to be bound and is measured up to the last
+    bind."""
     world.phases += 1
-    tag = f"p{world.phases:02d}-{'eams' if profile == EAMS else 'ref'}"
+    tag = f"p{world.phases:02d}-{ {EAMS: 'eams', GATED: 'gate', REFERENCE: 'ref'}[profile] }"
     count = round(rate * window_s)
     names = [f"{tag}-{i:05d}" for i in range(count)]
     owner = _owner(world, tag) if shape == "job" else None
-    plan = Plan(tag, profile, rate, names, pod_requests(shape, count), owner)
+    scheduler = REFERENCE if profile == REFERENCE else EAMS
+    requests = pod_requests(shape, count)
+    plan = Plan(tag, scheduler, rate, names, requests, owner, gated=profile == GATED)
     calls0, seconds0 = _prioritize(world.extender)
     cpu0 = world.cpu()
-    with _py_spy(world, tag, window_s if profile == EAMS else 0):
+    with _py_spy(world, tag, window_s if profile != REFERENCE else 0):
         world.loadgen.send(plan)
         made = world.loadgen.recv()
     created: dict[str, float] = made["created"]
@@ -561,7 +587,7 @@ def run_phase(
         prioritize_s=seconds1 - seconds0,
         notes=made["errors"],
     )
-    if profile == EAMS:
+    if profile != REFERENCE:
         result.honoured, result.joined = _honoured(world, tag, mine)
     _clear(world, tag, owner is not None)
     return result
@@ -633,12 +659,15 @@ def _ms(seconds: float) -> str:
 
 def describe(r: PhaseResult) -> str:
     """One phase as a line of figures."""
-    who = "EAMS profile" if r.profile == EAMS else "reference (no extenders)"
-    scheduler = "kube-scheduler" if r.profile == EAMS else "reference kube-scheduler"
+    who = {
+        EAMS: "EAMS profile",
+        GATED: "EAMS gated (released pinned)",
+        REFERENCE: "reference (no extenders)",
+    }[r.profile]
     cpu = ", ".join(
         f"{name} {r.cpu_ms_per_pod(key):.1f}"
         for name, key in (
-            ("kube-scheduler", scheduler),
+            ("kube-scheduler", r.scheduler_key),
             ("kube-apiserver", "kube-apiserver"),
             ("extender", "extender"),
             ("etcd", "etcd"),
@@ -652,7 +681,8 @@ def describe(r: PhaseResult) -> str:
         f"{r.bound} bound; {r.pods_per_s:.1f} pods/s bound in the window; creation -> bind p50 "
         f"{_ms(r.percentile_s(50))} p99 {_ms(r.percentile_s(99))}; CPU ms a pod: {cpu}"
     )
-    if r.profile == EAMS:
+    line += f" (system {r.system_ms_per_pod():.1f})"
+    if r.profile != REFERENCE:
         mean = 1e3 * r.prioritize_s / r.prioritize_calls if r.prioritize_calls else 0.0
         line += (
             f"; /prioritize {mean:.2f} ms mean over {r.prioritize_calls:,.0f} calls; "
@@ -664,24 +694,46 @@ def describe(r: PhaseResult) -> str:
     return line
 
 
+def profiles(args: argparse.Namespace) -> tuple[str, ...]:
+    """The phases of each mode, in order: EAMS, gated (``--gates``), reference."""
+    return (EAMS, GATED, REFERENCE) if args.gates else (EAMS, REFERENCE)
+
+
+def ratios(e: PhaseResult, r: PhaseResult) -> dict[str, float]:
+    """``e`` against the reference ``r``: pods/s bound, kube-scheduler's and the system's CPU
+    a pod."""
+    return {
+        "pods/s": e.pods_per_s / max(r.pods_per_s, 1e-9),
+        "kube-scheduler CPU": e.cpu_ms_per_pod(e.scheduler_key)
+        / max(r.cpu_ms_per_pod(r.scheduler_key), 1e-9),
+        "system CPU": e.system_ms_per_pod() / max(r.system_ms_per_pod(), 1e-9),
+    }
+
+
 def one_run(world: World, args: argparse.Namespace) -> dict[str, PhaseResult]:
-    """The run's four phases (two when ``--saturate-s 0``), printed as they end."""
+    """The run's phases (:func:`profiles` at each mode; no saturating ones with
+    ``--saturate-s 0``), printed as they end."""
     out: dict[str, PhaseResult] = {}
     modes = [("paced", args.rate, args.duration_s, False)]
     if args.saturate_s > 0:
         modes.append(("saturating", args.saturate_rate, args.saturate_s, True))
     for mode, rate, window_s, saturating in modes:
-        for profile in (EAMS, REFERENCE):
+        for profile in profiles(args):
             result = run_phase(world, profile, rate, window_s, args.drain_s, args.shape, saturating)
             out[f"{mode} {profile}"] = result
             print(describe(result), flush=True)
     for mode in ("paced", "saturating"):
-        if f"{mode} {EAMS}" in out:
-            e, r = out[f"{mode} {EAMS}"], out[f"{mode} {REFERENCE}"]
+        for profile in profiles(args)[:-1]:
+            if f"{mode} {profile}" not in out:
+                continue
+            e, r = out[f"{mode} {profile}"], out[f"{mode} {REFERENCE}"]
+            against = ratios(e, r)
             print(
-                f"  => {mode}: EAMS / reference pods/s bound {e.pods_per_s:.1f} / "
-                f"{r.pods_per_s:.1f} = {e.pods_per_s / max(r.pods_per_s, 1e-9):.2f}x; p99 "
-                f"{_ms(e.percentile_s(99))} / {_ms(r.percentile_s(99))}",
+                f"  => {mode}: {profile} / reference pods/s bound {e.pods_per_s:.1f} / "
+                f"{r.pods_per_s:.1f} = {against['pods/s']:.2f}x; p99 "
+                f"{_ms(e.percentile_s(99))} / {_ms(r.percentile_s(99))}; CPU a pod "
+                f"kube-scheduler {against['kube-scheduler CPU']:.2f}x, system "
+                f"{against['system CPU']:.2f}x",
                 flush=True,
             )
     return out
@@ -784,6 +836,12 @@ def parser() -> argparse.ArgumentParser:
         "market wakes); default: the shipped profile, prioritize only, the extender with "
         "--no-market-wakes",
     )
+    parser.add_argument(
+        "--gates",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run the gate integration's phases (pods with the eams.io/market gate)",
+    )
     parser.add_argument("--keep", type=Path, help="keep the logs and record in this folder")
     parser.add_argument(
         "--py-spy",
@@ -827,16 +885,18 @@ def measure(args: argparse.Namespace) -> list[dict[str, PhaseResult]]:
             shutil.copytree(root, args.keep, dirs_exist_ok=True)
         shutil.rmtree(root, ignore_errors=True)
     for mode in ("paced", "saturating"):
-        ratios = [
-            run[f"{mode} {EAMS}"].pods_per_s / max(run[f"{mode} {REFERENCE}"].pods_per_s, 1e-9)
-            for run in runs
-            if f"{mode} {EAMS}" in run
-        ]
-        if ratios:
-            print(
-                f"median EAMS / reference pods/s bound, {mode}, over {len(ratios)} run(s): "
-                f"{statistics.median(ratios):.2f}x ({', '.join(f'{v:.2f}' for v in ratios)})"
-            )
+        for profile in profiles(args)[:-1]:
+            found = [
+                ratios(run[f"{mode} {profile}"], run[f"{mode} {REFERENCE}"])
+                for run in runs
+                if f"{mode} {profile}" in run
+            ]
+            for what in found[0] if found else ():
+                values = [f[what] for f in found]
+                print(
+                    f"median {profile} / reference {what}, {mode}, over {len(values)} run(s): "
+                    f"{statistics.median(values):.2f}x ({', '.join(f'{v:.2f}' for v in values)})"
+                )
     print(f"host load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     return runs
 
