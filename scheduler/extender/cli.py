@@ -228,9 +228,9 @@ class _Stop:
     "--release-gates/--no-release-gates",
     default=True,
     show_default=True,
-    help="Active with --watch: clear the pods carrying the eams.io/market scheduling gate in "
-    "their batch window, then remove the gate and pin each to its cleared node (kube-scheduler "
-    "then binds it without calling the extender).",
+    help="With --watch: clear the pods carrying the eams.io/market scheduling gate in their "
+    "batch window, then remove the gate and (active) pin each to its cleared node, which "
+    "kube-scheduler then binds without calling the extender; shadow releases them unpinned.",
 )
 @log_level_option("Log level of the server (uvicorn).")
 @click.option(

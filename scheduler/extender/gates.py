@@ -13,8 +13,9 @@ filters that one node and binds it without scoring and without calling the exten
 
 * **Released unpinned**, kube-scheduler deciding through the extender as for any pod: a gated
   pod with constraints the market does not judge (``spec.affinity``,
-  ``spec.topologySpreadConstraints``: at once, without a clearing) and a pod the market
-  cleared nowhere (no node fit or bid).
+  ``spec.topologySpreadConstraints``: at once, without a clearing), a pod the market
+  cleared nowhere (no node fit or bid), and in shadow mode every one once cleared (the record
+  keeps what active would have pinned), so a gated pod never waits on a neutral extender.
 * **Sent** from one background thread (:class:`~.annotator.PodAnnotator` with this body, no
   gathering delay, at most :data:`MAX_RELEASES_PER_S`), so the event loop only queues.
 * **A failed release** (an HTTP error or a transport failure) is cleared again and sent again,
@@ -133,15 +134,16 @@ class GateReleaser:
         ref = PodRef(namespace=namespace, name=name, uid=pod.uid)
         return self._patches.submit(Release(ref, node, pod, attempt))
 
-    def release_rows(self, rows: list[Cleared]) -> list[str]:
+    def release_rows(self, rows: list[Cleared], pin: bool = True) -> list[str]:
         """Release each gated pod of a clearing's ``rows`` onto its cleared node (unpinned
-        where it cleared nowhere); returns the keys of the pods pinned."""
+        where it cleared nowhere, and every one without ``pin``: shadow mode); returns the
+        keys of the pods pinned."""
         pinned = []
         for row in rows:
             pod = row.source
             if pod is None or not pod.gated:
                 continue
-            node = row.node if pod.pinnable else None
+            node = row.node if pin and pod.pinnable else None
             if self.release(pod, node) and node is not None:
                 pinned.append(pod.key)
         return pinned

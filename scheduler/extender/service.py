@@ -273,11 +273,11 @@ class Extender:
 
     def observe_pending(self, pod: PendingPod) -> None:
         """A pod of this scheduler waits for a node: it joins the pending batch (and the market
-        wakes' pods). A gated one (``gates.py``), active with a releaser, joins it with the
-        nodes that admit it as its candidates, or, when the market cannot judge it (or does
-        not batch), is released unpinned at once."""
+        wakes' pods). A gated one (``gates.py``), with a releaser, joins it with the nodes
+        that admit it as its candidates, or, when the market cannot judge it (or does not
+        batch), is released unpinned at once."""
         releaser = self.releaser
-        if pod.gated and releaser is not None and self.active:
+        if pod.gated and releaser is not None:
             if not pod.pinnable or self.batcher is None:
                 releaser.release(pod, None)
                 return
@@ -547,8 +547,8 @@ class Extender:
         return rows
 
     def _after_clearing(self, rows: list[Cleared]) -> None:
-        if self.releaser is not None and self.active:
-            pinned = self.releaser.release_rows(rows)
+        if self.releaser is not None:  # shadow: unpinned, the record says what active would do
+            pinned = self.releaser.release_rows(rows, pin=self.active)
             if self.decisions is not None:
                 for key in pinned:  # judged against this clearing, as if kube-scheduler asked
                     self.decisions.scored(key)

@@ -85,8 +85,8 @@ class Settings:
         How much better the wake bid must be than the best awake one to hold the pod: 1.0,
         strictly better (the wait is already priced in the bid).
     release_gates : bool
-        Active mode with ``--watch``: clear the pods of this profile that carry the
-        ``eams.io/market`` scheduling gate in their window, then remove the gate and pin each to
+        With ``--watch``: clear the pods of this profile that carry the ``eams.io/market``
+        scheduling gate in their window, then remove the gate and, in active mode, pin each to
         its cleared node (``gates.py``, issue 32); pods without the gate are not affected.
     """
 

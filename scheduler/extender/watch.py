@@ -41,9 +41,9 @@ per node in flight, the newest request sent next, so an older one never lands la
 With ``--record`` the bound-pod events also go to the decision record's outcome join, and each
 decided pod, once bound, gets its ``eams.io/*`` annotations (``decisions.py``) by a merge patch
 from the annotator's thread (``annotator.py``, with this client's configuration).
-Gated pods (``gates.py``, active mode, ``--release-gates``): each cleared pod carrying the
+Gated pods (``gates.py``, ``--release-gates``): each cleared pod carrying the
 ``eams.io/market`` scheduling gate is released by a strategic merge patch from the releaser's
-thread, pinned to its cleared node.
+thread, pinned to its cleared node in active mode, unpinned in shadow.
 RBAC: nodes get/list/watch/patch, pods get/list/watch (+ patch with ``--record`` or gated pods;
 ``deploy/k3s/rbac.yaml``).
 """
@@ -323,7 +323,7 @@ class ClusterWatch:
         self.extender.on_wake_request = self.request_wake
         if self.extender.decisions is not None:
             self.extender.decisions.attach_api(self.core.api_client)
-        if self.extender.settings.release_gates and self.extender.active:
+        if self.extender.settings.release_gates:
             self._start_releaser()
         return self.stop
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -20,6 +21,7 @@ from eams.scheduler.extender.candidates import StaticCandidates
 from eams.scheduler.extender.gates import ATTEMPTS, GateReleaser
 from eams.scheduler.extender.nodes import NodeCache
 from eams.scheduler.extender.pending import PendingDecoder, PendingPod, pending_pod
+from eams.scheduler.extender.rows import Cleared, Columns
 from eams.scheduler.extender.table import NodeTable
 from tests.extender.conftest import node_object, pod_object
 from tests.extender.test_floor import NOW_S, POD_W, _Cluster
@@ -215,3 +217,25 @@ def test_pinned_pods_hold_the_floor_taint_off_their_node_until_bound() -> None:
     clock[0] += 31.0
     assert releaser.holding() == set()
     releaser.close()
+
+
+def test_rows_are_released_pinned_in_active_mode_unpinned_in_shadow_and_ungated_left() -> None:
+    sender = _Sender()
+    releaser, _ = _releaser(sender)
+    columns = Columns(["mini-1", "mini-2"])
+    scores = np.zeros(2, dtype=np.int8)
+    gated, plain = _gated("g"), _both_paths(pod_object("plain"))
+    rows = [
+        Cleared(p.key, node, 1.0, NOW_S, False, scores, columns, p)
+        for p, node in ((gated, "mini-2"), (plain, "mini-1"), (_gated("nowhere"), None))
+    ]
+    shadow = _gated("shadow")
+    assert releaser.release_rows(rows) == ["default/g"]
+    assert releaser.release_rows([replace(rows[0], pod=shadow.key, source=shadow)], pin=False) == []
+    sent = _sent_after(sender, 3)
+    releaser.close()
+    assert sorted((name, "affinity" in body["spec"]) for _, name, body in sent) == [
+        ("g", True),
+        ("nowhere", False),  # cleared nowhere: kube-scheduler decides
+        ("shadow", False),
+    ]
