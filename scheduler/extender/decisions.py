@@ -174,6 +174,7 @@ class Decisions:
         )
         self._cleared_in: OrderedDict[str, str] = OrderedDict()  # pod key → latest clearing id
         self._scored_in: OrderedDict[str, str] = OrderedDict()  # pod key → clearing it scored
+        self._released: OrderedDict[str, str] = OrderedDict()  # annotated by its gate release
         self._queue: list[_Queued] = []  # cleared batches whose lines are not built yet
         self._queued_pods = 0
         self._queued_keys: set[str] = set()  # their pods (``namespace/name``)
@@ -230,22 +231,40 @@ class Decisions:
         elif self._flush_at is None:
             self._flush_at = loop.call_later(FLUSH_AFTER_S, self.flush)
 
-    def flush(self) -> None:
+    def flush(self) -> list[Placement]:
         """Build the queued batches' records (one pass per run of batches over the same
-        nodes) and hand them to the recorder and the outcome join, in clearing order."""
+        nodes) and hand them to the recorder and the outcome join, in clearing order; returns
+        the records that decide (a pod's newest)."""
         started_s = time.thread_time()
         try:
-            self._flush()
+            return self._flush()
         finally:
             self._cpu_lines.inc(time.thread_time() - started_s)
 
-    def _flush(self) -> None:
+    def release_annotations(self, keys: list[str]) -> dict[str, Placement]:
+        """The decisions of gated pods about to be released (``gates.py``), their batch's
+        records built now: with annotations on, each pod's ``eams.io/*`` annotations go with
+        its release, one write instead of two, and are not sent again once it is bound.
+        Empty with annotations off."""
+        if not keys:
+            return {}
+        built = {r.pod.key: r for r in self.flush()}
+        if not self.annotate:
+            return {}
+        found = {key: built[key] for key in keys if key in built}
+        for key, decision in found.items():
+            self._released[key] = decision.clearing_id
+        _bound_size(self._released)
+        return found
+
+    def _flush(self) -> list[Placement]:
         if self._flush_at is not None:
             self._flush_at.cancel()
             self._flush_at = None
         queue, self._queue = self._queue, []
         self._queued_pods = 0
         self._queued_keys.clear()
+        deciding: list[Placement] = []
         start = 0
         for end in range(1, len(queue) + 1):
             if end < len(queue) and _same(queue[end].snapshot.names, queue[start].snapshot.names):
@@ -260,9 +279,10 @@ class Decisions:
                 continue
             self.recorder.submit_all(records)
             latest = self._cleared_in  # a pod cleared again in the queue: its newest decides
-            self.outcomes.decided(
-                [r for r in records if latest.get(r.pod.key, r.clearing_id) == r.clearing_id]
-            )
+            newest = [r for r in records if latest.get(r.pod.key, r.clearing_id) == r.clearing_id]
+            self.outcomes.decided(newest)
+            deciding += newest
+        return deciding
 
     def _records(self, group: list[_Queued]) -> list[Placement]:
         """The ``placement`` records of batches cleared over the same nodes. The per-node
@@ -371,6 +391,8 @@ class Decisions:
         self._cpu_join.inc(time.thread_time() - started_s)
 
     def _bound(self, decision: Placement, _bound: Bound) -> None:
+        if self._released.pop(decision.pod.key, None) == decision.clearing_id:
+            return  # annotated by its release
         annotator = self.annotator
         if annotator is None:
             self.annotations.labels("no_api").inc()

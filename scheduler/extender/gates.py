@@ -16,8 +16,17 @@ filters that one node and binds it without scoring and without calling the exten
   ``spec.topologySpreadConstraints``: at once, without a clearing), a pod the market
   cleared nowhere (no node fit or bid), and in shadow mode every one once cleared (the record
   keeps what active would have pinned), so a gated pod never waits on a neutral extender.
-* **Sent** from one background thread (:class:`~.annotator.PodAnnotator` with this body, no
-  gathering delay, at most :data:`MAX_RELEASES_PER_S`), so the event loop only queues.
+* **Sent** from :data:`LANES` background threads, each over a keep-alive connection of its own
+  (:class:`~.annotator.PodAnnotator` with this body, no gathering delay, a pod always in the same
+  lane), so the event loop only queues: kube-apiserver answers one connection's requests in
+  turn, and one connection among the many that create pods got too small a share of it (a
+  first measurement at 300 pods/s offered: 32 releases a second).
+* **With the decision record's annotations** (``--record``, annotating): a pod's ``eams.io/*``
+  annotations go in its release patch, built from its batch's records at the clearing
+  (:meth:`~.decisions.Decisions.release_annotations`), and are not written again once it is
+  bound: every write of a pod costs kube-apiserver and etcd ~4.5 ms of CPU whatever it carries
+  (measured: a strategic merge or a JSON merge patch alike, 3.6 ms kube-apiserver and 0.9 ms
+  etcd a patch, 500 patches, no watches), so a release that carried them alone would add one.
 * **A failed release** (an HTTP error or a transport failure) is cleared again and sent again,
   up to :data:`ATTEMPTS` releases in all; on a 422 (the pin refused: the pod's spec changed
   meanwhile) the next one is unpinned; a pod the API server no longer has (404) is dropped;
@@ -39,7 +48,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +59,7 @@ from eams.kube.gates import release_patch
 from eams.scheduler.extender.annotator import PodAnnotator, PodPatchSender
 from eams.scheduler.extender.pending import PendingPod
 from eams.scheduler.extender.rows import Cleared
+from eams.scheduler.record import Placement, annotation_patch
 from eams.scheduler.record.schema import PodRef
 
 log = logging.getLogger(__name__)
@@ -58,24 +69,31 @@ ATTEMPTS = 3
 PIN_HOLD_S = 30.0
 """A pinned pod not bound after this long no longer keeps the floor taint off its node, s."""
 MAX_RELEASES_PER_S = 1000.0
-"""Releases sent per second at most (above any pace kube-scheduler binds at: ~200 pods/s
-without extenders on the 2-core test VM, ``benchmarks/kube_pace.py``)."""
+"""Releases sent per second at most, all lanes together (above any pace kube-scheduler binds at:
+~200 pods/s without extenders on the 2-core test VM, ``benchmarks/kube_pace.py``)."""
+LANES = 4
+"""Release threads, each with its own connection (module docstring)."""
 NOT_FOUND, UNPROCESSABLE = 404, 422
 
 
 @dataclass(frozen=True, slots=True)
 class Release:
     """One pod's release: ``node`` is where it is pinned (``None``: unpinned); ``source`` is
-    the pending pod, cleared again after a failed release; ``attempt`` counts from 1."""
+    the pending pod, cleared again after a failed release; ``attempt`` counts from 1;
+    ``decision`` is its placement record when its annotations go with the release."""
 
     pod: PodRef
     node: str | None
     source: PendingPod
     attempt: int = 1
+    decision: Placement | None = None
 
 
 def _body(release: Release) -> dict[str, Any]:
-    return release_patch(release.node)
+    body = release_patch(release.node)
+    if release.decision is not None:
+        body.update(annotation_patch(release.decision))
+    return body
 
 
 class GateReleaser:
@@ -83,8 +101,9 @@ class GateReleaser:
 
     Parameters
     ----------
-    send : PodPatchSender
-        Strategic merge patches to the API server (``annotator.api_sender``).
+    connect : callable
+        ``connect()`` → a :data:`PodPatchSender` of strategic merge patches over a connection
+        of its own (``annotator.api_sender``); called once per lane.
     registry : CollectorRegistry
         Where ``eams_extender_gate_releases_total{outcome}`` is registered.
     retry : callable
@@ -96,7 +115,7 @@ class GateReleaser:
 
     def __init__(
         self,
-        send: PodPatchSender,
+        connect: Callable[[], PodPatchSender],
         registry: CollectorRegistry,
         retry: Callable[[PendingPod], None],
         clock: Callable[[], float] = time.time,
@@ -111,18 +130,26 @@ class GateReleaser:
         self._retry, self._clock = retry, clock
         self._attempts: dict[str, int] = {}  # pod key → attempt of its last release
         self._pinned: dict[str, tuple[str, float]] = {}  # pod key → (node, released at, s)
-        self._patches = PodAnnotator(
-            send,
-            self.outcomes,
-            max_per_s=MAX_RELEASES_PER_S,
-            body=_body,
-            gather_s=0.0,
-            on_failed=self._failed,
-        )
+        self._lanes = [
+            PodAnnotator(
+                connect(),
+                self.outcomes,
+                max_per_s=MAX_RELEASES_PER_S / LANES,
+                body=_body,
+                gather_s=0.0,
+                on_failed=self._failed,
+            )
+            for _ in range(LANES)
+        ]
 
-    def release(self, pod: PendingPod, node: str | None) -> bool:
-        """Queue ``pod``'s release, pinned to ``node`` (``None``: unpinned); ``False`` when
-        the pod cannot be patched by name (no ``namespace/name`` key) or the queue is full."""
+    def _submit(self, release: Release) -> bool:
+        lane = self._lanes[zlib.crc32(release.pod.key.encode()) % LANES]
+        return lane.submit(release)
+
+    def release(self, pod: PendingPod, node: str | None, decision: Placement | None = None) -> bool:
+        """Queue ``pod``'s release, pinned to ``node`` (``None``: unpinned), with
+        ``decision``'s annotations if given; ``False`` when the pod cannot be patched by name
+        (no ``namespace/name`` key) or the queue is full."""
         namespace, _, name = pod.key.partition("/")
         if not name or pod.key.startswith("uid:"):
             return False
@@ -132,19 +159,30 @@ class GateReleaser:
             self._pinned[pod.key] = (node, self._clock())
         self.outcomes.labels("pinned" if node is not None else "unpinned").inc()
         ref = PodRef(namespace=namespace, name=name, uid=pod.uid)
-        return self._patches.submit(Release(ref, node, pod, attempt))
+        return self._submit(Release(ref, node, pod, attempt, decision))
 
-    def release_rows(self, rows: list[Cleared], pin: bool = True) -> list[str]:
+    @staticmethod
+    def gated(rows: list[Cleared]) -> list[Cleared]:
+        """The rows of gated pods (the ones :meth:`release_rows` releases)."""
+        return [row for row in rows if row.source is not None and row.source.gated]
+
+    def release_rows(
+        self,
+        rows: list[Cleared],
+        pin: bool = True,
+        decisions: Mapping[str, Placement] | None = None,
+    ) -> list[str]:
         """Release each gated pod of a clearing's ``rows`` onto its cleared node (unpinned
-        where it cleared nowhere, and every one without ``pin``: shadow mode); returns the
-        keys of the pods pinned."""
+        where it cleared nowhere, and every one without ``pin``: shadow mode), each with its
+        placement record of ``decisions`` as annotations when there is one; returns the keys
+        of the pods pinned."""
         pinned = []
-        for row in rows:
+        for row in self.gated(rows):
             pod = row.source
-            if pod is None or not pod.gated:
-                continue
+            assert pod is not None  # gated() keeps rows with a source
             node = row.node if pin and pod.pinnable else None
-            if self.release(pod, node) and node is not None:
+            decision = None if decisions is None else decisions.get(pod.key)
+            if self.release(pod, node, decision) and node is not None:
                 pinned.append(pod.key)
         return pinned
 
@@ -162,8 +200,9 @@ class GateReleaser:
         return {node for node, _ in self._pinned.values()}
 
     def close(self) -> None:
-        """Send what waits, then stop the thread (at shutdown)."""
-        self._patches.close()
+        """Send what waits, then stop the threads (at shutdown)."""
+        for lane in self._lanes:
+            lane.close()
 
     def _failed(self, failed: list[tuple[Release, int | Exception]]) -> None:
         for release, status in failed:
@@ -182,8 +221,10 @@ class GateReleaser:
                 self.outcomes.labels("retried").inc()
                 self._pinned.pop(release.pod.key, None)
                 self._attempts[release.pod.key] = release.attempt + 1
-                self._patches.submit(
-                    Release(release.pod, None, release.source, release.attempt + 1)
+                self._submit(
+                    Release(
+                        release.pod, None, release.source, release.attempt + 1, release.decision
+                    )
                 )
             else:
                 self.outcomes.labels("retried").inc()

@@ -547,11 +547,17 @@ class Extender:
         return rows
 
     def _after_clearing(self, rows: list[Cleared]) -> None:
-        if self.releaser is not None:  # shadow: unpinned, the record says what active would do
-            pinned = self.releaser.release_rows(rows, pin=self.active)
-            if self.decisions is not None:
+        releaser = self.releaser
+        if releaser is not None and (gated := releaser.gated(rows)):
+            decisions = self.decisions
+            annotations = (
+                None if decisions is None else decisions.release_annotations([r.pod for r in gated])
+            )
+            # shadow: released unpinned, the record says what active would have done
+            pinned = releaser.release_rows(gated, self.active, annotations)
+            if decisions is not None:
                 for key in pinned:  # judged against this clearing, as if kube-scheduler asked
-                    self.decisions.scored(key)
+                    decisions.scored(key)
         if not self.active:
             for row in rows:
                 self._record(row.pod, "clearing", {"node": row.node, "price": row.price})

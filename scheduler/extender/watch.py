@@ -332,7 +332,7 @@ class ClusterWatch:
         floor taint waits for the pinned pods not bound yet."""
         extender = self.extender
         releaser = extender.releaser = GateReleaser(
-            api_sender(self.core.api_client, content_type=STRATEGIC_MERGE_PATCH),
+            lambda: api_sender(self.core.api_client, content_type=STRATEGIC_MERGE_PATCH),
             extender.metrics.registry,
             lambda pod: self.to_loop.put(lambda: extender.retry_release(pod)),
             extender.clock,

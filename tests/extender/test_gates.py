@@ -118,22 +118,22 @@ def test_a_gated_pod_is_cleared_only_onto_nodes_its_static_filters_pass() -> Non
 
 
 class _Sender:
-    """Answers each run of patches with the next statuses given (a stand-in for the API server:
-    a 500, a 422 or a dropped connection on demand is what kube-apiserver cannot be made to
-    give here)."""
+    """Answers each pod's patches with the statuses given for it, in turn, then 200 (a stand-in
+    for the API server: a 500, a 422 or a dropped connection on demand is what kube-apiserver
+    cannot be made to give here). Shared by every lane."""
 
-    def __init__(self, *answers: int | Exception) -> None:
-        self.answers = list(answers)
+    def __init__(self, **answers: list[int | Exception]) -> None:
+        self.answers = answers
         self.sent: list[tuple[str, str, dict[str, Any]]] = []
-        self.done = threading.Event()
+        self.lock = threading.Lock()
 
     def __call__(self, patches: list[tuple[str, str, bytes]]) -> list[int | Exception]:
         statuses: list[int | Exception] = []
-        for namespace, name, body in patches:
-            self.sent.append((namespace, name, msgspec.json.decode(body)))
-            statuses.append(self.answers.pop(0) if self.answers else 200)
-        if not self.answers:
-            self.done.set()
+        with self.lock:
+            for namespace, name, body in patches:
+                self.sent.append((namespace, name, msgspec.json.decode(body)))
+                left = self.answers.get(name) or []
+                statuses.append(left.pop(0) if left else 200)
         return statuses
 
 
@@ -142,7 +142,7 @@ def _releaser(
 ) -> tuple[GateReleaser, list[PendingPod]]:
     retried: list[PendingPod] = []
     now = clock or [NOW_S]
-    releaser = GateReleaser(sender, CollectorRegistry(), retried.append, lambda: now[0])
+    releaser = GateReleaser(lambda: sender, CollectorRegistry(), retried.append, lambda: now[0])
     return releaser, retried
 
 
@@ -165,7 +165,7 @@ def _sent_after(sender: _Sender, count: int) -> list[tuple[str, str, dict[str, A
 
 
 def test_a_failed_release_is_cleared_again_and_a_refused_pin_goes_unpinned() -> None:
-    sender = _Sender(500, 422)
+    sender = _Sender(a=[500], b=[422])
     releaser, retried = _releaser(sender)
     pod_a, pod_b = _gated("a"), _gated("b")
     assert releaser.release(pod_a, "mini-1")
@@ -173,16 +173,16 @@ def test_a_failed_release_is_cleared_again_and_a_refused_pin_goes_unpinned() -> 
     sent = _sent_after(sender, 3)
     releaser.close()
     assert retried == [pod_a]  # the 500: back to the batch, to be cleared again
-    assert [(name, "affinity" in body["spec"]) for _, name, body in sent] == [
+    assert sorted((name, "affinity" in body["spec"]) for _, name, body in sent) == [
         ("a", True),
-        ("b", True),
         ("b", False),  # the 422: the pin refused, released unpinned
+        ("b", True),
     ]
     assert _count(releaser, "retried") == 2 and _count(releaser, "ok") == 1
 
 
 def test_a_release_failing_every_time_keeps_the_gate_and_a_gone_pod_is_dropped() -> None:
-    sender = _Sender(*([503] * ATTEMPTS), 404)
+    sender = _Sender(a=[503] * ATTEMPTS, gone=[404])
     releaser, retried = _releaser(sender)
     pod = _gated("a")
     for _ in range(ATTEMPTS):  # the extender clears it again after each failure

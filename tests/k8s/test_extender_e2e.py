@@ -286,8 +286,9 @@ def test_gated_pods_are_cleared_together_and_bound_where_the_market_pinned_them(
     e2e: Cluster,
 ) -> None:
     """The gate integration (issue 32): pods carrying the eams.io/market gate are cleared by
-    the market in its window, released pinned to their cleared node, and bound there by
-    kube-scheduler without a /prioritize call."""
+    the market in its window, released pinned to their cleared node with their eams.io/*
+    annotations in the same patch, and bound there by kube-scheduler without a /prioritize
+    call."""
     count = 12
     names = [f"gated-{i:02d}" for i in range(count)]
     before = e2e.extender.metrics()
@@ -324,6 +325,8 @@ def test_gated_pods_are_cleared_together_and_bound_where_the_market_pinned_them(
     assert metric(after, "eams_extender_gate_releases_total", outcome="error") == 0
     asked = "eams_extender_recommendations_total"
     assert metric(after, asked) == metric(before, asked), "kube-scheduler asked the extender"
+    annotated = "eams_extender_annotation_patches_total"  # the annotations went with the release
+    assert metric(after, annotated) == metric(before, annotated)
 
 
 def test_a_gated_pod_keeps_another_gate_and_one_the_market_cannot_judge_goes_unpinned(
