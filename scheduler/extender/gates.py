@@ -19,8 +19,9 @@ filters that one node and binds it without scoring and without calling the exten
 * **Sent** from :data:`LANES` background threads, each over a keep-alive connection of its own
   (:class:`~.annotator.PodAnnotator` with this body, no gathering delay, a pod always in the same
   lane), so the event loop only queues: kube-apiserver answers one connection's requests in
-  turn, and one connection among the many that create pods got too small a share of it (a
-  first measurement at 300 pods/s offered: 32 releases a second).
+  turn, so the releases' share of it under load grows with their connections (300 pods/s
+  offered at 1,000 nodes, ``benchmarks/kube_pace.py``, 6 Dec: one connection bound 32 pods/s,
+  four 65, sixteen 100, against 84–88 through the extender path in the same runs).
 * **With the decision record's annotations** (``--record``, annotating): a pod's ``eams.io/*``
   annotations go in its release patch, built from its batch's records at the clearing
   (:meth:`~.decisions.Decisions.release_annotations`), and are not written again once it is
@@ -71,8 +72,8 @@ PIN_HOLD_S = 30.0
 MAX_RELEASES_PER_S = 1000.0
 """Releases sent per second at most, all lanes together (above any pace kube-scheduler binds at:
 ~200 pods/s without extenders on the 2-core test VM, ``benchmarks/kube_pace.py``)."""
-LANES = 4
-"""Release threads, each with its own connection (module docstring)."""
+LANES = 16
+"""Release threads, each with its own connection (module docstring); idle ones cost nothing."""
 NOT_FOUND, UNPROCESSABLE = 404, 422
 
 

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from kubernetes.client import ApiClient
 
+from eams.kube.names import MARKET_GATE
 from eams.scheduler.extender.cli import serve
 from eams.scheduler.extender.settings import Settings
 
@@ -239,7 +240,10 @@ def test_deployment_wires_scheduler_and_extender_together() -> None:
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": account, "namespace": "kube-system"}
         ]
-    assert _one("Pod")["spec"]["schedulerName"] == Settings().scheduler_name
+    for example in ("eams-example", "eams-gated-example"):
+        assert _one("Pod", example)["spec"]["schedulerName"] == Settings().scheduler_name
+    gates = _one("Pod", "eams-gated-example")["spec"]["schedulingGates"]
+    assert gates == [{"name": MARKET_GATE}]  # the gate the extender releases
 
 
 def _granted(account: str) -> dict[str, set[str]]:
