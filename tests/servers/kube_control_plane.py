@@ -279,8 +279,8 @@ class ControlPlane:
 
     def apply(self, documents: Iterable[dict[str, Any]]) -> None:
         """Create each object as admin (POST to its collection: ``kind`` lowercased plus "s",
-        which holds for every kind the tests create), then wait until the RBAC authoriser
-        grants every RoleBinding or ClusterRoleBinding among them.
+        or "y" made "ies", which holds for every kind the tests create), then wait until the
+        RBAC authoriser grants every RoleBinding or ClusterRoleBinding among them.
 
         Raises
         ------
@@ -302,7 +302,9 @@ def _collection(doc: dict[str, Any]) -> str:
     api = "/api/v1" if doc["apiVersion"] == "v1" else f"/apis/{doc['apiVersion']}"
     namespace = doc["metadata"].get("namespace")
     scope = f"/namespaces/{namespace}" if namespace else ""
-    return f"{api}{scope}/{doc['kind'].lower()}s"
+    kind = doc["kind"].lower()
+    plural = kind[:-1] + "ies" if kind.endswith("y") else kind + "s"  # MutatingAdmissionPolicy
+    return f"{api}{scope}/{plural}"
 
 
 def _await_binding(admin: httpx.Client, binding: dict[str, Any]) -> None:
