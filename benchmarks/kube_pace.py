@@ -63,7 +63,7 @@ Usage::
 
     .venv/bin/python benchmarks/kube_pace.py [--nodes 1000] [--rate 100] [--duration-s 30]
         [--saturate-rate 300] [--saturate-s 20] [--shape uniform|trace|job] [--repeat 1]
-        [--keep DIR] [--py-spy DIR]
+        [--no-gates] [--window-ms 200] [--keep DIR] [--py-spy DIR]
 
 Measured figures: the README's VT-1 section and ``scheduler/extender/README.md``.
 """
@@ -417,6 +417,8 @@ class PhaseResult:
     joined: int | None = None
     prioritize_calls: float = 0.0
     prioritize_s: float = 0.0
+    clearings: float = 0.0
+    pods_cleared: float = 0.0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -446,18 +448,24 @@ class PhaseResult:
         return sum(self.cpu_ms_per_pod(p) for p in parts)
 
 
-def _prioritize(extender: KubeExtender) -> tuple[float, float]:
-    """(calls, seconds) of ``/prioritize`` answered so far (the extender's own histogram)."""
-    calls = seconds = 0.0
+def _counts(extender: KubeExtender) -> tuple[float, float, float, float]:
+    """(calls, seconds) of ``/prioritize`` answered so far and (clearings, pods cleared) —
+    the extender's own histograms ``eams_extender_request_duration_seconds`` and
+    ``eams_extender_batch_pods``."""
+    calls = seconds = clearings = cleared = 0.0
     for family in text_string_to_metric_families(extender.metrics()):
-        if family.name != "eams_extender_request_duration_seconds":
-            continue
         for s in family.samples:
-            if s.labels.get("path") == "/prioritize" and s.name.endswith("_count"):
-                calls += s.value
-            elif s.labels.get("path") == "/prioritize" and s.name.endswith("_sum"):
-                seconds += s.value
-    return calls, seconds
+            if family.name == "eams_extender_request_duration_seconds":
+                if s.labels.get("path") == "/prioritize" and s.name.endswith("_count"):
+                    calls += s.value
+                elif s.labels.get("path") == "/prioritize" and s.name.endswith("_sum"):
+                    seconds += s.value
+            elif family.name == "eams_extender_batch_pods":
+                if s.name.endswith("_count"):
+                    clearings += s.value
+                elif s.name.endswith("_sum"):
+                    cleared += s.value
+    return calls, seconds, clearings, cleared
 
 
 def _owner(world: World, tag: str) -> dict[str, Any]:
@@ -545,7 +553,7 @@ def run_phase(
     scheduler = REFERENCE if profile == REFERENCE else EAMS
     requests = pod_requests(shape, count)
     plan = Plan(tag, scheduler, rate, names, requests, owner, gated=profile == GATED)
-    calls0, seconds0 = _prioritize(world.extender)
+    counts0 = _counts(world.extender)
     cpu0 = world.cpu()
     with _py_spy(world, tag, window_s if profile != REFERENCE else 0):
         world.loadgen.send(plan)
@@ -563,7 +571,9 @@ def run_phase(
             time.sleep(0.1)
         cpu1 = world.cpu()
         end = max((bound[n][0] for n in created if n in bound), default=end_window)
-    calls1, seconds1 = _prioritize(world.extender)
+    calls, seconds, clearings, cleared = (
+        b - a for a, b in zip(counts0, _counts(world.extender), strict=True)
+    )
     load = os.getloadavg()
     mine = {n: bound[n] for n in created if n in bound}
     latencies = np.array([mine[n][0] - created[n] for n in mine])
@@ -583,8 +593,10 @@ def run_phase(
         {k: cpu1[k] - cpu0[k] for k in cpu0},
         cpu_pods,
         load,
-        prioritize_calls=calls1 - calls0,
-        prioritize_s=seconds1 - seconds0,
+        prioritize_calls=calls,
+        prioritize_s=seconds,
+        clearings=clearings,
+        pods_cleared=cleared,
         notes=made["errors"],
     )
     if profile != REFERENCE:
@@ -686,7 +698,8 @@ def describe(r: PhaseResult) -> str:
         mean = 1e3 * r.prioritize_s / r.prioritize_calls if r.prioritize_calls else 0.0
         line += (
             f"; /prioritize {mean:.2f} ms mean over {r.prioritize_calls:,.0f} calls; "
-            f"honoured {r.honoured}/{r.joined} in the record of {r.bound} bound"
+            f"honoured {r.honoured}/{r.joined} in the record of {r.bound} bound; "
+            f"{r.pods_cleared / max(r.clearings, 1):.1f} pods a clearing"
         )
     line += f"; load {' '.join(f'{x:.2f}' for x in r.load)}"
     if r.notes:
@@ -750,6 +763,7 @@ def world_up(binaries: Path, root: Path, nodes: int, args: argparse.Namespace) -
         extender = KubeExtender(root, kubeconfig, root / "calibrations", root / "record")
         if not args.annotate:
             extender.argv.append("--no-annotate")
+        extender.argv += ["--window-ms", f"{args.window_ms:g}"]  # the last one given counts
         feeder = TelemetryFeeder(extender.url, period_s=args.telemetry_period_s)
         feeder.headroom.update(dict.fromkeys(node_names(nodes), HEADROOM))
         config = shipped_config(kubeconfig, extender.url)
@@ -820,6 +834,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--saturate-s", type=float, default=20.0, help="0: no saturating phases")
     parser.add_argument("--shape", choices=("uniform", "trace", "job"), default="uniform")
     parser.add_argument("--telemetry-period-s", type=float, default=5.0)
+    parser.add_argument(
+        "--window-ms",
+        type=float,
+        default=200.0,
+        help="the extender's batch window W (the study's 200 ms); a gated pod waits up to W",
+    )
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument(
         "--annotate",

@@ -53,6 +53,7 @@ def test_the_harness_times_every_pod_and_each_went_where_the_auction_cleared_it(
     assert gated.honoured == gated.joined == PODS  # pinned there by its release
     assert eams.prioritize_calls >= PODS and eams.cpu_s["extender"] > 0
     assert gated.prioritize_calls == 0  # kube-scheduler bound the pinned pods without asking
+    assert gated.pods_cleared >= PODS and gated.pods_cleared > gated.clearings  # in batches
     assert eams.cpu_s["kube-scheduler"] > 0 and reference.cpu_s["reference kube-scheduler"] > 0
     assert "EAMS profile at 20 pods/s" in kube_pace.describe(eams)
     assert "EAMS gated (released pinned) at 20 pods/s" in kube_pace.describe(gated)
