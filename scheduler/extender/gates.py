@@ -108,8 +108,12 @@ class GateReleaser:
     registry : CollectorRegistry
         Where ``eams_extender_gate_releases_total{outcome}`` is registered.
     retry : callable
-        ``retry(pod)``, called from the sending thread with the :class:`PendingPod` of a failed
-        release (``watch.py`` puts it back in the batch on the event loop).
+        ``retry(pod)``: clear the :class:`PendingPod` of a failed release again
+        (``Extender.retry_release``); called on the event loop.
+    on_loop : callable
+        ``on_loop(action)``: run ``action()`` on the event loop, callable from any thread
+        (``watch.py``'s hand-over); a failure's bookkeeping goes through it, so every method but
+        the sending threads' runs on the loop and no lock is needed.
     clock : callable
         Epoch seconds (the hold of :meth:`holding`).
     """
@@ -119,6 +123,7 @@ class GateReleaser:
         connect: Callable[[], PodPatchSender],
         registry: CollectorRegistry,
         retry: Callable[[PendingPod], None],
+        on_loop: Callable[[Callable[[], None]], None],
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.outcomes = Counter(
@@ -128,7 +133,7 @@ class GateReleaser:
             ["outcome"],
             registry=registry,
         )
-        self._retry, self._clock = retry, clock
+        self._retry, self._on_loop, self._clock = retry, on_loop, clock
         self._attempts: dict[str, int] = {}  # pod key → attempt of its last release
         self._pinned: dict[str, tuple[str, float]] = {}  # pod key → (node, released at, s)
         self._lanes = [
@@ -138,7 +143,7 @@ class GateReleaser:
                 max_per_s=MAX_RELEASES_PER_S / LANES,
                 body=_body,
                 gather_s=0.0,
-                on_failed=self._failed,
+                on_failed=lambda failed: self._on_loop(lambda: self._failed(failed)),
             )
             for _ in range(LANES)
         ]
@@ -206,6 +211,7 @@ class GateReleaser:
             lane.close()
 
     def _failed(self, failed: list[tuple[Release, int | Exception]]) -> None:
+        """Releases that failed (on the event loop, :attr:`_on_loop`)."""
         for release, status in failed:
             if status == NOT_FOUND:
                 self.outcomes.labels("gone").inc()

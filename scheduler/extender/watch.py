@@ -334,7 +334,8 @@ class ClusterWatch:
         releaser = extender.releaser = GateReleaser(
             lambda: api_sender(self.core.api_client, content_type=STRATEGIC_MERGE_PATCH),
             extender.metrics.registry,
-            lambda pod: self.to_loop.put(lambda: extender.retry_release(pod)),
+            extender.retry_release,
+            self.to_loop.put,
             extender.clock,
         )
         if self.keeper is not None:

@@ -137,12 +137,26 @@ class _Sender:
         return statuses
 
 
+class _Loop:
+    """Runs what the releasing threads hand over at once, under a lock (the tests' event loop)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __call__(self, action: Any) -> None:
+        with self.lock:
+            action()
+
+
 def _releaser(
     sender: _Sender, clock: list[float] | None = None
 ) -> tuple[GateReleaser, list[PendingPod]]:
     retried: list[PendingPod] = []
     now = clock or [NOW_S]
-    releaser = GateReleaser(lambda: sender, CollectorRegistry(), retried.append, lambda: now[0])
+    on_loop = _Loop()
+    releaser = GateReleaser(
+        lambda: sender, CollectorRegistry(), retried.append, on_loop, lambda: now[0]
+    )
     return releaser, retried
 
 
