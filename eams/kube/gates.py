@@ -12,23 +12,31 @@ without scoring and without calling an extender (``pkg/scheduler/schedule_one.go
 So a pod created with the gate :data:`~eams.kube.names.MARKET_GATE` is cleared by the market in
 its batch (window W, every pod of the window together) and released by one strategic merge
 patch (:func:`release_patch`) that removes that gate — only that one: another controller's gate
-stays — and, where the market chose a node, pins the pod to it. Checked on kube-apiserver 1.36
-(``tests/k8s/test_gate_release.py``): both in one patch, the pod's other gates kept.
+stays — and, where the market chose a node, pins the pod to it; the pod's ``metadata.uid`` in
+the patch makes kube-apiserver refuse it (422, the uid is immutable) for another pod of the same
+name. Checked on kube-apiserver 1.36 (``tests/k8s/test_extender_e2e.py``): both in one patch,
+the pod's other gates kept.
 
-A pod is pinned only when the market judges every constraint it has: its requests, its
-``nodeSelector`` and its tolerations against the node's taints and cordon. A pod with
-``spec.affinity`` or ``spec.topologySpreadConstraints`` (inter-pod rules the market does not
-read) is released unpinned, as is a pod the market cleared nowhere: kube-scheduler places it
-by its own plugins (:func:`can_pin`).
+A pod is pinned only when the market judges every filter that could refuse it there: its CPU
+and memory requests (NodeResourcesFit), its ``nodeSelector``, its tolerations against the node's
+taints and the cordon (``eams.kube.admission.admits_now``). :func:`can_pin` refuses the rest —
+``spec.affinity``, ``spec.topologySpreadConstraints``, a volume claim (VolumeBinding,
+VolumeZone, NodeVolumeLimits), ``spec.resourceClaims`` (DynamicResources), a ``hostPort``
+(NodePorts), a request of any resource but CPU and memory, and another controller's gate still
+on the pod (it may narrow the pod's placement before it lets go) — and such a pod is released
+unpinned, for kube-scheduler to place by its own filters. Not judged either way: the required
+anti-affinity of pods already running against this one (InterPodAffinity).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from eams.kube.names import MARKET_GATE
 
+JUDGED_RESOURCES = frozenset({"cpu", "memory"})
+"""The resources whose requests the market fits (NodeResourcesFit's CPU and memory)."""
 NODE_NAME_FIELD = "metadata.name"
 """The one field a ``matchFields`` node selector requirement may name (``v1.NodeSelectorTerm``)."""
 
@@ -39,13 +47,26 @@ def carries_market_gate(gate_names: Iterable[str]) -> bool:
     return MARKET_GATE in gate_names
 
 
-def can_pin(has_affinity: bool, has_spread_constraints: bool) -> bool:
-    """True when the market judges every placement constraint of a pod (module docstring):
-    it has neither ``spec.affinity`` nor ``spec.topologySpreadConstraints``."""
-    return not (has_affinity or has_spread_constraints)
+def can_pin(spec: Mapping[str, Any]) -> bool:
+    """True when the market judges every filter that could refuse a gated pod on its cleared
+    node (module docstring), from the pod's ``spec`` as JSON."""
+    gates = [g.get("name") for g in spec.get("schedulingGates") or ()]
+    if any(name != MARKET_GATE for name in gates):
+        return False
+    if spec.get("affinity") or spec.get("topologySpreadConstraints") or spec.get("resourceClaims"):
+        return False
+    if any(v.get("persistentVolumeClaim") or v.get("ephemeral") for v in spec.get("volumes") or ()):
+        return False
+    containers = [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]
+    if any(p.get("hostPort") for c in containers for p in c.get("ports") or ()):
+        return False
+    resources = [c.get("resources") or {} for c in containers] + [spec.get("resources") or {}]
+    named = {k for r in resources for part in ("requests", "limits") for k in r.get(part) or {}}
+    named |= set(spec.get("overhead") or {})
+    return named <= JUDGED_RESOURCES
 
 
-def release_patch(node: str | None) -> dict[str, Any]:
+def release_patch(node: str | None, uid: str | None = None) -> dict[str, Any]:
     """The strategic merge patch (``application/strategic-merge-patch+json``) that removes
     :data:`~eams.kube.names.MARKET_GATE` from a pod and, with ``node``, adds the required node
     affinity term ``metadata.name In [node]``.
@@ -54,13 +75,17 @@ def release_patch(node: str | None) -> dict[str, Any]:
     ----------
     node : str or None
         The node the market cleared the pod onto; ``None`` releases the pod unpinned.
+    uid : str or None
+        The pod's ``metadata.uid``, a precondition: another pod of the same name refuses the
+        patch (422).
 
     Returns
     -------
     dict
-        ``{"spec": {"schedulingGates": [{"$patch": "delete", "name": ...}], "affinity": ...}}``
-        (the JSON body). Only for a pod without ``spec.affinity``: the term replaces the
-        required terms whole, and kube-apiserver refuses a change to existing ones (422).
+        ``{"metadata": {"uid": ...}, "spec": {"schedulingGates": [{"$patch": "delete", "name":
+        ...}], "affinity": ...}}`` (the JSON body). Pinned only for a pod without
+        ``spec.affinity`` (:func:`can_pin`): the term replaces the required terms whole, and
+        kube-apiserver refuses a change to existing ones (422).
     """
     spec: dict[str, Any] = {"schedulingGates": [{"$patch": "delete", "name": MARKET_GATE}]}
     if node is not None:
@@ -70,4 +95,7 @@ def release_patch(node: str | None) -> dict[str, Any]:
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
             }
         }
-    return {"spec": spec}
+    body: dict[str, Any] = {"spec": spec}
+    if uid:
+        body["metadata"] = {"uid": uid}
+    return body

@@ -68,9 +68,6 @@ class PodSpec(_Object):
     nodeName: str | None = None
     nodeSelector: dict[str, str] | None = None
     tolerations: list[dict[str, Any]] | None = None
-    schedulingGates: list[dict[str, Any]] | None = None
-    affinity: dict[str, Any] | None = None
-    topologySpreadConstraints: list[dict[str, Any]] | None = None
 
 
 class PodStatus(_Object):

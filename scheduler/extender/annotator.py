@@ -192,6 +192,8 @@ class PodAnnotator:
     on_failed : callable, optional
         ``on_failed([(item, status), ...])``, from the thread, with the items whose patch
         failed (an HTTP status ≥ 300 or the transport failure); must not block.
+    thread_name : str
+        The sending thread's name.
 
     Raises
     ------
@@ -209,6 +211,7 @@ class PodAnnotator:
         body: Callable[[Any], dict[str, Any]] = annotation_patch,
         gather_s: float = GATHER_S,
         on_failed: Callable[[list[tuple[Any, int | Exception]]], None] | None = None,
+        thread_name: str = "eams-annotator",
     ) -> None:
         if max_queue < 1 or not max_per_s > 0:
             raise ValueError(f"max_queue = {max_queue} (≥ 1), max_per_s = {max_per_s} (> 0)")
@@ -223,7 +226,7 @@ class PodAnnotator:
         self._wake = threading.Event()
         self._closed = False
         self._logged_s = -_LOG_EVERY_S
-        self._thread = threading.Thread(target=self._run, name="eams-annotator", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
         self._thread.start()
 
     def submit(self, decision: Any) -> bool:

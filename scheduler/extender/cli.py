@@ -230,7 +230,8 @@ class _Stop:
     show_default=True,
     help="With --watch: clear the pods carrying the eams.io/market scheduling gate in their "
     "batch window, then remove the gate and (active) pin each to its cleared node, which "
-    "kube-scheduler then binds without calling the extender; shadow releases them unpinned.",
+    "kube-scheduler then binds without calling the extender; shadow mode, --window-ms 0 and "
+    "pods the market cannot judge are released unpinned.",
 )
 @log_level_option("Log level of the server (uvicorn).")
 @click.option(

@@ -243,9 +243,10 @@ class Decisions:
 
     def release_annotations(self, keys: list[str]) -> dict[str, Placement]:
         """The decisions of gated pods about to be released (``gates.py``), their batch's
-        records built now: with annotations on, each pod's ``eams.io/*`` annotations go with
-        its release, one write instead of two, and are not sent again once it is bound.
-        Empty with annotations off."""
+        records built now (every queued batch's: :data:`FLUSH_AFTER_S` is not waited for, so a
+        clearing with gated pods builds its lines alone): with annotations on, each pod's
+        ``eams.io/*`` annotations go with its release, one write instead of two, and are not
+        sent again once it is bound. Empty with annotations off."""
         if not keys:
             return {}
         built = {r.pod.key: r for r in self.flush()}

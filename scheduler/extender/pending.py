@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -71,11 +71,11 @@ class PendingPod:
         ``wakes.py``); kube-scheduler's own filters judge the awake ones.
     gated : bool
         The pod carries the ``eams.io/market`` scheduling gate: the extender releases it once
-        cleared (``gates.py``, :mod:`eams.kube.gates`).
+        cleared (``gates.py``, :mod:`eams.kube.gates`). Read from the pending-pod watch only
+        (:class:`PendingDecoder`): kube-scheduler never sends a gated pod.
     pinnable : bool
-        The market judges every placement constraint of the pod (no ``spec.affinity``, no
-        ``spec.topologySpreadConstraints``: :func:`eams.kube.gates.can_pin`), so a gated pod
-        may be pinned to its cleared node.
+        Gated, and the market judges every filter that could refuse it on its cleared node
+        (:func:`eams.kube.gates.can_pin`), so it may be pinned there.
     """
 
     key: str
@@ -88,7 +88,7 @@ class PendingPod:
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     gated: bool = False
-    pinnable: bool = True
+    pinnable: bool = False
 
 
 def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> PendingPod:
@@ -112,8 +112,6 @@ def pending_pod(pod: PodObject, candidates: frozenset[str] | None = None) -> Pen
         candidates,
         pod.spec.nodeSelector,
         pod.spec.tolerations,
-        carries_market_gate(str(g.get("name")) for g in pod.spec.schedulingGates or ()),
-        can_pin(bool(pod.spec.affinity), bool(pod.spec.topologySpreadConstraints)),
     )
 
 
@@ -127,13 +125,10 @@ def sized_pod(
     candidates: frozenset[str] | None = None,
     node_selector: dict[str, str] | None = None,
     tolerations: list[dict[str, Any]] | None = None,
-    gated: bool = False,
-    pinnable: bool = True,
 ) -> PendingPod:
     """A :class:`PendingPod` from the fields the auction reads (its request already sized):
     π from ``spec.priority`` (:func:`_priority`), the tenant from the namespace, the work from
-    the ``eams.io/work-core-s`` annotation, the node selector, tolerations, gate and whether it
-    may be pinned as given."""
+    the ``eams.io/work-core-s`` annotation, the node selector and tolerations as given."""
     return PendingPod(
         key=key,
         request=request,
@@ -144,8 +139,6 @@ def sized_pod(
         uid=uid or None,
         node_selector=tuple(sorted((node_selector or {}).items())),
         tolerations=tuple(Toleration.from_json(t) for t in tolerations or ()),
-        gated=gated,
-        pinnable=pinnable,
     )
 
 
@@ -192,8 +185,6 @@ class _Spec(msgspec.Struct):
     nodeSelector: dict[str, str] | None = None
     tolerations: list[dict[str, Any]] | None = None
     schedulingGates: list[_Gate] | None = None
-    affinity: msgspec.Raw = _NULL
-    topologySpreadConstraints: msgspec.Raw = _NULL
 
 
 class _Status(msgspec.Struct):
@@ -225,11 +216,6 @@ def _shape(spec: _Spec) -> _Shape:
     return tuple(parts)
 
 
-def _given(raw: msgspec.Raw) -> bool:
-    """A field present with a value that is not empty (not absent, ``null``, ``{}`` or ``[]``)."""
-    return bytes(raw) not in (b"null", b"{}", b"[]")
-
-
 class PendingDecoder:
     """Sizes pending pods from their raw JSON, the resources of shapes already seen reused."""
 
@@ -237,7 +223,8 @@ class PendingDecoder:
         self._requests: dict[_Shape, PodRequest] = {}
 
     def __call__(self, raw: bytes) -> PendingPod:
-        """The pod as :func:`pending_pod` sizes it.
+        """The pod as :func:`pending_pod` sizes it, and whether it is gated and pinnable
+        (read whole, only when it carries the market's gate).
 
         Raises
         ------
@@ -247,7 +234,7 @@ class PendingDecoder:
         try:
             pod = _decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return pending_pod(PodObject.model_validate_json(raw))
+            return _gated(pending_pod(PodObject.model_validate_json(raw)), raw)
         meta, spec = pod.metadata, pod.spec
         shape = _shape(spec)
         request = self._requests.get(shape)
@@ -256,8 +243,8 @@ class PendingDecoder:
             if len(self._requests) >= MAX_SHAPES:
                 self._requests.clear()
             self._requests[shape] = sized.request
-            return sized
-        return sized_pod(
+            return _gated(sized, raw) if _carries_gate(spec) else sized
+        sized = sized_pod(
             f"{meta.namespace or 'default'}/{meta.name}",
             request,
             spec.priority,
@@ -267,6 +254,19 @@ class PendingDecoder:
             None,
             spec.nodeSelector,
             spec.tolerations,
-            carries_market_gate(g.name for g in spec.schedulingGates or () if g.name),
-            can_pin(_given(spec.affinity), _given(spec.topologySpreadConstraints)),
         )
+        return _gated(sized, raw) if _carries_gate(spec) else sized
+
+
+def _carries_gate(spec: _Spec) -> bool:
+    return carries_market_gate(g.name or "" for g in spec.schedulingGates or ())
+
+
+def _gated(pod: PendingPod, raw: bytes) -> PendingPod:
+    """``pod`` marked gated and, by :func:`eams.kube.gates.can_pin` on its whole spec,
+    pinnable, when it carries the market's gate; unchanged otherwise."""
+    spec = (msgspec.json.decode(raw).get("spec") or {}) if raw else {}
+    gates = (g.get("name") or "" for g in spec.get("schedulingGates") or ())
+    if not carries_market_gate(gates):
+        return pod
+    return replace(pod, gated=True, pinnable=can_pin(spec))

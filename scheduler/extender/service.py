@@ -24,6 +24,7 @@ instead would look like an opinion. ``/readyz`` reports the same reason.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import deque
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
+from eams.kube.admission import admits_now
 from eams.kube.pods import PodObject
 from eams.kube.requests import PodRequest, pod_request
 from eams.kube.wakerequest import WakeRequest
@@ -153,6 +155,7 @@ class Extender:
         self.candidates = CandidateLists(self.nodes)
         self.static_candidates = StaticCandidates(self.nodes)
         self.releaser: GateReleaser | None = None  # set by watch.py: gated pods are released
+        self.gated_waiting: set[str] = set()  # gated pods in the batch, not released yet
         self.wakes = WakeMarket(
             self.nodes,
             self.market,
@@ -282,15 +285,16 @@ class Extender:
                 releaser.release(pod, None)
                 return
             pod = replace(pod, candidates=self.static_candidates.of(pod))
+            self.gated_waiting.add(pod.key)
         if self.batcher is not None:
             self.batcher.submit(pod)
         if self.market_wakes:
             self.wakes.remember(pod)
 
-    def retry_release(self, pod: PendingPod) -> None:
-        """A gated pod's release failed: it is cleared again (its old row dropped) and its
-        next clearing releases it (``gates.py``)."""
-        if self.batcher is not None:
+    def clear_again(self, pod: PendingPod) -> None:
+        """A gated pod cleared while the extender was blind (``gates.py``): cleared again, its
+        old row dropped, unless it was bound or deleted meanwhile."""
+        if self.batcher is not None and pod.key in self.gated_waiting:
             self.batcher.forget(pod.key)
             self.observe_pending(pod)
 
@@ -327,6 +331,7 @@ class Extender:
         self.wakes.forget(key)
         if self.releaser is not None:
             self.releaser.bound(key)
+            self.gated_waiting.discard(key)
         node = self.herd.bind(key)
         if node is not None and self.floor.under([node], self.clock()):
             self._floor_changed()
@@ -513,6 +518,17 @@ class Extender:
         return row
 
     def _clear(self, batch: list[PendingPod]) -> list[Cleared]:
+        try:
+            return self._clear_batch(batch)
+        except Exception:
+            if self.releaser is not None:  # kube-scheduler never asks about a gated pod
+                for pod in batch:
+                    if pod.gated and pod.key in self.gated_waiting:
+                        self.gated_waiting.discard(pod.key)
+                        self.releaser.release(pod, None)
+            raise
+
+    def _clear_batch(self, batch: list[PendingPod]) -> list[Cleared]:
         started = time.perf_counter()
         now_s = self.clock()
         names = self.nodes.names()
@@ -547,21 +563,48 @@ class Extender:
         return rows
 
     def _after_clearing(self, rows: list[Cleared]) -> None:
-        releaser = self.releaser
-        if releaser is not None and (gated := releaser.gated(rows)):
-            decisions = self.decisions
-            annotations = (
-                None if decisions is None else decisions.release_annotations([r.pod for r in gated])
-            )
-            # shadow: released unpinned, the record says what active would have done
-            pinned = releaser.release_rows(gated, self.active, annotations)
-            if decisions is not None:
-                for key in pinned:  # judged against this clearing, as if kube-scheduler asked
-                    decisions.scored(key)
+        if self.releaser is not None:
+            gated = [row for row in rows if row.source is not None and row.source.gated]
+            if gated:
+                self._release(self.releaser, gated)
         if not self.active:
             for row in rows:
                 self._record(row.pod, "clearing", {"node": row.node, "price": row.price})
             self.metrics.recommendations.labels("shadow").inc(len(rows))
+
+    def _release(self, releaser: GateReleaser, rows: list[Cleared]) -> None:
+        """Release the gated pods of a clearing (``gates.py``): pinned to the cleared node
+        where it still admits the pod (:meth:`_pin_holds`) in active mode, unpinned otherwise
+        (shadow: the record says what active would have done), each with its ``eams.io/*``
+        annotations when the record writes them; a pod cleared nowhere while the extender is
+        blind (its candidates were empty) waits a window and is cleared again."""
+        decisions = self.decisions
+        annotations = (
+            {} if decisions is None else decisions.release_annotations([r.pod for r in rows])
+        )
+        blind = self.blind() is not None
+        for row in rows:
+            pod = row.source
+            assert pod is not None  # gated rows carry their pod
+            if row.node is None and blind and self.batcher is not None:
+                releaser.later(self.batcher.window_s, functools.partial(self.clear_again, pod))
+                continue
+            self.gated_waiting.discard(pod.key)
+            node = row.node if self.active and self._pin_holds(pod, row.node) else None
+            releaser.release(pod, node, annotations.get(pod.key))
+            if node is not None and decisions is not None:
+                decisions.scored(pod.key)  # judged against this clearing, as if asked
+
+    def _pin_holds(self, pod: PendingPod, node: str | None) -> bool:
+        """Whether ``pod`` may be pinned to ``node`` now: the market judges all it asks
+        (``pinnable``), the node as last seen admits it, and it is not under the headroom floor
+        counting every reservation but the pod's own (what ``/filter`` would say)."""
+        if node is None or not pod.pinnable:
+            return False
+        seen = self.nodes.node(node)
+        if seen is None or not admits_now(seen, dict(pod.node_selector), pod.tolerations):
+            return False
+        return node not in self.floor.below_for(pod.key, self.clock())
 
     def _record(self, pod: str, kind: str, detail: dict[str, Any]) -> None:
         entry = {"pod": pod, "kind": kind, "at_s": self.clock(), **detail}

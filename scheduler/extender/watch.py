@@ -334,8 +334,8 @@ class ClusterWatch:
         releaser = extender.releaser = GateReleaser(
             lambda: api_sender(self.core.api_client, content_type=STRATEGIC_MERGE_PATCH),
             extender.metrics.registry,
-            extender.retry_release,
             self.to_loop.put,
+            self.loop.call_later,
             extender.clock,
         )
         if self.keeper is not None:

@@ -10,7 +10,6 @@ from dataclasses import replace
 from typing import Any
 
 import msgspec
-import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -18,10 +17,9 @@ from eams.kube.gates import release_patch
 from eams.kube.names import MARKET_GATE
 from eams.kube.pods import PodObject
 from eams.scheduler.extender.candidates import StaticCandidates
-from eams.scheduler.extender.gates import ATTEMPTS, GateReleaser
+from eams.scheduler.extender.gates import MAX_ATTEMPTS, GateReleaser, backoff_s
 from eams.scheduler.extender.nodes import NodeCache
 from eams.scheduler.extender.pending import PendingDecoder, PendingPod, pending_pod
-from eams.scheduler.extender.rows import Cleared, Columns
 from eams.scheduler.extender.table import NodeTable
 from tests.extender.conftest import node_object, pod_object
 from tests.extender.test_floor import NOW_S, POD_W, _Cluster
@@ -33,43 +31,61 @@ AFFINITY = {
         ]
     }
 }
+PVC = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+HOST_PORT = [{"containerPort": 80, "hostPort": 8080}]
 
 
-def _both_paths(pod: dict[str, Any]) -> PendingPod:
-    """The pod as the watch's cheap decode sizes it, checked equal to the validated path."""
+def _decoded(pod: dict[str, Any]) -> PendingPod:
+    """The pod as the watch's decode reads it, on its first (validated) and second (cheap)
+    sight, checked alike, and alike the validated path's sizing."""
     raw = msgspec.json.encode(pod)
-    decoded = PendingDecoder()
-    decoded(raw)  # the first decode of a shape takes the validated path; the second the cheap
-    cheap = decoded(raw)
-    assert cheap == pending_pod(PodObject.model_validate_json(raw))
-    return cheap
+    decode = PendingDecoder()
+    first, second = decode(raw), decode(raw)
+    assert first == second
+    validated = pending_pod(PodObject.model_validate_json(raw))
+    assert replace(second, gated=False, pinnable=False) == validated
+    return second
 
 
 @pytest.mark.parametrize(
     ("gates", "extra", "gated", "pinnable"),
     [
-        ((), {}, False, True),
+        ((), {}, False, False),
         ((MARKET_GATE,), {}, True, True),
-        (("example.com/other", MARKET_GATE), {}, True, True),
-        (("example.com/other",), {}, False, True),
+        (("example.com/other", MARKET_GATE), {}, True, False),  # another gate still on
+        (("example.com/other",), {}, False, False),
         ((MARKET_GATE,), {"affinity": AFFINITY}, True, False),
         ((MARKET_GATE,), {"affinity": {}}, True, True),
         ((MARKET_GATE,), {"topologySpreadConstraints": [{"maxSkew": 1}]}, True, False),
+        ((MARKET_GATE,), {"volumes": PVC}, True, False),
+        ((MARKET_GATE,), {"volumes": [{"name": "tmp", "emptyDir": {}}]}, True, True),
+        ((MARKET_GATE,), {"resourceClaims": [{"name": "gpu"}]}, True, False),
     ],
 )
-def test_a_pod_is_gated_and_pinnable_alike_on_both_decode_paths(
+def test_a_pod_is_gated_and_pinnable_by_what_the_market_judges(
     gates: tuple[str, ...], extra: dict[str, Any], gated: bool, pinnable: bool
 ) -> None:
     pod = pod_object("p")
     if gates:
         pod["spec"]["schedulingGates"] = [{"name": g} for g in gates]
     pod["spec"].update(extra)
-    decoded = _both_paths(pod)
+    decoded = _decoded(pod)
     assert (decoded.gated, decoded.pinnable) == (gated, pinnable)
 
 
-def test_the_release_removes_only_the_market_gate_and_pins_by_node_name() -> None:
-    pinned = release_patch("mini-2")
+def test_a_host_port_or_another_resource_is_not_pinned() -> None:
+    for change in (
+        lambda c: c.update(ports=HOST_PORT),
+        lambda c: c["resources"]["requests"].update({"nvidia.com/gpu": "1"}),
+        lambda c: c["resources"]["requests"].update({"ephemeral-storage": "1Gi"}),
+    ):
+        pod = _gated_json("p")
+        change(pod["spec"]["containers"][0])
+        assert not _decoded(pod).pinnable
+
+
+def test_the_release_removes_only_the_market_gate_and_pins_by_node_name_and_uid() -> None:
+    pinned = release_patch("mini-2", "uid-1")
     assert pinned["spec"]["schedulingGates"] == [{"$patch": "delete", "name": MARKET_GATE}]
     terms = pinned["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -77,7 +93,8 @@ def test_the_release_removes_only_the_market_gate_and_pins_by_node_name() -> Non
     assert terms == [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["mini-2"]}]}
     ]
-    assert "affinity" not in release_patch(None)["spec"]
+    assert pinned["metadata"] == {"uid": "uid-1"}
+    assert "affinity" not in release_patch(None)["spec"] and "metadata" not in release_patch(None)
 
 
 def _node(name: str, **spec: Any) -> dict[str, Any]:
@@ -102,16 +119,18 @@ def test_a_gated_pod_is_cleared_only_onto_nodes_its_static_filters_pass() -> Non
         "items",
     )
     static = StaticCandidates(nodes)
-    plain_pod = _both_paths(pod_object("a"))
+    plain_pod = _gated("a")
     everywhere = static.of(plain_pod)
     assert everywhere == {"plain", "gpu", "soft"}
-    assert static.of(_both_paths(pod_object("b"))) is everywhere  # one object while it holds
-    on_gpu = pod_object("c")
+    assert static.of(_gated("b")) is everywhere  # one object while it holds
+    on_gpu = _gated_json("c")
     on_gpu["spec"]["nodeSelector"] = {"accelerator": "gpu"}
-    assert static.of(_both_paths(on_gpu)) == {"gpu"}
-    tolerant = pod_object("d")
+    assert static.of(_decoded(on_gpu)) == {"gpu"}
+    tolerant = _gated_json("d")
     tolerant["spec"]["tolerations"] = [{"operator": "Exists"}]
-    assert static.of(_both_paths(tolerant)) == {"plain", "gpu", "soft", "cordoned", "asleep", "hot"}
+    assert static.of(_decoded(tolerant)) == {
+        "plain", "gpu", "soft", "cordoned", "asleep", "hot"
+    }  # fmt: skip
     # a node's taints change: the kept answer is dropped
     nodes.learn([_node("plain", taints=[{"key": "k", "effect": "NoExecute"}])], "items")
     assert static.of(plain_pod) == {"gpu", "soft"}
@@ -136,78 +155,113 @@ class _Sender:
                 statuses.append(left.pop(0) if left else 200)
         return statuses
 
+    def of(self, name: str) -> list[str | None]:
+        """The pinned node of each patch sent for pod ``name``, in order (``None``: unpinned)."""
+        with self.lock:
+            return [_pin(body) for _, n, body in self.sent if n == name]
+
+
+def _pin(body: dict[str, Any]) -> str | None:
+    affinity = body["spec"].get("affinity")
+    if affinity is None:
+        return None
+    term = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    return str(term["nodeSelectorTerms"][0]["matchFields"][0]["values"][0])
+
 
 class _Loop:
-    """Runs what the releasing threads hand over at once, under a lock (the tests' event loop)."""
+    """The tests' event loop: what the sending threads hand over runs at once under a lock;
+    what is asked for later waits in ``due`` until :meth:`run_due` (the delays kept)."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        self.due: list[tuple[float, Any]] = []
 
-    def __call__(self, action: Any) -> None:
+    def now(self, action: Any) -> None:
         with self.lock:
             action()
 
+    def later(self, delay_s: float, action: Any) -> None:
+        with self.lock:
+            self.due.append((delay_s, action))
 
-def _releaser(
-    sender: _Sender, clock: list[float] | None = None
-) -> tuple[GateReleaser, list[PendingPod]]:
-    retried: list[PendingPod] = []
+    def run_due(self) -> list[float]:
+        with self.lock:
+            due, self.due = self.due, []
+            for _, action in due:
+                action()
+        return [d for d, _ in due]
+
+
+def _releaser(sender: _Sender, clock: list[float] | None = None) -> tuple[GateReleaser, _Loop]:
     now = clock or [NOW_S]
-    on_loop = _Loop()
+    loop = _Loop()
     releaser = GateReleaser(
-        lambda: sender, CollectorRegistry(), retried.append, on_loop, lambda: now[0]
+        lambda: sender, CollectorRegistry(), loop.now, loop.later, lambda: now[0]
     )
-    return releaser, retried
+    return releaser, loop
 
 
 def _count(releaser: GateReleaser, outcome: str) -> float:
     return releaser.outcomes.labels(outcome)._value.get()
 
 
-def _gated(name: str) -> PendingPod:
+def _gated_json(name: str) -> dict[str, Any]:
     pod = pod_object(name)
     pod["spec"]["schedulingGates"] = [{"name": MARKET_GATE}]
-    return _both_paths(pod)
+    return pod
 
 
-def _sent_after(sender: _Sender, count: int) -> list[tuple[str, str, dict[str, Any]]]:
-    for _ in range(200):
-        if len(sender.sent) >= count:
-            break
+def _gated(name: str) -> PendingPod:
+    return _decoded(_gated_json(name))
+
+
+def _settle(sender: _Sender, count: int) -> None:
+    for _ in range(300):
+        with sender.lock:
+            if len(sender.sent) >= count:
+                break
         threading.Event().wait(0.01)
-    return sender.sent
+    threading.Event().wait(0.05)  # the failure's hand-over after the last answer
 
 
-def test_a_failed_release_is_cleared_again_and_a_refused_pin_goes_unpinned() -> None:
-    sender = _Sender(a=[500], b=[422])
-    releaser, retried = _releaser(sender)
-    pod_a, pod_b = _gated("a"), _gated("b")
-    assert releaser.release(pod_a, "mini-1")
-    assert releaser.release(pod_b, "mini-2")
-    sent = _sent_after(sender, 3)
+def test_a_failed_release_is_sent_again_pinned_then_unpinned_with_growing_waits() -> None:
+    sender = _Sender(a=[500, 503], b=[422], c=[422, 422], gone=[404])
+    releaser, loop = _releaser(sender)
+    for name in ("a", "b", "c", "gone"):
+        releaser.release(_gated(name), "mini-1")
+    _settle(sender, 4)
+    delays = loop.run_due()  # a's and b's and c's second releases
+    _settle(sender, 7)
+    delays += loop.run_due()  # a's third, c's end
+    _settle(sender, 8)
     releaser.close()
-    assert retried == [pod_a]  # the 500: back to the batch, to be cleared again
-    assert sorted((name, "affinity" in body["spec"]) for _, name, body in sent) == [
-        ("a", True),
-        ("b", False),  # the 422: the pin refused, released unpinned
-        ("b", True),
-    ]
-    assert _count(releaser, "retried") == 2 and _count(releaser, "ok") == 1
+    assert sender.of("a") == ["mini-1", "mini-1", None]  # as it was once, then unpinned
+    assert sender.of("b") == ["mini-1", None]  # the pin refused: unpinned at once
+    assert sender.of("c") == ["mini-1", None]  # refused twice: it ends there
+    assert sender.of("gone") == ["mini-1"]
+    assert sorted(delays) == [0.0, 0.0, 0.2, 0.4]
+    assert _count(releaser, "gone") == 1 and _count(releaser, "refused") == 1
+    assert sender.sent[0][2]["metadata"]["uid"] == "uid-a"  # every release names its pod's uid
 
 
-def test_a_release_failing_every_time_keeps_the_gate_and_a_gone_pod_is_dropped() -> None:
-    sender = _Sender(a=[503] * ATTEMPTS, gone=[404])
-    releaser, retried = _releaser(sender)
-    pod = _gated("a")
-    for _ in range(ATTEMPTS):  # the extender clears it again after each failure
-        retried.clear()
-        releaser.release(pod, "mini-1")
-        _sent_after(sender, len(sender.sent) + 1)
-    releaser.release(_gated("gone"), "mini-1")
-    _sent_after(sender, ATTEMPTS + 1)
+def test_a_release_failing_every_time_is_abandoned_and_a_bound_pod_is_not_sent_again() -> None:
+    sender = _Sender(a=[503] * MAX_ATTEMPTS, b=[503])
+    releaser, loop = _releaser(sender)
+    releaser.release(_gated("a"), "mini-1")
+    for attempt in range(1, MAX_ATTEMPTS):
+        _settle(sender, attempt)
+        assert loop.run_due() == [backoff_s(attempt)]
+    _settle(sender, MAX_ATTEMPTS)
+    assert loop.due == [] and _count(releaser, "abandoned") == 1
+    releaser.release(_gated("b"), "mini-1")
+    _settle(sender, MAX_ATTEMPTS + 1)
+    releaser.bound("default/b")  # bound meanwhile: the retry is not sent
+    loop.run_due()
+    threading.Event().wait(0.05)
     releaser.close()
-    assert retried == []  # the last failure is not retried
-    assert _count(releaser, "abandoned") == 1 and _count(releaser, "gone") == 1
+    assert sender.of("b") == ["mini-1"]
+    assert backoff_s(1) == 0.2 and backoff_s(20) == 30.0
 
 
 def test_pinned_pods_hold_the_floor_taint_off_their_node_until_bound() -> None:
@@ -233,23 +287,45 @@ def test_pinned_pods_hold_the_floor_taint_off_their_node_until_bound() -> None:
     releaser.close()
 
 
-def test_rows_are_released_pinned_in_active_mode_unpinned_in_shadow_and_ungated_left() -> None:
-    sender = _Sender()
-    releaser, _ = _releaser(sender)
-    columns = Columns(["mini-1", "mini-2"])
-    scores = np.zeros(2, dtype=np.int8)
-    gated, plain = _gated("g"), _both_paths(pod_object("plain"))
-    rows = [
-        Cleared(p.key, node, 1.0, NOW_S, False, scores, columns, p)
-        for p, node in ((gated, "mini-2"), (plain, "mini-1"), (_gated("nowhere"), None))
-    ]
-    shadow = _gated("shadow")
-    assert releaser.release_rows(rows) == ["default/g"]
-    assert releaser.release_rows([replace(rows[0], pod=shadow.key, source=shadow)], pin=False) == []
-    sent = _sent_after(sender, 3)
-    releaser.close()
-    assert sorted((name, "affinity" in body["spec"]) for _, name, body in sent) == [
-        ("g", True),
-        ("nowhere", False),  # cleared nowhere: kube-scheduler decides
-        ("shadow", False),
-    ]
+class _Releases:
+    """Records what the extender releases (the releaser's threads are tested above)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str | None]] = []
+
+    def release(self, pod: PendingPod, node: str | None, decision: Any = None) -> None:
+        self.sent.append((pod.key, node))
+
+    def bound(self, key: str) -> None:
+        pass
+
+
+def test_a_pin_is_checked_against_the_node_as_it_is_at_release(tmp_path: Any) -> None:
+    from eams.calibrate.calfile import load_calibration
+    from eams.scheduler.extender.metrics import ExtenderMetrics
+    from eams.scheduler.extender.service import Extender
+    from eams.scheduler.extender.settings import Settings
+    from eams.telemetry import TelemetrySample
+    from tests.extender.conftest import sample, write_calibration
+
+    lines = {"cheap": (30.0, 90.0), "dear": (60.0, 260.0)}  # the market prefers cheap
+    calibrations = {
+        name: load_calibration(write_calibration(tmp_path, name, idle_w, max_w))
+        for name, (idle_w, max_w) in lines.items()
+    }
+    for mode, taint, expected in (
+        ("active", None, "cheap"),
+        ("active", {"key": "example.com/maintenance", "effect": "NoSchedule"}, None),
+        ("shadow", None, None),
+    ):
+        extender = Extender(Settings(mode=mode), calibrations, ExtenderMetrics(), lambda: NOW_S)
+        extender.observe_nodes([node_object(n) for n in lines], "node")
+        extender.ingest([TelemetrySample.from_json(sample(n, NOW_S, 0.6)) for n in lines])
+        releases = _Releases()
+        extender.releaser = releases  # type: ignore[assignment]
+        pod = replace(_gated("p"), candidates=extender.static_candidates.of(_gated("p")))
+        if taint is not None:  # tainted after the pod was seen, before its clearing
+            extender.observe_nodes([_node("cheap", taints=[taint])], "node")
+        rows = extender._clear([pod])
+        assert rows[0].node == "cheap"  # cleared over the candidates as they were seen
+        assert releases.sent == [("default/p", expected)], (mode, taint)

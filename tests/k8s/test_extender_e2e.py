@@ -332,9 +332,9 @@ def test_gated_pods_are_cleared_together_and_bound_where_the_market_pinned_them(
 def test_a_gated_pod_keeps_another_gate_and_one_the_market_cannot_judge_goes_unpinned(
     e2e: Cluster,
 ) -> None:
-    """Only the eams.io/market gate is removed (another controller's stays, the pin already
-    made); a pod with inter-pod affinity is released unpinned, for kube-scheduler and the
-    extender to place as any pod."""
+    """Only the eams.io/market gate is removed, and a pod with another controller's gate still
+    on (it may narrow the pod's placement before it lets go) or with inter-pod affinity is
+    released unpinned, for kube-scheduler and the extender to place as any pod."""
     create_pod(e2e.admin, "two-gates", "gates", gates=("eams.io/market", "example.com/quota"))
     spread = {
         "podAntiAffinity": {
@@ -356,17 +356,17 @@ def test_a_gated_pod_keeps_another_gate_and_one_the_market_cannot_judge_goes_unp
 
     def released() -> dict[str, Any] | None:
         pod = pods(e2e.admin, "gates")["two-gates"]
-        return pod if pinned_to(pod) else None
+        gates = [g["name"] for g in pod["spec"].get("schedulingGates") or []]
+        return pod if gates == ["example.com/quota"] else None
 
-    pod = eventually(released, 20, "two-gates pinned")
-    assert [g["name"] for g in pod["spec"]["schedulingGates"]] == ["example.com/quota"]
-    assert not pod["spec"].get("nodeName")  # still gated by the other controller
+    pod = eventually(released, 20, "two-gates released from the market's gate")
+    assert pinned_to(pod) is None and not pod["spec"].get("nodeName")  # the other gate holds it
     patch = {"spec": {"schedulingGates": [{"$patch": "delete", "name": "example.com/quota"}]}}
     e2e.admin.patch(f"{PODS}/two-gates", json=patch,
                     headers={"Content-Type": "application/strategic-merge-patch+json"},
                     ).raise_for_status()  # fmt: skip
     nodes, _ = await_bound(e2e.admin, "gates", ["two-gates"], 60)
-    assert [nodes["two-gates"]] == pinned_to(pod)
+    assert nodes["two-gates"] in SHARED_NODES
 
 
 def kept_off(e2e: Cluster, test: str, node: str, free: int) -> str:
