@@ -216,13 +216,13 @@ def _gated(name: str) -> PendingPod:
     return _decoded(_gated_json(name))
 
 
-def _settle(sender: _Sender, count: int) -> None:
-    for _ in range(300):
-        with sender.lock:
-            if len(sender.sent) >= count:
-                break
+def _until(condition: Any, what: str) -> None:
+    """Wait (10 s at most) for the sending threads to get ``condition()`` true."""
+    for _ in range(1000):
+        if condition():
+            return
         threading.Event().wait(0.01)
-    threading.Event().wait(0.05)  # the failure's hand-over after the last answer
+    raise AssertionError(f"not within 10 s: {what}")
 
 
 def test_a_failed_release_is_sent_again_pinned_then_unpinned_with_growing_waits() -> None:
@@ -230,11 +230,11 @@ def test_a_failed_release_is_sent_again_pinned_then_unpinned_with_growing_waits(
     releaser, loop = _releaser(sender)
     for name in ("a", "b", "c", "gone"):
         releaser.release(_gated(name), "mini-1")
-    _settle(sender, 4)
+    _until(lambda: len(loop.due) == 3 and _count(releaser, "gone") == 1, "the first failures")
     delays = loop.run_due()  # a's and b's and c's second releases
-    _settle(sender, 7)
-    delays += loop.run_due()  # a's third, c's end
-    _settle(sender, 8)
+    _until(lambda: len(loop.due) == 1 and _count(releaser, "refused") == 1, "the second")
+    delays += loop.run_due()  # a's third
+    _until(lambda: len(sender.sent) == 8 and _count(releaser, "ok") == 2, "a's third release")
     releaser.close()
     assert sender.of("a") == ["mini-1", "mini-1", None]  # as it was once, then unpinned
     assert sender.of("b") == ["mini-1", None]  # the pin refused: unpinned at once
@@ -242,7 +242,7 @@ def test_a_failed_release_is_sent_again_pinned_then_unpinned_with_growing_waits(
     assert sender.of("gone") == ["mini-1"]
     assert sorted(delays) == [0.0, 0.0, 0.2, 0.4]
     assert _count(releaser, "gone") == 1 and _count(releaser, "refused") == 1
-    assert sender.sent[0][2]["metadata"]["uid"] == "uid-a"  # every release names its pod's uid
+    assert all(body["metadata"]["uid"] == f"uid-{name}" for _, name, body in sender.sent)
 
 
 def test_a_release_failing_every_time_is_abandoned_and_a_bound_pod_is_not_sent_again() -> None:
@@ -250,15 +250,14 @@ def test_a_release_failing_every_time_is_abandoned_and_a_bound_pod_is_not_sent_a
     releaser, loop = _releaser(sender)
     releaser.release(_gated("a"), "mini-1")
     for attempt in range(1, MAX_ATTEMPTS):
-        _settle(sender, attempt)
+        _until(lambda: len(loop.due) == 1, f"failure {attempt}")
         assert loop.run_due() == [backoff_s(attempt)]
-    _settle(sender, MAX_ATTEMPTS)
-    assert loop.due == [] and _count(releaser, "abandoned") == 1
+    _until(lambda: _count(releaser, "abandoned") == 1, "the last failure")
+    assert loop.due == []
     releaser.release(_gated("b"), "mini-1")
-    _settle(sender, MAX_ATTEMPTS + 1)
+    _until(lambda: len(loop.due) == 1, "b's failure")
     releaser.bound("default/b")  # bound meanwhile: the retry is not sent
     loop.run_due()
-    threading.Event().wait(0.05)
     releaser.close()
     assert sender.of("b") == ["mini-1"]
     assert backoff_s(1) == 0.2 and backoff_s(20) == 30.0
