@@ -33,6 +33,7 @@ from eams.scheduler.bench.metrics import latency_summary, summarise
 from eams.scheduler.bench.power_manager import SimPowerManager, SleepModel
 from eams.scheduler.bench.predicates import static_masks
 from eams.scheduler.bench.simulator import simulate
+from eams.scheduler.bench.summary import BAND
 from eams.scheduler.bench.traces import load_workload
 from eams.scheduler.bench.workload import rescale_factor, subset
 from eams.scheduler.policies import load
@@ -161,6 +162,23 @@ def _worker(manifest_json: str, cell: Cell) -> tuple[dict, dict]:
     return json.loads(json.dumps(figures, default=str)), json.loads(json.dumps(latency))
 
 
+def start_order(manifest: Manifest, pending: list[Cell]) -> list[Cell]:
+    """``pending`` in the order a sweep starts them: the contended band's ρ first
+    (:data:`.summary.BAND`, where the verdicts are read), seed by seed, then the other ρ seed by
+    seed; the slow schedulers first within a seed, the highest ρ first. A stopped sweep so has the
+    band's paired comparisons over as many seeds as it ran, then whole curves seed by seed.
+    The order of the results never depends on it (:func:`cells`)."""
+    return sorted(
+        pending,
+        key=lambda c: (
+            not BAND[0] <= c.rho <= BAND[1],
+            manifest.seeds.index(c.seed),
+            c.scheduler not in SLOW,
+            -c.rho,
+        ),
+    )
+
+
 def run_rho_sweep(
     manifest: Manifest,
     on_done: Callable[[Cell, dict, dict], None] | None = None,
@@ -173,8 +191,7 @@ def run_rho_sweep(
     here as each cell finishes (in finishing order). (Not :func:`eams.calibrate.sweep.run_sweep`,
     a node's stress-ng load sweep.)
 
-    Cells start seed by seed (a stopped sweep still has whole curves), the slow schedulers first
-    in each seed.
+    Cells start in :func:`start_order`.
 
     Parameters
     ----------
@@ -194,10 +211,7 @@ def run_rho_sweep(
     """
     todo = cells(manifest)
     finished = dict(done or {})
-    slow_first = sorted(
-        (c for c in todo if c.key not in finished),
-        key=lambda c: (manifest.seeds.index(c.seed), c.scheduler not in SLOW, -c.rho),
-    )
+    in_order = start_order(manifest, [c for c in todo if c.key not in finished])
     manifest_json = manifest.model_dump_json()
 
     def finish(cell: Cell, result: tuple[dict, dict]) -> None:
@@ -206,9 +220,9 @@ def run_rho_sweep(
             on_done(cell, *result)
 
     if client is None:
-        for cell in slow_first:
+        for cell in in_order:
             finish(cell, _worker(manifest_json, cell))
     else:
-        jobs = [(cell, (manifest_json, cell)) for cell in slow_first]
+        jobs = [(cell, (manifest_json, cell)) for cell in in_order]
         run_unordered(client, _worker, jobs, finish)
     return [finished[c.key][0] for c in todo], [finished[c.key][1] for c in todo]

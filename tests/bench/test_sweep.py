@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from eams.cli import cli
 from eams.scheduler.bench.errors import ManifestError
 from eams.scheduler.bench.manifest import load_manifest, parse_manifest
-from eams.scheduler.bench.sweep import run_rho_sweep
+from eams.scheduler.bench.sweep import cells, run_rho_sweep, start_order
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "scheduler" / "bench" / "manifests"
 
@@ -41,6 +41,19 @@ def test_shipped_manifests_validate() -> None:
     for path in MANIFESTS.glob("*.yaml"):
         manifest = load_manifest(path)
         assert manifest.schedulers and manifest.rho and manifest.seeds, path
+
+
+def test_a_sweep_starts_with_the_band_seed_by_seed_then_the_rest() -> None:
+    manifest = parse_manifest({**SMALL, "rho": [0.2, 0.85, 1.6, 1.0], "seeds": [3, 1]})
+    order = start_order(manifest, cells(manifest))
+    keys = [(c.rho, c.seed, c.scheduler) for c in order]
+    band = 2 * 2 * 4 * 2  # ρ in the band × seeds × schedulers × modes
+    assert all(0.7 <= rho <= 1.0 for rho, _, _ in keys[:band])
+    assert [seed for _, seed, _ in keys[:band]] == [3] * (band // 2) + [1] * (band // 2)
+    assert keys[0] == (1.0, 3, "milp") and keys[band] == (1.6, 3, "milp")
+    first_seed_outside = keys[band : band + 2 * 2 * 4]
+    assert {seed for _, seed, _ in first_seed_outside} == {3}
+    assert sorted(order, key=cells(manifest).index) == cells(manifest)
 
 
 def test_same_manifest_gives_identical_numbers(shared_data) -> None:
