@@ -14,9 +14,9 @@ in ``DIR/cells.jsonl``; several folders are the parts of one sweep run apart, me
 its plots in the first, without running anything. ``--tables`` also prints the Markdown tables of
 the README: per run and ρ the mean over seeds ± the 95 % interval of energy per work, p95
 completion, mean wait, transitions per node-hour, p95 wake wait, p95 wait, wakes, the market's
-wakes and the pods it held for one (rows whose cells lack a figure are left out), then every
-comparison paired by seed (``summary.paired``: AR-3's runs against ``default``, and
-``summary.comparisons``).
+wakes, the pods it held for one and the extender's mean batch (pods a clearing; rows whose cells
+lack a figure are left out), then every comparison paired by seed (``summary.paired``: AR-3's
+runs against ``default``, and ``summary.comparisons``).
 
 Usage::
 
@@ -57,6 +57,7 @@ FIGURES = (
     ("wakes", "wakes", 0),
     ("market_wakes", "wakes the market asked for", 0),
     ("market_held_pods", "pods the market held for a wake", 0),
+    ("pods_per_clearing", "pods a clearing of the extender (mean batch)", 2),
 )
 
 

@@ -149,7 +149,9 @@ def run_cell(manifest: Manifest, cell: Cell) -> tuple[dict, dict]:
     label = {"scheduler": cell.scheduler, "power_manager": cell.manager, "run": cell.run}
     figures: dict = label | {"rho": cell.rho, "seed": cell.seed}
     figures |= summarise(cluster, workload, replay)
-    figures["policy_stats"] = dict(getattr(policy, "stats", {}))
+    figures["policy_stats"] = stats = dict(getattr(policy, "stats", {}))
+    if stats.get("clearings"):
+        figures["pods_per_clearing"] = stats["pods_cleared"] / stats["clearings"]
     figures["extender_filtered"] = replay.extender_filtered
     latency = label | {"rho": cell.rho, "seed": cell.seed}
     return figures, latency | latency_summary(replay)

@@ -171,7 +171,6 @@ class ExtenderPolicy(ScoringPolicy):
         self.reported_cpu = np.full(cluster.size, np.nan)
         self.pod_updates: list[dict] = []
         self.arrivals = False  # an arrival is among pod_updates
-        self.stats = client.failures
         self.clock = clock
         self.announce = announce and clock is not None
         self.client.post("/nodes", node_list(cluster))
@@ -179,6 +178,24 @@ class ExtenderPolicy(ScoringPolicy):
         self.pod_index: dict[str, int] = {}  # namespace/name → pod index
         self.wakes: dict[int, int] = {}  # pending pod → the asleep node the extender asked for
         self.node_updates: dict[int, str | None] = {}  # node → power state, not posted yet
+
+    @property
+    def stats(self) -> dict[str, float]:
+        """The client's failed calls by verb (``filter``, ``prioritize``, ``other``) and, for an
+        in-process extender, its clearings from its own metrics: ``clearings`` (batch windows
+        cleared; none with window 0, the single-pod bid score), ``pods_cleared`` (pods over all
+        of them; their ratio is the mean batch) and ``single_pod_clearings`` (clearings of one
+        pod)."""
+        stats: dict[str, float] = dict(self.client.failures)
+        if self.client.app is not None:
+            registry = self.client.app.state.extender.metrics.registry
+            for key, sample, labels in (
+                ("clearings", "eams_extender_clearings_total", None),
+                ("pods_cleared", "eams_extender_batch_pods_sum", None),
+                ("single_pod_clearings", "eams_extender_batch_pods_bucket", {"le": "1.0"}),
+            ):
+                stats[key] = registry.get_sample_value(sample, labels) or 0.0
+        return stats
 
     def start(self, workload: Workload) -> None:
         """Remember the workload whose pods the emulator will show."""
