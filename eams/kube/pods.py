@@ -89,11 +89,17 @@ class PodObject(_Object):
         return self.status.phase in FINISHED_PHASES
 
     def key(self) -> str:
-        """``namespace/name`` (namespace ``default`` when absent), or the UID if unnamed."""
+        """The pod's :func:`pod_key`."""
         meta = self.metadata
-        if meta.name:
-            return f"{meta.namespace or 'default'}/{meta.name}"
-        return f"uid:{meta.uid or ''}"
+        return pod_key(meta.namespace, meta.name, meta.uid)
+
+
+def pod_key(namespace: str | None, name: str | None, uid: str | None) -> str:
+    """A pod's key in every table of the project: ``namespace/name`` (namespace ``default``
+    when absent), or ``uid:UID`` for a pod without a name (it cannot be patched by name)."""
+    if name:
+        return f"{namespace or 'default'}/{name}"
+    return f"uid:{uid or ''}"
 
 
 def parse_pod(pod: dict[str, Any], field: str = "pod") -> PodObject:

@@ -178,7 +178,7 @@ class GateReleaser:
         annotations if given. A pod without a ``namespace/name`` key cannot be patched by name
         and is left alone (logged)."""
         namespace, _, name = pod.key.partition("/")
-        if not name or pod.key.startswith("uid:"):
+        if not name:  # an unnamed pod's key is uid:UID
             log.warning("gated pod %s has no name: not released", pod.key)
             return
         self._live[pod.key] = pod.uid

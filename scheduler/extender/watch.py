@@ -65,7 +65,7 @@ from eams.kube.client import core_api, load_configuration
 from eams.kube.listwatch import Head, ListWatch
 from eams.kube.names import STRATEGIC_MERGE_PATCH, WAKE_REQUEST_ANNOTATION
 from eams.kube.patch import RawNodes, patch_node
-from eams.kube.pods import PodObject
+from eams.kube.pods import PodObject, pod_key
 from eams.kube.requests import PodRequest, pod_request
 from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.extender.annotator import api_sender
@@ -262,9 +262,8 @@ class _Pods(_Feed):
 
 
 def _key(head: Head) -> str:
-    """A pod's ``namespace/name`` (``uid:UID`` when it has no name)."""
     meta = head.metadata
-    return f"{meta.namespace or 'default'}/{meta.name}" if meta.name else f"uid:{meta.uid}"
+    return pod_key(meta.namespace, meta.name, meta.uid)
 
 
 class ClusterWatch:
