@@ -47,11 +47,19 @@ def carries_market_gate(gate_names: Iterable[str]) -> bool:
     return MARKET_GATE in gate_names
 
 
+def held_by_another_gate(gate_names: Iterable[str]) -> bool:
+    """True when a pod's ``spec.schedulingGates[].name`` hold a gate other than
+    :data:`~eams.kube.names.MARKET_GATE` (Kueue's admission, a quota controller's …): only that
+    gate's controller lets the pod into kube-scheduler's queue, so neither the market nor the
+    power manager counts it as pending until the gate is gone (gates are only ever removed after
+    a pod's creation, KEP-3521)."""
+    return any(name != MARKET_GATE for name in gate_names)
+
+
 def can_pin(spec: Mapping[str, Any]) -> bool:
     """True when the market judges every filter that could refuse a gated pod on its cleared
     node (module docstring), from the pod's ``spec`` as JSON."""
-    gates = [g.get("name") for g in spec.get("schedulingGates") or ()]
-    if any(name != MARKET_GATE for name in gates):
+    if held_by_another_gate(g.get("name") or "" for g in spec.get("schedulingGates") or ()):
         return False
     if spec.get("affinity") or spec.get("topologySpreadConstraints") or spec.get("resourceClaims"):
         return False

@@ -37,14 +37,19 @@ class Meta(msgspec.Struct):
     resourceVersion: str = ""
 
 
+class _Gate(msgspec.Struct):
+    name: str = ""
+
+
 class _Spec(msgspec.Struct):
     nodeName: str = ""
+    schedulingGates: list[_Gate] = []
 
 
 class Head(msgspec.Struct):
     """What the feeds key on and the watch resumes from: an object's metadata (every object,
     bookmark and list carries it) and, for a pod, ``spec.nodeName`` (``""`` unbound, and for
-    nodes)."""
+    nodes) and ``spec.schedulingGates``."""
 
     metadata: Meta = msgspec.field(default_factory=Meta)
     spec: _Spec = msgspec.field(default_factory=_Spec)

@@ -29,7 +29,7 @@ import msgspec
 
 from eams.kube.gates import can_pin, carries_market_gate
 from eams.kube.names import WORK_ANNOTATION
-from eams.kube.pods import PodObject
+from eams.kube.pods import PodObject, pod_key
 from eams.kube.requests import PodRequest, pod_request
 from eams.kube.taints import Toleration
 from eams.scheduler.auction import bids
@@ -245,7 +245,7 @@ class PendingDecoder:
             self._requests[shape] = sized.request
             return _gated(sized, raw) if _carries_gate(spec) else sized
         sized = sized_pod(
-            f"{meta.namespace or 'default'}/{meta.name}",
+            pod_key(meta.namespace, meta.name, meta.uid),
             request,
             spec.priority,
             meta.namespace,

@@ -62,6 +62,7 @@ import msgspec
 from pydantic import ValidationError
 
 from eams.kube.client import core_api, load_configuration
+from eams.kube.gates import held_by_another_gate
 from eams.kube.listwatch import Head, ListWatch
 from eams.kube.names import STRATEGIC_MERGE_PATCH, WAKE_REQUEST_ANNOTATION
 from eams.kube.patch import RawNodes, patch_node
@@ -215,6 +216,8 @@ class _Pods(_Feed):
             self._to_record(kind, raw)
             self.event_gone(key)
             return key
+        if self.pending and held_by_another_gate(g.name for g in head.spec.schedulingGates):
+            return key  # not the market's to clear until its controller lifts that gate
         if self.unchanged(kind, head):
             return key  # a relisted pod already applied
         self._to_record(kind, raw)

@@ -6,8 +6,10 @@
 * A pod **keeps its node awake** when it is bound there and is a workload pod
   (:attr:`eams.kube.pods.PodRef.is_workload`: not finished, not a DaemonSet's, not a static
   pod's mirror — one rule for the safety check and for the manager).
-* A pod is **pending** when it has no ``spec.nodeName`` and its phase is Pending; it pends since
-  its ``PodScheduled=False`` condition's ``lastTransitionTime``, else its creation.
+* A pod is **pending** when it has no ``spec.nodeName``, its phase is Pending and no scheduling
+  gate but the market's holds it (:func:`eams.kube.gates.held_by_another_gate`: Kueue's
+  admission, say — no node is woken for a pod its controller has not let in yet); it pends
+  since its ``PodScheduled=False`` condition's ``lastTransitionTime``, else its creation.
 * The **static predicates** that say which nodes a pending pod could use once awake:
   :func:`eams.kube.admission.admits_once_awake` (node selector, tolerations, the sleep's own
   taints left out; the extender's market wakes read the same rule).
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eams.kube.admission import admits_once_awake
+from eams.kube.gates import held_by_another_gate
 from eams.kube.pods import parse_pod, pod_ref
 from eams.kube.requests import pod_request
 from eams.kube.taints import (
@@ -54,7 +57,9 @@ def pod_info(pod: dict[str, Any]) -> PodInfo:
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     ref = pod_ref(pod)
     node = spec.get("nodeName") or None
-    pending = node is None and status.get("phase") in (None, "Pending")
+    gates = (gate.get("name") or "" for gate in spec.get("schedulingGates") or ())
+    unbound = node is None and status.get("phase") in (None, "Pending")
+    pending = unbound and not held_by_another_gate(gates)
     since = None
     if pending:
         for condition in status.get("conditions") or []:

@@ -329,12 +329,20 @@ def test_gated_pods_are_cleared_together_and_bound_where_the_market_pinned_them(
     assert metric(after, annotated) == metric(before, annotated)
 
 
-def test_a_gated_pod_keeps_another_gate_and_one_the_market_cannot_judge_goes_unpinned(
+def test_a_pod_another_gate_holds_waits_for_it_and_one_the_market_cannot_judge_goes_unpinned(
     e2e: Cluster,
 ) -> None:
-    """Only the eams.io/market gate is removed, and a pod with another controller's gate still
-    on (it may narrow the pod's placement before it lets go) or with inter-pod affinity is
-    released unpinned, for kube-scheduler and the extender to place as any pod."""
+    """A pod another controller's gate still holds (Kueue's admission, a quota) is not the
+    market's yet: it is neither cleared nor released while that gate is on (it reserves no
+    capacity, and its controller may still narrow its placement); once the gate is lifted it is
+    cleared, pinned and released as any gated pod. A pod with inter-pod affinity is released
+    unpinned, for kube-scheduler and the extender to place as any pod."""
+
+    def releases(metrics: str) -> float:
+        return sum(metric(metrics, "eams_extender_gate_releases_total", outcome=outcome)
+                   for outcome in ("pinned", "unpinned"))  # fmt: skip
+
+    before = e2e.extender.metrics()
     create_pod(e2e.admin, "two-gates", "gates", gates=("eams.io/market", "example.com/quota"))
     spread = {
         "podAntiAffinity": {
@@ -353,19 +361,18 @@ def test_a_gated_pod_keeps_another_gate_and_one_the_market_cannot_judge_goes_unp
     nodes, _ = await_bound(e2e.admin, "gates", ["with-affinity"], 60)
     assert pinned_to(pods(e2e.admin, "gates")["with-affinity"]) is None
     assert nodes["with-affinity"] in SHARED_NODES
-
-    def released() -> dict[str, Any] | None:
-        pod = pods(e2e.admin, "gates")["two-gates"]
-        gates = [g["name"] for g in pod["spec"].get("schedulingGates") or []]
-        return pod if gates == ["example.com/quota"] else None
-
-    pod = eventually(released, 20, "two-gates released from the market's gate")
-    assert pinned_to(pod) is None and not pod["spec"].get("nodeName")  # the other gate holds it
+    # two-gates arrived first: had the market taken it, it would have been released by now
+    assert releases(e2e.extender.metrics()) - releases(before) == 1
+    held = pods(e2e.admin, "gates")["two-gates"]
+    assert [g["name"] for g in held["spec"]["schedulingGates"]] == [
+        "eams.io/market", "example.com/quota"]  # fmt: skip
+    assert pinned_to(held) is None and not held["spec"].get("nodeName")
     patch = {"spec": {"schedulingGates": [{"$patch": "delete", "name": "example.com/quota"}]}}
     e2e.admin.patch(f"{PODS}/two-gates", json=patch,
                     headers={"Content-Type": "application/strategic-merge-patch+json"},
                     ).raise_for_status()  # fmt: skip
     nodes, _ = await_bound(e2e.admin, "gates", ["two-gates"], 60)
+    assert pinned_to(pods(e2e.admin, "gates")["two-gates"]) == [nodes["two-gates"]]
     assert nodes["two-gates"] in SHARED_NODES
 
 

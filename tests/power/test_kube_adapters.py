@@ -18,6 +18,7 @@ import pytest
 from eams.actuators.inventory import parse_inventory
 from eams.kube.names import (
     ASLEEP_TAINT,
+    MARKET_GATE,
     MERGE_PATCH,
     POWER_STATE_ANNOTATION,
     WAKE_REQUEST_ANNOTATION,
@@ -79,6 +80,9 @@ def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could
         workload_pod("tolerant", None, "1", tolerations=HOUND),
         workload_pod("picky", None, "1", nodeSelector={"kubernetes.io/hostname": "b"}),
         workload_pod("plain", None, "1"),
+        # the market's gate: pending (the market releases it); another controller's: not yet
+        workload_pod("gated", None, "1", schedulingGates=[{"name": MARKET_GATE}]),
+        workload_pod("queued", None, "1", schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]),
     ]
     for name in "abc":
         calibrate(tmp_path / "cal", name)
@@ -128,12 +132,15 @@ def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could
         "default/tolerant": {"a", "b", "c"},
         "default/picky": {"b"},
         "default/plain": {"b", "c"},
+        "default/gated": {"b", "c"},
     }
     # pending since its PodScheduled=False transition (2026-12-01T09:00:00Z)
     since = datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()
-    assert fleet.pending.pending_since_s.tolist() == [since] * 3
+    pending_since = dict(zip(fleet.pending.names, fleet.pending.pending_since_s, strict=True))
+    assert [pending_since[f"default/{p}"] for p in ("tolerant", "picky", "plain")] == [since] * 3
     wake = {p: int(n) for p, n in zip(fleet.pending.names, fleet.pending.requested(), strict=True)}
-    assert wake == {"default/tolerant": 0, "default/picky": 1, "default/plain": -1}
+    assert wake == {"default/tolerant": 0, "default/picky": 1, "default/plain": -1,
+                    "default/gated": -1}  # fmt: skip
 
 
 def test_the_marker_keeps_every_other_taint_and_a_cordon_that_was_there(

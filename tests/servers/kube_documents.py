@@ -27,7 +27,7 @@ from tests.servers.kube_node import NOT_READY, remove_taint
 MERGE = {"Content-Type": "application/merge-patch+json"}
 NAMESPACE = "default"
 """The namespace of a pod whose document names none."""
-_POD_SPEC_KEEP = ("nodeName", "nodeSelector", "tolerations", "schedulerName")
+_POD_SPEC_KEEP = ("nodeName", "nodeSelector", "tolerations", "schedulerName", "schedulingGates")
 _CONTAINER_KEEP = ("name", "image", "resources", "restartPolicy")
 
 
