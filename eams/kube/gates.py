@@ -11,21 +11,23 @@ without scoring and without calling an extender (``pkg/scheduler/schedule_one.go
 
 So a pod created with the gate :data:`~eams.kube.names.MARKET_GATE` is cleared by the market in
 its batch (window W, every pod of the window together) and released by one strategic merge
-patch (:func:`release_patch`) that removes that gate — only that one: another controller's gate
-stays — and, where the market chose a node, pins the pod to it; the pod's ``metadata.uid`` in
-the patch makes kube-apiserver refuse it (422, the uid is immutable) for another pod of the same
-name. Checked on kube-apiserver 1.36 (``tests/k8s/test_extender_e2e.py``): both in one patch,
-the pod's other gates kept.
+patch (:func:`release_patch`) that removes that gate — only that one — and, where the market
+chose a node, pins the pod to it; the pod's ``metadata.uid`` in the patch makes kube-apiserver
+refuse it (422, the uid is immutable) for another pod of the same name. Checked on
+kube-apiserver 1.36 (``tests/k8s/test_extender_e2e.py``). A pod another controller's gate still
+holds (:func:`held_by_another_gate`: Kueue's admission, a quota) is not the market's yet: the
+extender and the power manager leave it out until that gate is lifted, so the market clears it
+once its controller is done with it (and has narrowed its placement, if it does).
 
-A pod is pinned only when the market judges every filter that could refuse it there: its CPU
-and memory requests (NodeResourcesFit), its ``nodeSelector``, its tolerations against the node's
-taints and the cordon (``eams.kube.admission.admits_now``). :func:`can_pin` refuses the rest —
-``spec.affinity``, ``spec.topologySpreadConstraints``, a volume claim (VolumeBinding,
-VolumeZone, NodeVolumeLimits), ``spec.resourceClaims`` (DynamicResources), a ``hostPort``
-(NodePorts), a request of any resource but CPU and memory, and another controller's gate still
-on the pod (it may narrow the pod's placement before it lets go) — and such a pod is released
-unpinned, for kube-scheduler to place by its own filters. Not judged either way: the required
-anti-affinity of pods already running against this one (InterPodAffinity).
+A pod is pinned only when the market judges every filter that could refuse it there: its CPU and
+memory requests (NodeResourcesFit), its ``nodeSelector``, its tolerations against the node's taints
+and the cordon (``eams.kube.admission.admits_now``). :func:`can_pin` refuses the rest —
+``spec.affinity``, ``spec.topologySpreadConstraints``, a volume claim (VolumeBinding, VolumeZone,
+NodeVolumeLimits), ``spec.resourceClaims`` (DynamicResources), a ``hostPort`` (NodePorts), a request
+of any resource but CPU and memory, and another controller's gate (a pod that reaches the market
+never has one) — and such a pod is released unpinned, for kube-scheduler to place by its own
+filters. Not judged either way: the required anti-affinity of pods already running against this one
+(InterPodAffinity).
 """
 
 from __future__ import annotations

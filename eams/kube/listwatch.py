@@ -38,12 +38,12 @@ class Meta(msgspec.Struct):
 
 
 class _Gate(msgspec.Struct):
-    name: str = ""
+    name: str | None = None
 
 
 class _Spec(msgspec.Struct):
     nodeName: str = ""
-    schedulingGates: list[_Gate] = []
+    schedulingGates: list[_Gate] | None = None
 
 
 class Head(msgspec.Struct):

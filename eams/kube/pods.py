@@ -56,8 +56,14 @@ class Container(_Object):
     restartPolicy: str | None = None
 
 
+class SchedulingGate(_Object):
+    """One of ``spec.schedulingGates`` (KEP-3521)."""
+
+    name: str | None = None
+
+
 class PodSpec(_Object):
-    """``spec`` of a pod: the fields that size and rank it."""
+    """``spec`` of a pod: the fields that size and rank it, and its scheduling gates."""
 
     containers: list[Container] | None = None
     initContainers: list[Container] | None = None
@@ -68,6 +74,11 @@ class PodSpec(_Object):
     nodeName: str | None = None
     nodeSelector: dict[str, str] | None = None
     tolerations: list[dict[str, Any]] | None = None
+    schedulingGates: list[SchedulingGate] | None = None
+
+    def gate_names(self) -> list[str]:
+        """``schedulingGates[].name``, in order."""
+        return [gate.name or "" for gate in self.schedulingGates or ()]
 
 
 class PodStatus(_Object):

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from eams.kube.pods import pod_key
 from eams.kube.taints import Taint, node_taints, pod_tolerations, untolerated
 from eams.scheduler.bench.errors import ExtenderCallError
 from eams.scheduler.bench.kube_wire import (
@@ -283,7 +284,8 @@ class KubeCycle:
     async def schedule_one(self, pod: dict[str, Any], created_s: float) -> CycleRecord:
         """One scheduling cycle for ``pod`` (steps 2–7 of the module docstring)."""
         meta = pod.get("metadata") or {}
-        record = CycleRecord(f"{meta.get('namespace') or 'default'}/{meta.get('name')}", created_s)
+        key = pod_key(meta.get("namespace"), meta.get("name"), meta.get("uid"))
+        record = CycleRecord(key, created_s)
         record.started_s = time.perf_counter()
         self.records.append(record)
         names = self.nodes()

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter
 
+from eams.kube.pods import pod_key
 from eams.scheduler.auction import AuctionParams, Clearing, bids
 from eams.scheduler.extender.annotator import PodAnnotator, api_sender
 from eams.scheduler.extender.market import BatchSnapshot
@@ -382,7 +383,7 @@ class Decisions:
         thread) into the outcome join; a failure is logged and skipped."""
         if self._queued_keys and (kind == "DELETED" or pod.status.phase in ENDED_PHASES):
             meta = pod.metadata
-            if f"{meta.namespace}/{meta.name}" in self._queued_keys:
+            if pod_key(meta.namespace, meta.name, meta.uid) in self._queued_keys:
                 self.flush()  # the join emits an end only after the pod's decision
         started_s = time.thread_time()
         try:

@@ -2,7 +2,8 @@
 
 A pod created with the ``eams.io/market`` scheduling gate (:mod:`eams.kube.gates`) is out of
 kube-scheduler's queue until the extender releases it, so kube-scheduler spends nothing on it
-meanwhile. The pending-pod watch hands it to the batch like any pod of the profile, with its
+meanwhile. The pending-pod watch hands it to the batch like any pod of the profile (once no
+other controller's gate holds it: :func:`eams.kube.gates.held_by_another_gate`), with its
 candidates the awake nodes kube-scheduler's static filters would pass (its ``nodeSelector``,
 its tolerations against every ``NoSchedule``/``NoExecute`` taint, the cordon:
 :func:`eams.kube.admission.admits_now`); the batch clears W after its first pod came (study §4:

@@ -36,6 +36,7 @@ import numpy as np
 
 from eams.calibrate.calfile import Calibration
 from eams.kube.admission import admits_now
+from eams.kube.gates import held_by_another_gate
 from eams.kube.pods import PodObject
 from eams.kube.requests import PodRequest, pod_request
 from eams.kube.wakerequest import WakeRequest
@@ -256,8 +257,10 @@ class Extender:
         return len(self.nodes.learn(items, field))
 
     def observe_pod(self, pod: PodObject, field: str = "Pod", deleted: bool = False) -> None:
-        """Track one pod: bound pods use capacity, pending ones of this scheduler join a batch;
-        a deleted or finished (Succeeded/Failed) pod is forgotten.
+        """Track one pod: bound pods use capacity, pending ones of this scheduler join a batch
+        (not while another controller's scheduling gate holds them:
+        :func:`eams.kube.gates.held_by_another_gate`); a deleted or finished (Succeeded/Failed)
+        pod is forgotten.
 
         Raises
         ------
@@ -271,7 +274,11 @@ class Extender:
             with bad_request():
                 request = pod_request(pod, field)
             self.observe_placed(key, pod.spec.nodeName, request)
-        elif pod.spec.schedulerName == self.settings.scheduler_name:
+        elif pod.spec.schedulerName != self.settings.scheduler_name:
+            return
+        elif held_by_another_gate(pod.spec.gate_names()):
+            self.observe_unpending(key)  # not the market's to clear until that gate is lifted
+        else:
             self.observe_pending(pending_pod(pod))
 
     def observe_pending(self, pod: PendingPod) -> None:

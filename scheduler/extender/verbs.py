@@ -28,6 +28,7 @@ import logging
 import msgspec
 from pydantic import ValidationError
 
+from eams.kube.pods import pod_key
 from eams.scheduler.extender.errors import BadRequest, StepAside
 from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.schemas import (
@@ -134,7 +135,7 @@ def _names_only(body: bytes, name_lists: NameLists) -> _Request | None:
         names = name_lists(envelope.NodeNames)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    key = f"{meta.namespace or 'default'}/{meta.name}"
+    key = pod_key(meta.namespace, meta.name, meta.uid)
     return _Request(key, meta.uid or None, names, bytes(envelope.Pod))
 
 

@@ -216,7 +216,10 @@ class _Pods(_Feed):
             self._to_record(kind, raw)
             self.event_gone(key)
             return key
-        if self.pending and held_by_another_gate(g.name for g in head.spec.schedulingGates):
+        if self.pending and _held(head):
+            if key in self.known:  # relisted: the pod it was is gone, a held one took its name
+                self.sized.pop(key, None)
+                self.event_gone(key)
             return key  # not the market's to clear until its controller lifts that gate
         if self.unchanged(kind, head):
             return key  # a relisted pod already applied
@@ -267,6 +270,10 @@ class _Pods(_Feed):
 def _key(head: Head) -> str:
     meta = head.metadata
     return pod_key(meta.namespace, meta.name, meta.uid)
+
+
+def _held(head: Head) -> bool:
+    return held_by_another_gate(g.name or "" for g in head.spec.schedulingGates or ())
 
 
 class ClusterWatch:

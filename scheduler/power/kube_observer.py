@@ -94,6 +94,8 @@ class KubeObserver:
         self._agent_seen: dict[str, float] = {}
         self._named: set[str] = set()
         self._bad_wakes: dict[str, str] = {}
+        self._held: set[str] = set()  # pods seen held by another controller's gate
+        self._let_go_s: dict[str, float] = {}  # a held pod seen pending → when (epoch s)
 
     def _probe(self, node: str) -> bool:
         if node not in self._probes:
@@ -133,12 +135,13 @@ class KubeObserver:
                 self._empty_since.setdefault(name, now_s)
             views.append(self._view(name, docs[name], mine, int(state[i]), now_s))
         wake_node = self._wake_requests(docs, names)
+        since = self._pending_since(pods, now_s)
         pending = [
             PendingPod(
                 name=p.key,
                 cores=p.cores,
                 mem_mib=p.mem_mib,
-                pending_since_s=p.pending_since_s if p.pending_since_s is not None else now_s,
+                pending_since_s=since[p.key],
                 eligible_nodes=frozenset(n for n in names if admits(docs[n], p.doc)),
                 wake_node=wake_node.get(p.key),
             )
@@ -150,6 +153,27 @@ class KubeObserver:
         beats = [kubelet_heartbeat_s(docs[n], leases.get(n)) for n in names]
         heartbeat = np.array([math.nan if b is None else b for b in beats], dtype=float)
         return Observation(fleet, ready, seen, marked, heartbeat)
+
+    def _pending_since(self, pods: list[PodInfo], now_s: float) -> dict[str, float]:
+        """Pending pod → since when it pends (epoch s): its own time (``kube_pods``), or, for a
+        pod this observer saw held by another controller's gate, no earlier than the first
+        observation after its release (its ``PodScheduled`` condition keeps the time it was
+        created with: a pod held longer than the manager's grace would be due at once)."""
+        for p in pods:
+            if p.held:
+                self._held.add(p.key)
+            elif p.pending and p.key in self._held:
+                self._held.discard(p.key)
+                self._let_go_s[p.key] = now_s
+        present = {p.key for p in pods}
+        self._held &= present
+        pending = {p.key: p for p in pods if p.pending}
+        self._let_go_s = {k: t for k, t in self._let_go_s.items() if k in pending}
+        return {
+            key: max(now_s if p.pending_since_s is None else p.pending_since_s,
+                     self._let_go_s.get(key, -math.inf))
+            for key, p in pending.items()
+        }  # fmt: skip
 
     def _view(self, name: str, doc: dict[str, Any], pods: list[PodInfo], state: int, now_s):
         capacity = node_capacity(doc, f"node {name}")

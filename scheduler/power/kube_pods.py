@@ -8,8 +8,10 @@
   pod's mirror — one rule for the safety check and for the manager).
 * A pod is **pending** when it has no ``spec.nodeName``, its phase is Pending and no scheduling
   gate but the market's holds it (:func:`eams.kube.gates.held_by_another_gate`: Kueue's
-  admission, say — no node is woken for a pod its controller has not let in yet); it pends
-  since its ``PodScheduled=False`` condition's ``lastTransitionTime``, else its creation.
+  admission, say — no node is woken for a pod its controller has not let in yet: it is
+  **held**); it pends since its ``PodScheduled=False`` condition's ``lastTransitionTime``, else
+  its creation (the observer moves that to when it saw a held pod let go: the condition keeps
+  its time across the gate's removal).
 * The **static predicates** that say which nodes a pending pod could use once awake:
   :func:`eams.kube.admission.admits_once_awake` (node selector, tolerations, the sleep's own
   taints left out; the extender's market wakes read the same rule).
@@ -34,7 +36,8 @@ from eams.kube.timestamps import epoch_s
 class PodInfo:
     """One pod as the manager counts it: ``namespace/name``, its node (``None``: unbound),
     cores and MiB requested, whether it keeps its node awake, whether it pends and since when
-    (epoch s), and the pod JSON for the predicates."""
+    (epoch s), and the pod JSON for the predicates; ``held``: unbound and Pending, but another
+    controller's scheduling gate holds it (module docstring)."""
 
     key: str
     node: str | None
@@ -44,6 +47,7 @@ class PodInfo:
     pending: bool
     pending_since_s: float | None
     doc: dict[str, Any]
+    held: bool = False
 
 
 def pod_info(pod: dict[str, Any]) -> PodInfo:
@@ -59,7 +63,8 @@ def pod_info(pod: dict[str, Any]) -> PodInfo:
     node = spec.get("nodeName") or None
     gates = (gate.get("name") or "" for gate in spec.get("schedulingGates") or ())
     unbound = node is None and status.get("phase") in (None, "Pending")
-    pending = unbound and not held_by_another_gate(gates)
+    held = unbound and held_by_another_gate(gates)
+    pending = unbound and not held
     since = None
     if pending:
         for condition in status.get("conditions") or []:
@@ -68,7 +73,8 @@ def pod_info(pod: dict[str, Any]) -> PodInfo:
         since = since if since is not None else epoch_s(meta.get("creationTimestamp"))
     request = pod_request(parse_pod(pod, str(ref)), str(ref))
     return PodInfo(
-        str(ref), node, request.cores, request.memory_mib, ref.is_workload, pending, since, pod
+        str(ref), node, request.cores, request.memory_mib, ref.is_workload, pending, since, pod,
+        held,
     )  # fmt: skip
 
 

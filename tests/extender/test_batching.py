@@ -72,6 +72,22 @@ async def test_announced_batch_clears_into_the_table(make_client, clock) -> None
     assert client.app.state.extender.nodes.used("node-a") == (0, 0, 0)
 
 
+async def test_a_pod_another_gate_holds_joins_no_batch_from_pending(make_client, clock) -> None:
+    """``POST /pending`` (the watch's HTTP twin) leaves out a pod another controller's
+    scheduling gate holds, as the watch does, and takes it once that gate is lifted."""
+    client = await make_client(mode="active", window_ms=40)
+    await _cluster(client, clock)
+    held = pod_object("queued", cpu="1")
+    held["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    await post_json(client, "/pending", {"items": [held, pod_object("free", cpu="1")]})
+    batcher = client.app.state.extender.batcher
+    await eventually(lambda: batcher.row("default/free") is not None)
+    assert batcher.row("default/queued") is None and not batcher.waiting("default/queued")
+    held["spec"]["schedulingGates"] = []
+    await post_json(client, "/pending", {"items": [held]})
+    await eventually(lambda: batcher.row("default/queued") is not None)
+
+
 async def test_prioritize_waits_for_the_window(make_client, clock) -> None:
     client = await make_client(mode="active", window_ms=60)
     await _cluster(client, clock)

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from kubernetes.client.exceptions import ApiException
 
 from eams.kube import listwatch
 from eams.kube.client import core_api, load_configuration
-from eams.kube.listwatch import ListWatch
-from eams.kube.names import HEADROOM_TAINT, WAKE_REQUEST_ANNOTATION
+from eams.kube.listwatch import Head, ListWatch
+from eams.kube.names import HEADROOM_TAINT, STRATEGIC_MERGE_PATCH, WAKE_REQUEST_ANNOTATION
 from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.bench.errors import ExtenderCallError
 from eams.scheduler.bench.kube_cycle import taint_toleration
@@ -29,7 +30,12 @@ from eams.scheduler.extender.app import create_app
 from eams.scheduler.extender.metrics import ExtenderMetrics
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.settings import Settings
-from eams.scheduler.extender.watch import ClusterWatch, apply_node_event, apply_pod_event
+from eams.scheduler.extender.watch import (
+    ClusterWatch,
+    _Pods,
+    apply_node_event,
+    apply_pod_event,
+)
 from tests.extender.conftest import args_names, pod_object, post_json, sample
 from tests.servers.kube_control_plane import ControlPlane, eventually
 from tests.servers.kube_documents import MERGE, clear, create_node, create_pod, node
@@ -703,3 +709,71 @@ async def test_a_wake_request_is_written_on_its_node_newest_last(cluster) -> Non
     c.extender.on_wake_request(WakeRequest("node-b", (), 1000.0))  # over: the annotation goes
     await _until(lambda: patched(ok=4, error=1))
     assert annotation("node-b") is None and annotation("node-c") == third.annotation()
+
+
+KUEUE_GATE = {"name": "kueue.x-k8s.io/admission"}
+
+
+async def test_a_pod_another_gate_holds_stays_out_of_the_batch_until_it_is_lifted(
+    cluster,
+) -> None:
+    """A pod Kueue (or any other controller) still holds at its scheduling gate is not the
+    market's: the pending watch leaves it out, and its MODIFIED event when the gate is lifted
+    (same uid, still unbound) is not dropped as unchanged: it joins the batch then."""
+    c = cluster
+    await _until(lambda: _ready(c.client))
+    held = pod_object("queued")
+    held["spec"]["schedulingGates"] = [KUEUE_GATE]
+    create_pod(c.admin, held)
+    create_pod(c.admin, pod_object("after"))  # later on the same watch: queued's event is done
+    await _until(lambda: _async(c.extender.batcher.waiting("default/after")))
+    assert not c.extender.batcher.waiting("default/queued")
+    lift = {"spec": {"schedulingGates": [{"$patch": "delete", **KUEUE_GATE}]}}
+    strategic = {"Content-Type": STRATEGIC_MERGE_PATCH}
+    c.admin.patch(f"{PODS}/queued", json=lift, headers=strategic).raise_for_status()
+    await _until(lambda: _async(c.extender.batcher.waiting("default/queued")))
+
+
+class _Loop:
+    """Runs a feed's actions at once (the watch thread and the event loop are one here)."""
+
+    def put(self, action) -> None:
+        action()
+
+
+@dataclass
+class _PendingSeen:
+    """What a pending-pod feed reads and calls on the extender (no decision record)."""
+
+    waiting: set[str]
+    decisions: None = None
+
+    def observe_pending(self, pod) -> None:
+        self.waiting.add(pod.key)
+
+    def observe_unpending(self, key: str) -> None:
+        self.waiting.discard(key)
+
+
+async def test_a_relisted_name_now_held_by_another_gate_leaves_the_batch() -> None:
+    """Stand-in (the feed alone, fed heads and raw JSON as the list gives them): the watch was
+    down while a pending pod was deleted and another of the same name, held by Kueue's gate,
+    was created — a relist the real server shows only with the watch stopped at that moment.
+    The old pod leaves the batch and its size is forgotten; the held one does not join."""
+    seen, sized = _PendingSeen(set()), {}
+    feed = _Pods(seen, _Loop(), pending=True, sized=sized)  # type: ignore[arg-type]
+
+    def listed(*pods: dict[str, Any]) -> None:
+        raws = [json.dumps(p).encode() for p in pods]
+        feed.listed([(msgspec.json.decode(raw, type=Head), raw) for raw in raws])
+
+    listed(pod_object("web-0"))
+    assert seen.waiting == {"default/web-0"} and "default/web-0" in sized
+    successor = pod_object("web-0")
+    successor["metadata"]["uid"] = "uid-web-0-successor"
+    successor["spec"]["schedulingGates"] = [KUEUE_GATE]
+    listed(successor)
+    assert seen.waiting == set() and sized == {}
+    successor["spec"]["schedulingGates"] = []
+    listed(successor)  # its controller let it go
+    assert seen.waiting == {"default/web-0"}

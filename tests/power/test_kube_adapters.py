@@ -21,6 +21,7 @@ from eams.kube.names import (
     MARKET_GATE,
     MERGE_PATCH,
     POWER_STATE_ANNOTATION,
+    STRATEGIC_MERGE_PATCH,
     WAKE_REQUEST_ANNOTATION,
 )
 from eams.kube.wakerequest import WakeRequest
@@ -32,7 +33,7 @@ from eams.scheduler.power.kube_marker import KubeMarker
 from eams.scheduler.power.kube_observer import KubeObserver
 from eams.scheduler.power.ports import SUSPECT
 from tests.power.live import HOUND, calibrate, node_doc, ready_as, workload_pod
-from tests.servers.kube_control_plane import ControlPlane
+from tests.servers.kube_control_plane import ControlPlane, eventually
 from tests.servers.kube_documents import clear, load, node
 from tests.servers.kubeapi import kube_api
 
@@ -141,6 +142,38 @@ def test_the_observer_counts_workload_requests_and_the_nodes_a_pending_pod_could
     wake = {p: int(n) for p, n in zip(fleet.pending.names, fleet.pending.requested(), strict=True)}
     assert wake == {"default/tolerant": 0, "default/picky": 1, "default/plain": -1,
                     "default/gated": -1}  # fmt: skip
+
+
+def test_a_pod_let_go_by_another_gate_pends_from_then_not_from_its_creation(
+    k8s, tmp_path: Path, control_plane: ControlPlane, admin: httpx.Client
+) -> None:
+    """Kueue held the pod since 2026-12-01; its ``PodScheduled=False`` condition keeps that
+    time when the gate is lifted (its status stays False), so counted from it the pod would be
+    due for a wake at once, skipping the grace that lets kube-scheduler place it on an awake
+    node. The observer counts it pending from the first tick it saw it let go."""
+    base, _ = k8s
+    kueue = {"name": "kueue.x-k8s.io/admission"}
+    load(admin, [node_doc(base, "b", taints=[])],
+         [workload_pod("queued", None, "1", schedulingGates=[kueue])])  # fmt: skip
+    calibrate(tmp_path / "cal", "b")
+    cache = ClusterCache(KubeClient(control_plane.kubeconfig(MANAGER))).start()
+    observer = KubeObserver(cache, inventory("b"), read_folder(tmp_path / "cal"),
+                            agent_up=lambda name: True)  # fmt: skip
+    created = datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()  # workload_pod's condition
+    try:
+        assert observer.observe(created + 7200).fleet.pending.names == ()  # held two hours
+        lift = {"spec": {"schedulingGates": [{"$patch": "delete", **kueue}]}}
+        admin.patch("/api/v1/namespaces/default/pods/queued", json=lift,
+                    headers={"Content-Type": STRATEGIC_MERGE_PATCH}).raise_for_status()  # fmt: skip
+        pending = eventually(
+            lambda: p if (p := observer.observe(created + 7300).fleet.pending).names else None,
+            10, "the pod pending once its gate is lifted")  # fmt: skip
+        assert pending.names == ("default/queued",)
+        assert pending.pending_since_s.tolist() == [created + 7300]
+        later = observer.observe(created + 7400).fleet.pending
+        assert later.pending_since_s.tolist() == [created + 7300]
+    finally:
+        cache.close()
 
 
 def test_the_marker_keeps_every_other_taint_and_a_cordon_that_was_there(

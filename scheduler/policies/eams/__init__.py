@@ -182,10 +182,11 @@ class ExtenderPolicy(ScoringPolicy):
     @property
     def stats(self) -> dict[str, float]:
         """The client's failed calls by verb (``filter``, ``prioritize``, ``other``) and, for an
-        in-process extender, its clearings from its own metrics: ``clearings`` (batch windows
-        cleared; none with window 0, the single-pod bid score), ``pods_cleared`` (pods over all
-        of them; their ratio is the mean batch) and ``single_pod_clearings`` (clearings of one
-        pod)."""
+        in-process extender, its clearings from its own metrics: ``clearings`` (every clearing
+        the auction ran: batch windows and re-clearings of pods still pending; none with window
+        0, the single-pod bid score), ``pods_cleared`` (pods over all of them, a pod cleared
+        again counted again; their ratio is the mean batch) and ``single_pod_clearings``
+        (clearings of one pod)."""
         stats: dict[str, float] = dict(self.client.failures)
         if self.client.app is not None:
             registry = self.client.app.state.extender.metrics.registry
