@@ -9,14 +9,14 @@ not), violations and unschedulable pods — met or NOT met, whatever the answer 
 transitions per node-hour and p95 wait for a wake, what sleeping saves per scheduler, what the
 market adds (``eams+pm`` vs ``most-allocated+pm``), plus the wall time and the regime PNG.
 
-``--from DIR [DIR ...]`` summarises a sweep already run (also a stopped one: the finished cells
-in ``DIR/cells.jsonl``; several folders are the parts of one sweep run apart, merged) and redraws
-its plots in the first, without running anything. ``--tables`` also prints the Markdown tables of
-the README: per run and ρ the mean over seeds ± the 95 % interval of energy per work, p95
-completion, mean wait, transitions per node-hour, p95 wake wait, p95 wait, wakes, the market's
-wakes, the pods it held for one and the extender's mean batch (pods a clearing; rows whose cells
-lack a figure are left out), then every comparison paired by seed (``summary.paired``: AR-3's
-runs against ``default``, and ``summary.comparisons``).
+``--from DIR [DIR ...]`` summarises a sweep already run (also a stopped one: the finished cells in
+``DIR/cells.jsonl``; several folders are the parts of one sweep run apart, merged, a cell found in
+two counted once) and redraws its plots in the first, without running anything. ``--tables`` also
+prints the Markdown tables of the README: per run and ρ the mean over seeds ± the 95 % interval of
+energy per work, p95 completion, mean wait, transitions per node-hour, p95 wake wait, p95 wait,
+wakes, the market's wakes, the pods it held for one and the extender's mean batch (pods a clearing;
+rows whose cells lack a figure are left out), then every comparison paired by seed
+(``summary.paired``: AR-3's runs against ``default``, and ``summary.comparisons``).
 
 Usage::
 
@@ -111,12 +111,15 @@ def tables(results: list[dict]) -> None:
 
 def summarise(outs: list[Path], print_tables: bool = False) -> int:
     out = outs[0]
-    rows = [
+    parts = [
         json.loads(line)
         for folder in outs
         for line in (folder / "cells.jsonl").read_text().splitlines()
         if line
     ]
+    # a cell run in two parts of a sweep counts once (its figures are the same: AR-8)
+    keyed = {(run_of(r["figures"]), r["figures"]["rho"], r["figures"]["seed"]): r for r in parts}
+    rows = list(keyed.values())
     results = [r["figures"] for r in rows]
     cells = {(run_of(r), r["rho"], r["seed"]) for r in results}
     schedulers = sorted({c[0] for c in cells})
