@@ -191,31 +191,40 @@ def _steady(testbed: Testbed) -> bool:
     return all(s.state == "off" or s.node == "running" for s in states)
 
 
-async def _until_steady(testbed: Testbed) -> None:
-    deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while time.monotonic() < deadline and not _steady(testbed):
+async def steady_for(testbed: Testbed, hold_s: float) -> None:
+    """Return once no node has been in transition for ``hold_s`` on end (polled every 50 ms),
+    or :data:`SETTLE_TIMEOUT_S` + ``hold_s`` from now at the latest. A transition that starts
+    during the hold (the manager keeps running: a wake, a suspend) starts the hold again."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S + hold_s
+    steady_since: float | None = None
+    while (now := time.monotonic()) < deadline:
+        if not _steady(testbed):
+            steady_since = None
+        elif steady_since is None:
+            steady_since = now
+        elif now - steady_since >= hold_s:
+            return
         await asyncio.sleep(0.05)
 
 
 async def settle(testbed: Testbed, period_s: float) -> None:
-    """Return once every node is either running with its outlet on or off at its outlet, and
-    :data:`WARMUP_PERIODS` agent periods later (so the meter has read it so): a run ends with
-    the transitions its power manager started, at most :data:`SETTLE_TIMEOUT_S` after its last
-    pod."""
-    await _until_steady(testbed)
-    await asyncio.sleep(WARMUP_PERIODS * period_s)
+    """Return once every node has been either running with its outlet on or off at its outlet
+    for :data:`WARMUP_PERIODS` agent periods (so the meter has read it so): a run ends with the
+    transitions its power manager started, at most :data:`SETTLE_TIMEOUT_S` after its last
+    pod (:func:`steady_for`)."""
+    await steady_for(testbed, WARMUP_PERIODS * period_s)
 
 
 async def close_window(testbed: Testbed, due_s: float, period_s: float) -> int:
     """When the run's arrival window closes (epoch ns): after its last arrival (``due_s``,
-    monotonic s), once no node is in transition (its agent silent while its OS is down; at
-    most :data:`SETTLE_TIMEOUT_S` on) and :data:`WARMUP_PERIODS` agent periods later, in every
-    run alike, so that the window's edge holds every node's sample (an agent's first after a
-    boot, a 0 W reading after an outlet off): the wall-power check refuses a window whose edge
-    a node's samples miss by more than a tenth of it."""
+    monotonic s), once no node has been in transition (its agent silent while its OS is down)
+    for :data:`WARMUP_PERIODS` agent periods (:func:`steady_for`), in every run alike, so that
+    the window's edge holds every node's sample (an agent's first after a boot, a 0 W reading
+    after an outlet off): the wall-power check refuses a window whose edge a node's samples miss
+    by more than a tenth of it. (Steady once and then a fixed wait was not enough: a wake the
+    market asked for started inside the wait, and the node's agent was silent at the edge.)"""
     await asyncio.sleep(max(0.0, due_s - time.monotonic()))
-    await _until_steady(testbed)
-    await asyncio.sleep(WARMUP_PERIODS * period_s)
+    await steady_for(testbed, WARMUP_PERIODS * period_s)
     return time.time_ns()
 
 

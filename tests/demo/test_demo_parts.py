@@ -358,3 +358,29 @@ class _Figures:
             for key, value in values.items():
                 getattr(fleet, key)[i] = value
         return obs
+
+
+def test_the_window_waits_for_a_transition_that_starts_inside_its_settling_wait() -> None:
+    """Stand-in testbed (a node's state on a timer: the race of a real run cannot be made to
+    happen on demand): the run's last pod arrived, every node is steady, then a wake starts
+    0.1 s into the three agent periods the window waits for. The window closes only once the
+    node has been steady again for those three periods, not at the end of the first wait, when
+    the waking node's agent was silent (a quick demo under CI's load was refused so:
+    ``mini-4: no utilisation in 3.8–4.7 s, at the end of the 4.7 s window``)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from eams.demo.runs import WARMUP_PERIODS, close_window
+
+    period_s = 0.1
+    started, started_wall = time.monotonic(), time.time()
+    waking = (started + 0.1, started + 0.4)  # monotonic s
+
+    def state(_node: int) -> SimpleNamespace:
+        booting = waking[0] <= time.monotonic() < waking[1]
+        return SimpleNamespace(state="on", node="booting" if booting else "running")
+
+    testbed = SimpleNamespace(nodes=["mini-1"], simulator=SimpleNamespace(state=state))
+    end_ns = asyncio.run(close_window(testbed, started, period_s))  # type: ignore[arg-type]
+    closed_after_s = end_ns / 1e9 - started_wall
+    assert closed_after_s >= waking[1] - started + WARMUP_PERIODS * period_s - 0.06
