@@ -43,25 +43,31 @@ NODE_NAME_FIELD = "metadata.name"
 """The one field a ``matchFields`` node selector requirement may name (``v1.NodeSelectorTerm``)."""
 
 
-def carries_market_gate(gate_names: Iterable[str]) -> bool:
+def carries_market_gate(names: Iterable[str]) -> bool:
     """True when :data:`~eams.kube.names.MARKET_GATE` is among a pod's
-    ``spec.schedulingGates[].name``."""
-    return MARKET_GATE in gate_names
+    ``spec.schedulingGates[].name`` (:func:`gate_names`)."""
+    return MARKET_GATE in names
 
 
-def held_by_another_gate(gate_names: Iterable[str]) -> bool:
+def gate_names(spec: Mapping[str, Any]) -> list[str]:
+    """``spec.schedulingGates[].name`` of a pod's ``spec`` as JSON, in order (``""`` for a gate
+    without a name)."""
+    return [gate.get("name") or "" for gate in spec.get("schedulingGates") or ()]
+
+
+def held_by_another_gate(names: Iterable[str]) -> bool:
     """True when a pod's ``spec.schedulingGates[].name`` hold a gate other than
     :data:`~eams.kube.names.MARKET_GATE` (Kueue's admission, a quota controller's …): only that
     gate's controller lets the pod into kube-scheduler's queue, so neither the market nor the
     power manager counts it as pending until the gate is gone (gates are only ever removed after
     a pod's creation, KEP-3521)."""
-    return any(name != MARKET_GATE for name in gate_names)
+    return any(name != MARKET_GATE for name in names)
 
 
 def can_pin(spec: Mapping[str, Any]) -> bool:
     """True when the market judges every filter that could refuse a gated pod on its cleared
     node (module docstring), from the pod's ``spec`` as JSON."""
-    if held_by_another_gate(g.get("name") or "" for g in spec.get("schedulingGates") or ()):
+    if held_by_another_gate(gate_names(spec)):
         return False
     if spec.get("affinity") or spec.get("topologySpreadConstraints") or spec.get("resourceClaims"):
         return False

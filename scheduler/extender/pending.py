@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from eams.kube.gates import can_pin, carries_market_gate
+from eams.kube.gates import can_pin, carries_market_gate, gate_names
 from eams.kube.names import WORK_ANNOTATION
 from eams.kube.pods import PodObject, pod_key
 from eams.kube.requests import PodRequest, pod_request
@@ -266,7 +266,6 @@ def _gated(pod: PendingPod, raw: bytes) -> PendingPod:
     """``pod`` marked gated and, by :func:`eams.kube.gates.can_pin` on its whole spec,
     pinnable, when it carries the market's gate; unchanged otherwise."""
     spec = (msgspec.json.decode(raw).get("spec") or {}) if raw else {}
-    gates = (g.get("name") or "" for g in spec.get("schedulingGates") or ())
-    if not carries_market_gate(gates):
+    if not carries_market_gate(gate_names(spec)):
         return pod
     return replace(pod, gated=True, pinnable=can_pin(spec))

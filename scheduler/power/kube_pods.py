@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eams.kube.admission import admits_once_awake
-from eams.kube.gates import held_by_another_gate
+from eams.kube.gates import gate_names, held_by_another_gate
 from eams.kube.pods import parse_pod, pod_ref
 from eams.kube.requests import pod_request
 from eams.kube.taints import (
@@ -61,9 +61,8 @@ def pod_info(pod: dict[str, Any]) -> PodInfo:
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     ref = pod_ref(pod)
     node = spec.get("nodeName") or None
-    gates = (gate.get("name") or "" for gate in spec.get("schedulingGates") or ())
     unbound = node is None and status.get("phase") in (None, "Pending")
-    held = unbound and held_by_another_gate(gates)
+    held = unbound and held_by_another_gate(gate_names(spec))
     pending = unbound and not held
     since = None
     if pending:
