@@ -3,7 +3,7 @@
 import click
 
 from eams.scheduler.bench.cli import auction, sweep
-from eams.scheduler.extender.cli import serve
+from eams.scheduler.extender.cli import fallback, serve
 
 
 @click.group()
@@ -19,3 +19,4 @@ def bench() -> None:
 bench.add_command(auction)
 bench.add_command(sweep)
 extender.add_command(serve)
+extender.add_command(fallback)

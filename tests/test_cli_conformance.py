@@ -250,6 +250,9 @@ def test_the_world_failing_is_one_line_exit_1(tmp_path: Path, capsys, monkeypatc
         port = str(taken.getsockname()[1])
         line = assert_one_error_line(*run(["extender", "serve", "--port", port], capsys), 1)
     assert f"cannot listen on 127.0.0.1:{port}" in line and "in use" in line
+    args = ["extender", "fallback", "--kubeconfig", str(tmp_path / "kubeconfig")]  # not there
+    line = assert_one_error_line(*run(args, capsys), EXIT_FAILURE)
+    assert "no Kubernetes API configured" in line and "kubeconfig" in line
     monkeypatch.setenv("WEB_CONCURRENCY", "2")
     line = assert_one_error_line(*run(["extender", "serve"], capsys), EXIT_FAILURE)
     assert "WEB_CONCURRENCY='2'" in line

@@ -89,6 +89,14 @@ def core_api(configuration: Any) -> Any:
     return client.CoreV1Api(client.ApiClient(configuration))
 
 
+def coordination_api(core: Any) -> Any:
+    """A ``kubernetes.client.CoordinationV1Api`` (Leases) on the connection of ``core``, a
+    ``CoreV1Api`` (:func:`core_api`)."""
+    from kubernetes import client
+
+    return client.CoordinationV1Api(core.api_client)
+
+
 def _insecure(server: str, source: str) -> None:
     """Say once that TLS to ``server`` is not verified; silence urllib3's warning per request
     to that host."""

@@ -35,6 +35,8 @@ MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 runs it (``kubectl drain`` skips it)."""
 FINISHED_PHASES: Final = ("Succeeded", "Failed")
 """Pod phases that hold no running container: the pod no longer uses its node."""
+NOT_FINISHED_SELECTOR: Final = ",".join(f"status.phase!={phase}" for phase in FINISHED_PHASES)
+"""Field selector of the pods not in :data:`FINISHED_PHASES`."""
 DAEMONSET_KIND: Final = "DaemonSet"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 
@@ -58,6 +60,9 @@ WORK_ANNOTATION: Final = PREFIX + "work-core-s"
 MARKET_GATE: Final = PREFIX + "market"
 """Pod scheduling gate (``spec.schedulingGates[].name``): the pod waits for the market to clear
 it; the extender removes the gate and pins the pod to its cleared node (``eams.kube.gates``)."""
+MARKET_LEASE: Final = "kube-system/eams-market"
+"""``NAMESPACE/NAME`` of the Lease the extender renews while it can release gated pods, and whose
+lapse lets ``eams extender fallback`` release them unpinned (``eams.kube.lease``, AR-5)."""
 
 HEADROOM_TAINT: Final = PREFIX + "power-headroom-low"
 """``NoSchedule`` taint the extender puts on a node under the power-headroom floor."""

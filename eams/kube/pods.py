@@ -19,7 +19,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eams.kube.errors import BadObject
-from eams.kube.names import DAEMONSET_KIND, FINISHED_PHASES, MIRROR_ANNOTATION
+from eams.kube.names import (
+    DAEMONSET_KIND,
+    FINISHED_PHASES,
+    MIRROR_ANNOTATION,
+    NOT_FINISHED_SELECTOR,
+)
 from eams.validation import describe_validation_error
 
 # A quantity as it may arrive in JSON: the API sends strings, hand-made pods may carry numbers
@@ -111,6 +116,12 @@ def pod_key(namespace: str | None, name: str | None, uid: str | None) -> str:
     if name:
         return f"{namespace or 'default'}/{name}"
     return f"uid:{uid or ''}"
+
+
+def pending_selector(scheduler_name: str) -> str:
+    """Field selector of the pods of profile ``scheduler_name`` waiting for a node: unbound
+    (``spec.nodeName=``), not finished (:data:`~eams.kube.names.NOT_FINISHED_SELECTOR`)."""
+    return f"spec.schedulerName={scheduler_name},spec.nodeName=,{NOT_FINISHED_SELECTOR}"
 
 
 def parse_pod(pod: dict[str, Any], field: str = "pod") -> PodObject:

@@ -26,16 +26,22 @@ import gc
 import os
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import click
 
-from eams.cli import FiniteFloatRange, ValueType, log_level_option
+from eams.cli import FiniteFloatRange, ValueType, configure_logging, log_level_option
+from eams.kube.lease import lease_ref
+from eams.kube.names import MARKET_LEASE
 from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.extender.errors import ExtenderConfigError
+from eams.scheduler.extender.fallback import PERIOD_S
 from eams.scheduler.extender.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: The environment variable uvicorn takes its number of workers from (uvicorn.Config).
 WORKERS_ENV = "WEB_CONCURRENCY"
@@ -111,6 +117,23 @@ def listen(host: str, port: int) -> socket.socket:
         ) from exc
     sock.set_inheritable(True)
     return sock
+
+
+def _lease(text: str) -> str:
+    lease_ref(text)
+    return text
+
+
+def lease_option(help_text: str) -> Callable[[F], F]:
+    """The ``--lease NAMESPACE/NAME`` option of ``serve`` and ``fallback`` (default
+    :data:`~eams.kube.names.MARKET_LEASE`), checked by :func:`~eams.kube.lease.lease_ref`."""
+    return click.option(
+        "--lease",
+        default=MARKET_LEASE,
+        show_default=True,
+        type=ValueType(_lease, "NAMESPACE/NAME"),
+        help=help_text,
+    )
 
 
 def _workers(text: str) -> int:
@@ -233,6 +256,10 @@ class _Stop:
     "kube-scheduler then binds without calling the extender; shadow mode, --window-ms 0 and "
     "pods the market cannot judge are released unpinned.",
 )
+@lease_option(
+    "With --watch and --release-gates: the Lease renewed every second while the extender is "
+    "ready; once it lapses, `eams extender fallback` releases the gated pods unpinned."
+)
 @log_level_option("Log level of the server (uvicorn).")
 @click.option(
     "--workers",
@@ -257,6 +284,7 @@ def serve(
     prioritize_answer: Literal["deciding", "all"],
     market_wakes: bool,
     release_gates: bool,
+    lease: str,
     log_level: str,
     workers: int,  # only 1 gets here: its type refuses more
 ) -> None:
@@ -303,6 +331,7 @@ def serve(
                 prioritize_answer=prioritize_answer,
                 market_wakes=market_wakes,
                 release_gates=release_gates,
+                lease=lease,
             ),
             host,
             port,
@@ -352,6 +381,60 @@ def _serve(
         raise ExtenderConfigError(
             f"the extender did not start on {host}:{port} (the log above says why)"
         )
+
+
+@click.command()
+@click.option(
+    "--kubeconfig",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Kubeconfig to act as [default: $KUBECONFIG, ~/.kube/config, else the pod's "
+    "service account].",
+)
+@lease_option("The Lease the extender renews while it is ready (eams extender serve --lease).")
+@click.option(
+    "--scheduler-name",
+    default=Settings.scheduler_name,
+    show_default=True,
+    help="spec.schedulerName of the pods the extender releases.",
+)
+@click.option(
+    "--period-s",
+    default=PERIOD_S,
+    show_default=True,
+    type=click.FloatRange(0.05, 10.0),
+    help="How often the Lease is read and, once it has lapsed, the gated pods listed, s.",
+)
+@log_level_option()
+def fallback(
+    kubeconfig: Path | None, lease: str, scheduler_name: str, period_s: float, log_level: str
+) -> None:
+    """Release the pods waiting at the eams.io/market scheduling gate to kube-scheduler's
+    default path, unpinned, while the extender cannot (its Lease has lapsed: crashed, hung,
+    blind or not ready) — AR-5 for the gate integration. Runs until SIGTERM or Ctrl-C (exit 0).
+
+    \f
+    Raises
+    ------
+    KubeConfigError
+        No Kubernetes API configured (``eams.kube.client``); one line, exit 1.
+    """
+    import threading
+
+    from eams.kube.client import coordination_api, core_api, load_configuration
+    from eams.scheduler.extender.fallback import GateFallback
+
+    configure_logging(log_level, "%(asctime)s %(levelname)s %(message)s")
+    core = core_api(load_configuration(kubeconfig))
+    keeper = GateFallback(core, coordination_api(core), lease, scheduler_name)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        keeper.run(stop, period_s)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # ``python -m eams.scheduler.extender.cli``: no other component loads

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from eams.kube.lease import lease_ref
+from eams.kube.names import MARKET_LEASE
 from eams.scheduler.auction import AuctionParams
 from eams.scheduler.extender.errors import ExtenderConfigError
 from eams.scheduler.record import WriterSettings
@@ -88,6 +90,10 @@ class Settings:
         With ``--watch``: clear the pods of this profile that carry the ``eams.io/market``
         scheduling gate in their window, then remove the gate and, in active mode, pin each to
         its cleared node (``gates.py``, issue 32); pods without the gate are not affected.
+    lease : str
+        ``NAMESPACE/NAME`` of the Lease renewed while the extender is ready, with
+        ``release_gates`` and a watch (``heartbeat.py``): its lapse lets ``eams extender
+        fallback`` release the gated pods unpinned (AR-5).
     """
 
     mode: Mode = "shadow"
@@ -113,6 +119,7 @@ class Settings:
     market_wakes: bool = True
     wake_price_margin: float = 1.0
     release_gates: bool = True
+    lease: str = MARKET_LEASE
 
     def auction_params(self) -> AuctionParams:
         """Engine parameters from these settings (slot size, staleness); the rest default."""
@@ -156,5 +163,9 @@ class Settings:
             problems.append(f"headroom_floor: must be in [0, 1), got {self.headroom_floor!r}")
         if self.calibrations_dir is not None and not Path(self.calibrations_dir).is_dir():
             problems.append(f"calibrations_dir: {self.calibrations_dir} is not a folder")
+        try:
+            lease_ref(self.lease)
+        except ValueError as exc:
+            problems.append(f"lease: {exc}")
         if problems:
             raise ExtenderConfigError("extender settings: " + "; ".join(problems))

@@ -61,17 +61,18 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
-from eams.kube.client import core_api, load_configuration
+from eams.kube.client import coordination_api, core_api, load_configuration
 from eams.kube.gates import held_by_another_gate
 from eams.kube.listwatch import Head, ListWatch
-from eams.kube.names import STRATEGIC_MERGE_PATCH, WAKE_REQUEST_ANNOTATION
+from eams.kube.names import NOT_FINISHED_SELECTOR, STRATEGIC_MERGE_PATCH, WAKE_REQUEST_ANNOTATION
 from eams.kube.patch import RawNodes, patch_node
-from eams.kube.pods import PodObject, pod_key
+from eams.kube.pods import PodObject, pending_selector, pod_key
 from eams.kube.requests import PodRequest, pod_request
 from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.extender.annotator import api_sender
 from eams.scheduler.extender.errors import BadRequest, bad_request
 from eams.scheduler.extender.gates import GateReleaser
+from eams.scheduler.extender.heartbeat import Heartbeat
 from eams.scheduler.extender.pending import PendingDecoder
 from eams.scheduler.extender.service import Extender
 from eams.scheduler.extender.taints import TaintKeeper, TaintPatch
@@ -87,7 +88,6 @@ WAKE_RETRIES = 3
 """Sends of one wake request after its first failed; the held pod's wake then times out in the
 market (2 × the node's wake time) and it is cleared again."""
 NOT_FOUND = 404
-NOT_FINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 NODES, BOUND, PENDING = "nodes", "bound pods", "pending pods"
 
 
@@ -307,14 +307,15 @@ class ClusterWatch:
         )
         self._plan_scheduled = False
         self._tick: asyncio.TimerHandle | None = None
+        self.heartbeat: Heartbeat | None = None
         self._wakes_asked: dict[str, WakeRequest] = {}  # node → newest request asked
         self._wakes_due: dict[str, tuple[WakeRequest, int]] = {}  # not yet sent, its attempt
         self._wakes_sending: set[str] = set()  # nodes with a patch in flight
-        pending = f"spec.schedulerName={s.scheduler_name},spec.nodeName=,{NOT_FINISHED}"
+        pending = pending_selector(s.scheduler_name)
         sized: dict[str, tuple[str, PodRequest]] = {}
         self.watches = [
             (NODES, api.list_node, None, _Nodes(extender, self.to_loop)),
-            (BOUND, api.list_pod_for_all_namespaces, f"spec.nodeName!=,{NOT_FINISHED}",
+            (BOUND, api.list_pod_for_all_namespaces, f"spec.nodeName!=,{NOT_FINISHED_SELECTOR}",
              _Pods(extender, self.to_loop, pending=False, sized=sized)),
             (PENDING, api.list_pod_for_all_namespaces, pending,
              _Pods(extender, self.to_loop, pending=True, sized=sized)),
@@ -334,6 +335,8 @@ class ClusterWatch:
             self.extender.decisions.attach_api(self.core.api_client)
         if self.extender.settings.release_gates:
             self._start_releaser()
+            self.heartbeat = Heartbeat(self.extender, self.loop, coordination_api(self.core))
+            self.heartbeat.start()
         return self.stop
 
     def _start_releaser(self) -> None:
@@ -351,8 +354,11 @@ class ClusterWatch:
             self.keeper.holding = releaser.holding
 
     def stop(self) -> None:
-        """Stop the watches, the taint keeper and the gate releaser (sending what waits)."""
+        """Stop the watches, the taint keeper, the Lease's renewals and the gate releaser
+        (sending what waits)."""
         self._stop.set()
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         if self.extender.releaser is not None:
             self.extender.releaser.close()
         if self._tick is not None:

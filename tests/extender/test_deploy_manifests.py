@@ -19,8 +19,8 @@ import pytest
 import yaml
 from kubernetes.client import ApiClient
 
-from eams.kube.names import MARKET_GATE
-from eams.scheduler.extender.cli import serve
+from eams.kube.names import MARKET_GATE, MARKET_LEASE
+from eams.scheduler.extender.cli import fallback, serve
 from eams.scheduler.extender.settings import Settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "k3s"
@@ -95,7 +95,12 @@ MODELS = {
     ("apps/v1", "Deployment"): "V1Deployment",
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
+    ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
+    ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy"): "V1MutatingAdmissionPolicy",
+    ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding"): (
+        "V1MutatingAdmissionPolicyBinding"
+    ),
 }
 
 
@@ -209,7 +214,7 @@ def test_the_cleared_node_outscores_every_in_tree_total(version: str) -> None:
 
 
 def test_the_pinned_kube_scheduler_is_a_supported_version() -> None:
-    deployment = _one("Deployment")
+    deployment = _one("Deployment", "eams-scheduler")
     (scheduler,) = [
         c
         for c in deployment["spec"]["template"]["spec"]["containers"]
@@ -220,7 +225,7 @@ def test_the_pinned_kube_scheduler_is_a_supported_version() -> None:
 
 
 def test_deployment_wires_scheduler_and_extender_together() -> None:
-    deployment = _one("Deployment")
+    deployment = _one("Deployment", "eams-scheduler")
     pod = deployment["spec"]["template"]
     containers = {c["name"]: c for c in pod["spec"]["containers"]}
     scheduler, extender = containers["kube-scheduler"], containers["extender"]
@@ -235,15 +240,50 @@ def test_deployment_wires_scheduler_and_extender_together() -> None:
     assert params["watch"] is True and params["host"] == "0.0.0.0"
     service = _one("Service")
     assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
-    account = pod["spec"]["serviceAccountName"]
-    for binding in (d for d in _documents() if d["kind"].endswith("Binding")):
-        assert binding["subjects"] == [
-            {"kind": "ServiceAccount", "name": account, "namespace": "kube-system"}
-        ]
+    accounts = {
+        d["spec"]["template"]["spec"]["serviceAccountName"]
+        for d in _documents()
+        if d["kind"] == "Deployment"
+    }
+    assert pod["spec"]["serviceAccountName"] in accounts
+    for binding in (d for d in _documents() if d["kind"].endswith("RoleBinding")):
+        (subject,) = binding["subjects"]
+        assert subject["kind"] == "ServiceAccount" and subject["namespace"] == "kube-system"
+        assert subject["name"] in accounts, binding["metadata"]["name"]
     for example in ("eams-example", "eams-gated-example"):
         assert _one("Pod", example)["spec"]["schedulerName"] == Settings().scheduler_name
     gates = _one("Pod", "eams-gated-example")["spec"]["schedulingGates"]
     assert gates == [{"name": MARKET_GATE}]  # the gate the extender releases
+
+
+def test_the_fallback_watches_the_lease_the_extender_renews() -> None:
+    # AR-5 for gated pods: the fallback's command is accepted by the real CLI, reads the Lease
+    # the extender renews (both default to it), and may read the Lease, list and release pods
+    extender = {c["name"]: c for c in _one("Deployment", "eams-scheduler")["spec"]["template"]
+                ["spec"]["containers"]}["extender"]  # fmt: skip
+    renewed = serve.make_context("serve", extender["command"][3:]).params["lease"]
+    deployment = _one("Deployment", "eams-gate-fallback")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["command"][:3] == ["eams", "extender", "fallback"]
+    params = fallback.make_context("fallback", container["command"][3:]).params
+    assert params["lease"] == renewed == MARKET_LEASE
+    assert params["scheduler_name"] == Settings().scheduler_name
+    assert "schedulerName" not in deployment["spec"]["template"]["spec"]  # never gated itself
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    assert {"list", "patch"} <= _granted(account)["pods"]
+    namespace, name = MARKET_LEASE.split("/")
+    (role,) = [d for d in _documents() if d["kind"] == "Role"
+               and d["metadata"] == {"name": account, "namespace": namespace}]  # fmt: skip
+    assert role["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                              "resourceNames": [name], "verbs": ["get"]}]  # fmt: skip
+
+
+def test_the_pinned_kube_scheduler_has_the_pinned_k3s_version() -> None:
+    # kube-scheduler may not be newer than kube-apiserver (version skew policy): the same release
+    scheduler = {c["name"]: c for c in _one("Deployment", "eams-scheduler")["spec"]["template"]
+                 ["spec"]["containers"]}["kube-scheduler"]  # fmt: skip
+    k3s = yaml.safe_load((DEPLOY.parents[1] / "ansible/roles/k3s/defaults/main.yml").read_text())
+    assert scheduler["image"].rsplit(":", 1)[1] == k3s["k3s_version"].split("+")[0]
 
 
 def _granted(account: str) -> dict[str, set[str]]:
@@ -267,7 +307,7 @@ def _granted(account: str) -> dict[str, set[str]]:
 def test_the_extender_may_do_what_its_watch_and_record_send() -> None:
     # watch.py lists and watches nodes and pods and patches a node's taints (the floor);
     # decisions.py patches a bound pod's eams.io/* annotations, on by default (--annotate)
-    deployment = _one("Deployment")
+    deployment = _one("Deployment", "eams-scheduler")
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     granted = _granted(account)
     assert {"get", "list", "watch", "patch"} <= granted["nodes"]

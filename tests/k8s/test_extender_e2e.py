@@ -28,16 +28,22 @@ from typing import Any
 import httpx
 import pytest
 
-from eams.kube.names import ASLEEP_TAINT, NO_SCHEDULE
+from eams.kube.names import ASLEEP_TAINT, MARKET_GATE, NO_SCHEDULE
 from eams.scheduler.record.annotations import CLEARED_NODE
 from tests.servers.kube_control_plane import ControlPlane, eventually
-from tests.servers.kube_extender import KubeExtender, TelemetryFeeder, write_calibration
+from tests.servers.kube_extender import (
+    GateFallbackProcess,
+    KubeExtender,
+    TelemetryFeeder,
+    write_calibration,
+)
 from tests.servers.kube_node import NOT_READY, NodeEmulator, remove_taint, taints
 from tests.servers.kube_scheduler import KubeScheduler, shipped_config
 
 pytestmark = pytest.mark.integration  # a real kube-apiserver, kube-scheduler and extender
 
 ACCOUNT = "kube-system/eams-scheduler"
+FALLBACK_ACCOUNT = "kube-system/eams-gate-fallback"
 SCHEDULER = "eams-scheduler"
 FLOOR_TAINT = "eams.io/power-headroom-low"
 PODS = "/api/v1/namespaces/default/pods"
@@ -61,6 +67,7 @@ class Cluster:
     admin: httpx.Client
     extender: KubeExtender
     scheduler: KubeScheduler
+    fallback: GateFallbackProcess
     feeder: TelemetryFeeder
     nodes: dict[str, NodeEmulator]
 
@@ -83,11 +90,13 @@ class Cluster:
             self.feeder.headroom.pop(name, None)
 
     def ensure_extender(self) -> None:
-        """Start the extender again if a test killed it, and wait until it is ready."""
+        """Start the extender again if a test killed it, and wait until it is ready and the
+        fallback has seen its Lease renewed (else it would release gated pods unpinned)."""
         if self.extender.process is None or self.extender.process.poll() is not None:
             self.extender.start()
             self.feeder.post()
         eventually(self.extender.ready, 30, "the extender's /readyz")
+        eventually(lambda: not self.fallback.lapsed(), 30, "the fallback seeing the Lease")
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +111,12 @@ def cluster(control_plane: ControlPlane) -> Iterator[Cluster]:
     scheduler = KubeScheduler(control_plane.binaries, root,
                               shipped_config(control_plane.kubeconfig(ACCOUNT), extender.url),
                               "eams-scheduler")  # fmt: skip
+    fallback = GateFallbackProcess(root, control_plane.kubeconfig(FALLBACK_ACCOUNT))
     with control_plane.client() as admin:
-        cluster = Cluster(control_plane, admin, extender, scheduler, feeder, {})
+        cluster = Cluster(control_plane, admin, extender, scheduler, fallback, feeder, {})
         try:
             extender.start()
+            fallback.start()
             feeder.start()
             for name in SHARED_NODES:
                 cluster.up(name, HEALTHY)
@@ -115,6 +126,7 @@ def cluster(control_plane: ControlPlane) -> Iterator[Cluster]:
         finally:
             feeder.stop()
             scheduler.stop()
+            fallback.stop()
             extender.stop()
             for node in list(cluster.nodes.values()):
                 node.stop()
@@ -470,3 +482,27 @@ def test_ar5_with_the_extender_killed_pods_bind_by_the_default_path_within_5_s(
           f"max {latencies[-1]:.2f} s over {count} pods")  # fmt: skip
     assert latencies[-1] <= AR5_LIMIT_S, latencies
     assert set(nodes.values()) <= set(SHARED_NODES)
+
+
+def test_ar5_gated_pods_with_the_extender_killed_are_released_by_the_fallback_within_5_s(
+    e2e: Cluster,
+) -> None:
+    # the module's gated tests ran with the fallback up and every pod pinned where the market
+    # cleared it: it released nothing while the extender renewed its Lease
+    assert e2e.fallback.released() == []
+    e2e.extender.kill()  # no clean stop: the Lease just stops being renewed
+    killed = time.monotonic()
+    count = 10
+    names = [f"ar5-gated-{i:02d}" for i in range(count)]
+    created = {name: create_pod(e2e.admin, name, "ar5-gated", gates=(MARKET_GATE,))
+               for name in names}  # fmt: skip
+    nodes, seen = await_bound(e2e.admin, "ar5-gated", names, 30)
+    latencies = sorted(seen[n] - created[n] for n in names)
+    print(f"\nAR-5, gated pods, extender killed: creation -> bind p50 "
+          f"{statistics.median(latencies):.2f} s, max {latencies[-1]:.2f} s over {count} pods "
+          f"(the first {min(seen.values()) - killed:.2f} s after the kill)")  # fmt: skip
+    assert latencies[-1] <= AR5_LIMIT_S, latencies
+    assert set(nodes.values()) <= set(SHARED_NODES)
+    for pod in pods(e2e.admin, "ar5-gated").values():
+        assert "affinity" not in pod["spec"]  # released unpinned: kube-scheduler chose
+    assert sorted(e2e.fallback.released()) == [f"default/{n}" for n in names]

@@ -10,7 +10,8 @@ its watch or its patches) and ``--record DIR``. Started once ``/healthz`` answer
 watch listed), which needs the telemetry that only a started extender can take.
 
 :func:`write_calibration` saves a calibration file (a noise-free line from P_idle to P_max)
-for a node name; :class:`TelemetryFeeder` posts each node's power headroom to ``/telemetry``
+for a node name; :class:`GateFallbackProcess` runs ``eams extender fallback`` (AR-5 for gated
+pods) with a kubeconfig; :class:`TelemetryFeeder` posts each node's power headroom to ``/telemetry``
 every ``period_s`` (readings older than 15 s never ground a floor decision, AR-6), as the
 agents do, and at once when a test changes one.
 """
@@ -18,6 +19,7 @@ agents do, and at once when a test changes one.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -28,6 +30,7 @@ import httpx
 
 from eams.calibrate.calfile import Calibration, FitSummary, save_calibration
 from eams.calibrate.fit import fit_linear
+from tests.servers._process import ServerProcess
 from tests.servers.uvicorn import ExtenderServer
 
 POWER_CAP_W = 1000.0
@@ -91,6 +94,51 @@ class KubeExtender(ExtenderServer):
     def metrics(self) -> str:
         """``GET /metrics`` (Prometheus text)."""
         return httpx.get(f"{self.url}/metrics", timeout=5.0).text
+
+
+class GateFallbackProcess(ServerProcess):
+    """``eams extender fallback`` with ``KUBECONFIG``; "up" once it has logged its start (it
+    serves no port). The same click command as the shipped Deployment's.
+
+    Parameters
+    ----------
+    root : Path
+        Its log (``fallback.log``) goes there.
+    kubeconfig : Path
+        What it reads the Lease and releases pods as.
+    """
+
+    STARTED = "fallback: releasing the gated pods"
+    LAPSED = "the extender cannot release gated pods"
+    RENEWED = "renewed: the extender releases gated pods again"
+
+    def __init__(self, root: Path, kubeconfig: Path) -> None:
+        super().__init__()
+        self.log_path = root / "fallback.log"
+        self.ready_url = str(self.log_path)
+        eams = Path(sys.executable).parent / "eams"  # the installed command
+        self.argv = [str(eams), "extender", "fallback", "--period-s", "0.5"]
+        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        self.env.pop("KUBERNETES_SERVICE_HOST", None)
+
+    def _log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def answers(self) -> bool:
+        return self.STARTED in self._log()
+
+    def lapsed(self) -> bool:
+        """True while its last word on the Lease is that it lapsed (it releases gated pods)."""
+        log = self._log()
+        return log.rfind(self.LAPSED) > log.rfind(self.RENEWED)
+
+    def released(self) -> list[str]:
+        """``NAMESPACE/NAME`` of every pod it logged releasing."""
+        return [line.split("pod ", 1)[1].split(":", 1)[0]
+                for line in self._log().splitlines() if "released unpinned" in line]  # fmt: skip
 
 
 class TelemetryFeeder:
