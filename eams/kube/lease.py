@@ -7,7 +7,9 @@ first renewal). An observer in another process judges it as client-go's leader e
 (``k8s.io/client-go/tools/leaderelection``, ``observedTime``): by when *it* last saw the record
 change on its own monotonic clock, never by comparing the holder's ``renewTime`` with its own
 wall clock, so the two hosts' clocks need not agree (:class:`LeaseObserver`). A Lease that has
-not changed for its ``spec.leaseDurationSeconds``, or is missing for as long, has expired.
+not changed for its ``spec.leaseDurationSeconds``, or is missing for as long, has expired; one
+whose holder let it go on a clean stop (:func:`release_lease`: ``holderIdentity`` empty, as
+client-go's ``ReleaseOnCancel`` writes it) has expired at once.
 """
 
 from __future__ import annotations
@@ -16,14 +18,19 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from eams.kube.names import MERGE_PATCH
+import msgspec
+
+from eams.kube.names import MERGE_PATCH, NOT_FOUND
 
 RENEW_PERIOD_S: Final = 1.0
 """How often a holder renews its Lease."""
 LEASE_DURATION_S: Final = 3
 """``spec.leaseDurationSeconds`` a holder writes: three renewals may be missed (a loaded host,
 a slow API write) before the observer calls it down."""
-NOT_FOUND: Final = 404
+REQUEST_TIMEOUT_S: Final = (1.0, 2.0)
+"""(connect, read) timeout of every Lease request (s): a renewal or a read that hangs must fail
+well inside the Lease's duration, not block the next one."""
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
@@ -94,19 +101,66 @@ def renew_lease(
 
     Raises
     ------
-    kubernetes.client.ApiException
+    kubernetes.client.ApiException, urllib3.exceptions.HTTPError
         The write was refused for anything but a missing Lease (RBAC: ``leases`` ``patch`` and
-        ``create`` in ``namespace``), or the Lease could not be created.
+        ``create`` in ``namespace``), the Lease could not be created, or a request timed out
+        (:data:`REQUEST_TIMEOUT_S`).
     """
     document = lease_document(namespace, name, holder, duration_s, now or datetime.now(UTC))
     try:
         coordination.patch_namespaced_lease(
-            name, namespace, {"spec": document["spec"]}, _content_type=MERGE_PATCH
+            name,
+            namespace,
+            {"spec": document["spec"]},
+            _content_type=MERGE_PATCH,
+            _request_timeout=REQUEST_TIMEOUT_S,
         )
     except Exception as exc:
         if getattr(exc, "status", None) != NOT_FOUND:
             raise
-        coordination.create_namespaced_lease(namespace, document)
+        coordination.create_namespaced_lease(
+            namespace, document, _request_timeout=REQUEST_TIMEOUT_S
+        )
+
+
+def release_lease(coordination: Any, namespace: str, name: str) -> None:
+    """Let Lease ``namespace/name`` go on a clean stop: ``spec.holderIdentity`` emptied (one merge
+    patch), which an observer takes as expired at once.
+
+    Raises
+    ------
+    kubernetes.client.ApiException, urllib3.exceptions.HTTPError
+        The write was refused or timed out (:data:`REQUEST_TIMEOUT_S`).
+    """
+    coordination.patch_namespaced_lease(
+        name,
+        namespace,
+        {"spec": {"holderIdentity": ""}},
+        _content_type=MERGE_PATCH,
+        _request_timeout=REQUEST_TIMEOUT_S,
+    )
+
+
+def read_lease_spec(coordination: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    """``spec`` of Lease ``namespace/name`` as JSON; ``None`` when there is no such Lease.
+
+    Raises
+    ------
+    kubernetes.client.ApiException, urllib3.exceptions.HTTPError
+        Any answer but 200 or 404 (403: no ``get`` on it), or a timeout (:data:`REQUEST_TIMEOUT_S`).
+    """
+    try:
+        answer = coordination.read_namespaced_lease(
+            name, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S
+        )
+    except Exception as exc:
+        if getattr(exc, "status", None) == NOT_FOUND:
+            return None
+        raise
+    try:
+        return _decode(answer.data).get("spec") or {}
+    finally:
+        answer.release_conn()
 
 
 class LeaseObserver:
@@ -123,6 +177,7 @@ class LeaseObserver:
         self._record: tuple[str, str] | None = None
         self._observed_s = now_s
         self._duration_s = float(LEASE_DURATION_S)
+        self._released = False
 
     def observe(self, spec: dict[str, Any] | None, now_s: float) -> None:
         """Take the Lease's ``spec`` as read at ``now_s`` (``None``: no such Lease)."""
@@ -134,11 +189,13 @@ class LeaseObserver:
             self._duration_s = float(duration)
         if record != self._record:
             self._record, self._observed_s = record, now_s
+        self._released = not record[0]
 
     def silent_s(self, now_s: float) -> float:
         """Seconds since the Lease was last seen to change (or since the observer started)."""
         return now_s - self._observed_s
 
     def expired(self, now_s: float) -> bool:
-        """True once the Lease has not changed for its ``leaseDurationSeconds``."""
-        return self.silent_s(now_s) > self._duration_s
+        """True once the Lease has not changed for its ``leaseDurationSeconds``, or at once
+        when its holder let it go (an empty ``holderIdentity``: :func:`release_lease`)."""
+        return self._released or self.silent_s(now_s) > self._duration_s

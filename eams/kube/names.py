@@ -49,6 +49,11 @@ patch merge key (``spec.schedulingGates`` by ``name``) is merged item by item, a
 ``{"$patch": "delete", KEY: VALUE}`` removes just that one."""
 CONFLICT: Final = 409
 """HTTP status of a write whose ``metadata.resourceVersion`` is no longer the object's."""
+NOT_FOUND: Final = 404
+"""HTTP status of a read or write of an object that does not exist (any more)."""
+UNPROCESSABLE: Final = 422
+"""HTTP status of a write kube-apiserver refuses as invalid (an immutable field changed, a
+``metadata.uid`` precondition that names another object)."""
 
 # ---- EAMS (eams.io/*) ------------------------------------------------------------------------
 

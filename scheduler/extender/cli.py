@@ -38,7 +38,7 @@ from eams.kube.lease import lease_ref
 from eams.kube.names import MARKET_LEASE
 from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.extender.errors import ExtenderConfigError
-from eams.scheduler.extender.fallback import PERIOD_S
+from eams.scheduler.extender.fallback import PERIOD_S, STUCK_AFTER_S
 from eams.scheduler.extender.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -393,31 +393,46 @@ def _serve(
 )
 @lease_option("The Lease the extender renews while it is ready (eams extender serve --lease).")
 @click.option(
-    "--scheduler-name",
-    default=Settings.scheduler_name,
-    show_default=True,
-    help="spec.schedulerName of the pods the extender releases.",
-)
-@click.option(
     "--period-s",
     default=PERIOD_S,
     show_default=True,
-    type=click.FloatRange(0.05, 10.0),
+    type=FiniteFloatRange(min=0.05, max=10.0),
     help="How often the Lease is read and, once it has lapsed, the gated pods listed, s.",
+)
+@click.option(
+    "--stuck-after-s",
+    default=STUCK_AFTER_S,
+    show_default=True,
+    type=FiniteFloatRange(min=10.0),
+    help="Release a pod the market's gate alone has held this long whatever the Lease says, s "
+    "(a release the extender gave up on).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve Prometheus metrics (eams_gate_fallback_*) on this port [default: none].",
 )
 @log_level_option()
 def fallback(
-    kubeconfig: Path | None, lease: str, scheduler_name: str, period_s: float, log_level: str
+    kubeconfig: Path | None,
+    lease: str,
+    period_s: float,
+    stuck_after_s: float,
+    metrics_port: int | None,
+    log_level: str,
 ) -> None:
     """Release the pods waiting at the eams.io/market scheduling gate to kube-scheduler's
     default path, unpinned, while the extender cannot (its Lease has lapsed: crashed, hung,
-    blind or not ready) — AR-5 for the gate integration. Runs until SIGTERM or Ctrl-C (exit 0).
+    blind or not ready) — AR-5 for the gate integration — and any the gate has held for
+    --stuck-after-s. Runs until SIGTERM or Ctrl-C (exit 0).
 
     \f
     Raises
     ------
-    KubeConfigError
-        No Kubernetes API configured (``eams.kube.client``); one line, exit 1.
+    KubeConfigError, ExtenderConfigError
+        No Kubernetes API configured (``eams.kube.client``), or the Lease or the pods cannot be
+        read at start (RBAC, unreachable); one line, exit 1.
     """
     import threading
 
@@ -426,7 +441,14 @@ def fallback(
 
     configure_logging(log_level, "%(asctime)s %(levelname)s %(message)s")
     core = core_api(load_configuration(kubeconfig))
-    keeper = GateFallback(core, coordination_api(core), lease, scheduler_name)
+    keeper = GateFallback(
+        core, coordination_api(core), lease, Settings.scheduler_name, stuck_after_s
+    )
+    keeper.check_access()
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, registry=keeper.metrics.registry)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

@@ -70,6 +70,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter
 
 from eams.kube.gates import release_patch
+from eams.kube.names import NOT_FOUND, UNPROCESSABLE
 from eams.scheduler.extender.annotator import PodAnnotator, PodPatchSender
 from eams.scheduler.extender.pending import PendingPod
 from eams.scheduler.record import Placement, annotation_patch
@@ -86,7 +87,6 @@ MAX_RELEASES_PER_S = 1000.0
 ~200 pods/s without extenders on the 2-core test VM, ``benchmarks/kube_pace.py``)."""
 LANES = 16
 """Release threads, each with its own connection (module docstring); idle ones cost nothing."""
-NOT_FOUND, UNPROCESSABLE = 404, 422
 DROPPED = "dropped"
 """The status of a release the full queue did not take."""
 

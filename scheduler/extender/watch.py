@@ -64,7 +64,12 @@ from pydantic import ValidationError
 from eams.kube.client import coordination_api, core_api, load_configuration
 from eams.kube.gates import held_by_another_gate
 from eams.kube.listwatch import Head, ListWatch
-from eams.kube.names import NOT_FINISHED_SELECTOR, STRATEGIC_MERGE_PATCH, WAKE_REQUEST_ANNOTATION
+from eams.kube.names import (
+    NOT_FINISHED_SELECTOR,
+    NOT_FOUND,
+    STRATEGIC_MERGE_PATCH,
+    WAKE_REQUEST_ANNOTATION,
+)
 from eams.kube.patch import RawNodes, patch_node
 from eams.kube.pods import PodObject, pending_selector, pod_key
 from eams.kube.requests import PodRequest, pod_request
@@ -87,7 +92,6 @@ WAKE_RETRY_S = 1.0
 WAKE_RETRIES = 3
 """Sends of one wake request after its first failed; the held pod's wake then times out in the
 market (2 × the node's wake time) and it is cleared again."""
-NOT_FOUND = 404
 NODES, BOUND, PENDING = "nodes", "bound pods", "pending pods"
 
 

@@ -24,6 +24,7 @@ from eams.scheduler.extender.cli import fallback, serve
 from eams.scheduler.extender.settings import Settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "k3s"
+ACTIVE = DEPLOY.parent / "k3s-active"  # the overlay: active mode, every pod gated
 
 # kube-scheduler config/v1/types.go field names (JSON tags), as listed in reference §3.1.
 CONFIG_KEYS = {
@@ -106,7 +107,7 @@ MODELS = {
 
 def _documents() -> list[dict[str, Any]]:
     docs = []
-    for path in sorted(DEPLOY.glob("*.yaml")):
+    for path in sorted([*DEPLOY.glob("*.yaml"), *ACTIVE.glob("*.yaml")]):
         if path.name != "kustomization.yaml":
             docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
     return docs
@@ -138,15 +139,38 @@ def test_every_object_round_trips_through_the_upstream_models() -> None:
         )
 
 
-def test_kustomize_builds_the_folder() -> None:
+def _kustomize(folder: Path) -> list[dict[str, Any]]:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed")
     built = subprocess.run(
-        [kubectl, "kustomize", str(DEPLOY)], capture_output=True, text=True, timeout=60, check=True
+        [kubectl, "kustomize", str(folder)], capture_output=True, text=True, timeout=60, check=True
     )
-    kinds = sorted(d["kind"] for d in yaml.safe_load_all(built.stdout))
-    assert kinds == sorted(d["kind"] for d in _documents() if d["kind"] != "Pod")
+    return [d for d in yaml.safe_load_all(built.stdout) if d]
+
+
+def _extender_mode(docs: list[dict[str, Any]]) -> str:
+    (deployment,) = [d for d in docs if d["metadata"]["name"] == "eams-scheduler"
+                     and d["kind"] == "Deployment"]  # fmt: skip
+    (extender,) = [c for c in deployment["spec"]["template"]["spec"]["containers"]
+                   if c["name"] == "extender"]  # fmt: skip
+    return serve.make_context("serve", extender["command"][3:]).params["mode"]
+
+
+def test_kustomize_builds_the_folder_in_shadow_mode_and_the_overlay_active_and_gated() -> None:
+    shadow = _kustomize(DEPLOY)
+    kinds = sorted(d["kind"] for d in shadow)
+    base = [
+        d
+        for d in _documents()
+        if d["kind"] not in ("Pod", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+    ]
+    assert kinds == sorted(d["kind"] for d in base)  # fmt: skip
+    assert _extender_mode(shadow) == "shadow"  # the default install only records
+    active = _kustomize(ACTIVE)
+    assert _extender_mode(active) == "active"
+    added = sorted(d["kind"] for d in active if d not in shadow)
+    assert added == ["Deployment", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
 
 
 def test_scheduler_config_uses_only_upstream_fields() -> None:
@@ -267,7 +291,8 @@ def test_the_fallback_watches_the_lease_the_extender_renews() -> None:
     assert container["command"][:3] == ["eams", "extender", "fallback"]
     params = fallback.make_context("fallback", container["command"][3:]).params
     assert params["lease"] == renewed == MARKET_LEASE
-    assert params["scheduler_name"] == Settings().scheduler_name
+    assert params["metrics_port"] == container["ports"][0]["containerPort"]
+    assert container["livenessProbe"]["httpGet"]["port"] == container["ports"][0]["name"]
     assert "schedulerName" not in deployment["spec"]["template"]["spec"]  # never gated itself
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     assert {"list", "patch"} <= _granted(account)["pods"]

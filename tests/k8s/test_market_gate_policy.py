@@ -1,6 +1,7 @@
-"""The shipped ``deploy/k3s/market-gate-policy.yaml`` on the real kube-apiserver 1.36: a pod
-created for the eams-scheduler profile gets the ``eams.io/market`` scheduling gate (beside any
-gate of its own), a pod of another profile or one created bound does not."""
+"""The active install's ``deploy/k3s-active/market-gate-policy.yaml`` on the real
+kube-apiserver 1.36: a pod created for the eams-scheduler profile gets the ``eams.io/market``
+scheduling gate (beside any gate of its own), a pod of another profile or one created bound
+does not."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.servers.kube_control_plane import ControlPlane, eventually
 
 pytestmark = pytest.mark.integration  # a real kube-apiserver
 
-POLICY = Path(__file__).resolve().parents[2] / "deploy" / "k3s" / "market-gate-policy.yaml"
+POLICY = Path(__file__).resolve().parents[2] / "deploy" / "k3s-active" / "market-gate-policy.yaml"
 PODS = "/api/v1/namespaces/default/pods"
 
 
