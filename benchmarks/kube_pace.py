@@ -106,6 +106,7 @@ from tests.servers.kube_binaries import TARBALL, k8s_dir, unpacked  # noqa: E402
 from tests.servers.kube_control_plane import ControlPlane, apiserver_client, eventually  # noqa: E402
 from tests.servers.kube_documents import create_node  # noqa: E402
 from tests.servers.kube_extender import (  # noqa: E402
+    GateFallbackProcess,
     KubeExtender,
     TelemetryFeeder,
     write_calibration,
@@ -119,6 +120,8 @@ from tests.servers.kube_scheduler import (  # noqa: E402
 
 ACCOUNT = "kube-system/eams-scheduler"
 """What the extender and both kube-schedulers act as (the shipped service account)."""
+FALLBACK_ACCOUNT = "kube-system/eams-gate-fallback"
+"""What ``eams extender fallback`` acts as beside the gated phases (its shipped account)."""
 EAMS = "eams-scheduler"
 REFERENCE = "reference-scheduler"
 GATED = "eams-gated"
@@ -374,6 +377,7 @@ class World:
     loadgen_pid: int
     watch: BindWatch
     nodes: int
+    fallback: GateFallbackProcess | None = None
     profile_dir: Path | None = None
     phases: int = 0
 
@@ -735,6 +739,10 @@ def one_run(world: World, args: argparse.Namespace) -> dict[str, PhaseResult]:
             result = run_phase(world, profile, rate, window_s, args.drain_s, args.shape, saturating)
             out[f"{mode} {profile}"] = result
             print(describe(result), flush=True)
+            if profile == GATED and world.fallback is not None:
+                print(f"  fallback (AR-5): {len(world.fallback.released())} gated pods released "
+                      f"unpinned so far, the extender's Lease lapsed {world.fallback.lapses()} "
+                      "times", flush=True)  # fmt: skip
     for mode in ("paced", "saturating"):
         for profile in profiles(args)[:-1]:
             if f"{mode} {profile}" not in out:
@@ -782,12 +790,17 @@ def world_up(binaries: Path, root: Path, nodes: int, args: argparse.Namespace) -
             daemon=True,
             args=(theirs, plane.url, plane.identity().token, str(plane.ca)),
         )
+        fallback = (
+            GateFallbackProcess(root, plane.kubeconfig(FALLBACK_ACCOUNT)) if args.gates else None
+        )
         watch = None
         try:
             extender.start()
             feeder.start()
             feeder.post()
             eventually(extender.ready, 120, "the extender's /readyz")
+            if fallback is not None:  # the active install runs it beside the gated pods
+                fallback.start()
             eams.start()
             reference.start()
             loadgen.start()
@@ -804,6 +817,7 @@ def world_up(binaries: Path, root: Path, nodes: int, args: argparse.Namespace) -
                 loadgen.pid,
                 watch,
                 nodes,
+                fallback,
                 args.py_spy,
             )
             yield world
@@ -814,8 +828,9 @@ def world_up(binaries: Path, root: Path, nodes: int, args: argparse.Namespace) -
                 conn.send(None)
                 loadgen.join(10)
             feeder.stop()
-            for server in (eams, reference, extender):
-                server.stop()
+            for server in (eams, reference, extender, fallback):
+                if server is not None:
+                    server.stop()
 
 
 def parser() -> argparse.ArgumentParser:

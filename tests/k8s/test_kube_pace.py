@@ -42,6 +42,7 @@ def test_the_harness_times_every_pod_and_each_went_where_the_auction_cleared_it(
     )
     with kube_pace.world_up(kube_binaries, tmp_path, args.nodes, args) as world:
         run = kube_pace.one_run(world, args)
+        assert world.fallback is not None and world.fallback.released() == []  # Lease held
     eams, reference = run[f"paced {kube_pace.EAMS}"], run[f"paced {kube_pace.REFERENCE}"]
     gated = run[f"paced {kube_pace.GATED}"]
     for phase in (eams, gated, reference):

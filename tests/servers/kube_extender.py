@@ -135,6 +135,10 @@ class GateFallbackProcess(ServerProcess):
         log = self._log()
         return log.rfind(self.LAPSED) > log.rfind(self.RENEWED)
 
+    def lapses(self) -> int:
+        """How many times it logged the Lease lapsing."""
+        return self._log().count(self.LAPSED)
+
     def released(self) -> list[str]:
         """``NAMESPACE/NAME`` of every pod it logged releasing."""
         return [line.split("pod ", 1)[1].split(":", 1)[0]
