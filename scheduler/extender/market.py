@@ -383,12 +383,17 @@ class Market:
 
     def expected_power_w(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
         """(J,) power each pod of the window adds to the node it cleared onto, W (the herding
-        reservation, see :meth:`apply`); NaN for a pod left unassigned."""
+        reservation, see :meth:`apply`); NaN for a pod left unassigned. An empty node's wake
+        power is added once, to the first of the window's pods cleared onto it: the node is
+        not empty for the others."""
         assignment = clearing.assignment.astype(np.int64)
         assigned = assignment >= 0
         expected_w = np.full(assignment.size, np.nan)
+        at = assignment[assigned]
+        first = np.zeros(at.size, dtype=bool)
+        first[np.unique(at, return_index=True)[1]] = True
         pod_cores = snapshot.pod_arrays.slots[assigned] * self.params.cores_per_slot
-        expected_w[assigned] = _added_power_w(snapshot.node_arrays, assignment[assigned], pod_cores)
+        expected_w[assigned] = _added_power_w(snapshot.node_arrays, at, pod_cores, first)
         return expected_w
 
     def window_scores(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
@@ -458,12 +463,16 @@ def _calibration_columns(
     }
 
 
-def _added_power_w(nodes: Nodes, at: np.ndarray, pod_cores: np.ndarray) -> np.ndarray:
+def _added_power_w(
+    nodes: Nodes, at: np.ndarray, pod_cores: np.ndarray, wakes: np.ndarray | None = None
+) -> np.ndarray:
     """Power the pods add to nodes ``at`` of ``nodes``, W (study §5.1,
     :meth:`eams.calibrate.energy.EnergyModel.added_power_w`): ``(P_max − P_idle)·c/C`` with
-    ``c`` clipped to ``C``, plus the wake power ``p_wake_w`` on an empty node."""
+    ``c`` clipped to ``C``, plus the wake power ``p_wake_w`` on an empty node — for the pods
+    where ``wakes`` (bool, like ``at``) is True, when given: the one pod that wakes it."""
     p_wake_w = None if nodes.p_wake_w is None else nodes.p_wake_w[at]
     model = EnergyModel(
         nodes.p_idle_w[at], nodes.p_max_w[at], nodes.cores[at], nodes.speed[at], p_wake_w
     )
-    return model.added_power_w(np.minimum(pod_cores, nodes.cores[at]), nodes.empty[at])
+    empty = nodes.empty[at] if wakes is None else nodes.empty[at] & wakes
+    return model.added_power_w(np.minimum(pod_cores, nodes.cores[at]), empty)
