@@ -106,7 +106,8 @@ class HerdGuard:
         self._hold(node, Reservation(pod, power_w, now_s))
 
     def release(self, pod: str) -> None:
-        """``pod``'s reservation ends: it was cleared again onto no node. Nothing when it
+        """``pod``'s reservation ends: it was cleared again onto no node, or the market holds
+        it for a wake (``wakes.py``: it lands on no awake node meanwhile). Nothing when it
         holds none."""
         node = self._node_of.get(pod)
         if node is not None:

@@ -104,16 +104,28 @@ class Market:
         self._checked_for: tuple[int, list[str], np.ndarray | slice] | None = None
         self._one_pod: tuple[tuple[int, float, float], Pods] | None = None
 
-    def view(self, names: list[str], now_s: float) -> dict[str, np.ndarray]:
+    def view(self, names: list[str], now_s: float, own: str | None = None) -> dict[str, np.ndarray]:
         """Columns for ``names`` plus the derived ones, each (N,):
 
         ``headroom`` (telemetry minus herding reservations, NaN unknown), ``age_s`` (NaN
         unknown), ``fresh_headroom`` (headroom where age ≤ ``stale_after_s``, else NaN),
         ``reserved`` (live reservation count), ``valued`` (calibrated and allocatable CPU known:
         the auction can price it) and ``slots`` (free slots).
+
+        ``own``: the key of the one pod the view prices, whose own herding reservation (W, and
+        its count) is left out: a pod does not compete with itself for the node its clearing
+        put it on (:meth:`.floor.HeadroomFloor.below_for` reads the floor the same way).
         """
         self.herd.expire(now_s)
-        return self._derived(self.table.take(self.table.rows(names)), now_s)
+        rows = self.table.rows(names)
+        view = self.table.take(rows)
+        held = None if own is None else self.herd.held_by(own)
+        if held is not None:
+            node, own_w = held
+            at = np.asarray(rows) == self.table.index[node]
+            view["reserved_w"] = view["reserved_w"] - np.where(at, own_w, 0.0)
+            view["reserved_pods"] = view["reserved_pods"] - at
+        return self._derived(view, now_s)
 
     def _derived(self, view: dict[str, np.ndarray], now_s: float) -> dict[str, np.ndarray]:
         """:meth:`view`'s derived columns added to table columns ``view``."""
@@ -265,9 +277,12 @@ class Market:
         self._among_last = (candidates, names, among)
         return among
 
-    def snapshot(self, pods: list[PendingPod], names: list[str], now_s: float) -> BatchSnapshot:
-        """Engine input for a batch over the valued ones of ``names``, its bids included."""
-        view = self.view(names, now_s)
+    def snapshot(
+        self, pods: list[PendingPod], names: list[str], now_s: float, own: str | None = None
+    ) -> BatchSnapshot:
+        """Engine input for a batch over the valued ones of ``names``, its bids included;
+        ``own``: a one-pod batch's key, its own herding reservation left out (:meth:`view`)."""
+        view = self.view(names, now_s, own)
         keep, kept = self._valued(names, view["valued"])
         feasible = np.empty((len(pods), len(kept)), dtype=bool)
         listed: list[np.ndarray | None] = []
@@ -368,12 +383,17 @@ class Market:
 
     def expected_power_w(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
         """(J,) power each pod of the window adds to the node it cleared onto, W (the herding
-        reservation, see :meth:`apply`); NaN for a pod left unassigned."""
+        reservation, see :meth:`apply`); NaN for a pod left unassigned. An empty node's wake
+        power is added once, to the first of the window's pods cleared onto it: the node is
+        not empty for the others."""
         assignment = clearing.assignment.astype(np.int64)
         assigned = assignment >= 0
         expected_w = np.full(assignment.size, np.nan)
+        at = assignment[assigned]
+        first = np.zeros(at.size, dtype=bool)
+        first[np.unique(at, return_index=True)[1]] = True
         pod_cores = snapshot.pod_arrays.slots[assigned] * self.params.cores_per_slot
-        expected_w[assigned] = _added_power_w(snapshot.node_arrays, assignment[assigned], pod_cores)
+        expected_w[assigned] = _added_power_w(snapshot.node_arrays, at, pod_cores, first)
         return expected_w
 
     def window_scores(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
@@ -443,12 +463,16 @@ def _calibration_columns(
     }
 
 
-def _added_power_w(nodes: Nodes, at: np.ndarray, pod_cores: np.ndarray) -> np.ndarray:
+def _added_power_w(
+    nodes: Nodes, at: np.ndarray, pod_cores: np.ndarray, wakes: np.ndarray | None = None
+) -> np.ndarray:
     """Power the pods add to nodes ``at`` of ``nodes``, W (study §5.1,
     :meth:`eams.calibrate.energy.EnergyModel.added_power_w`): ``(P_max − P_idle)·c/C`` with
-    ``c`` clipped to ``C``, plus the wake power ``p_wake_w`` on an empty node."""
+    ``c`` clipped to ``C``, plus the wake power ``p_wake_w`` on an empty node — for the pods
+    where ``wakes`` (bool, like ``at``) is True, when given: the one pod that wakes it."""
     p_wake_w = None if nodes.p_wake_w is None else nodes.p_wake_w[at]
     model = EnergyModel(
         nodes.p_idle_w[at], nodes.p_max_w[at], nodes.cores[at], nodes.speed[at], p_wake_w
     )
-    return model.added_power_w(np.minimum(pod_cores, nodes.cores[at]), nodes.empty[at])
+    empty = nodes.empty[at] if wakes is None else nodes.empty[at] & wakes
+    return model.added_power_w(np.minimum(pod_cores, nodes.cores[at]), empty)

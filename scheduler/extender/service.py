@@ -401,13 +401,20 @@ class Extender:
     ) -> tuple[list[str], dict[str, str]]:
         """``kept`` and ``failed`` after the market wake's say (``wakes.py``): a held pod keeps
         no node (each :data:`~.wakes.HOLD_REASON`), a pod whose woken node is a candidate keeps
-        only that node."""
+        only that node.
+
+        A held pod's herding reservation ends (``herding.py``): its batch may have cleared it
+        onto an awake node, where it will not land while it waits for the wake; left there, the
+        reservation would keep that node under the floor and its bids gated for every other
+        pod (which, offered no node, would be held in turn).
+        """
         if not self.market_wakes:
             return kept, failed
         answer = self.wakes.decide(key, kept, self.clock())
         if answer is None:
             return kept, failed
         if answer.hold:
+            self.herd.release(key)
             return [], failed | dict.fromkeys(kept, HOLD_REASON)
         others = [n for n in kept if n != answer.node]
         return [answer.node], failed | dict.fromkeys(others, HOLD_REASON)

@@ -37,6 +37,12 @@ At each later ``/filter`` of a held pod:
 
 A pod is never held when an awake candidate is at least as good a price, and never for a node
 whose wake is not measured.
+
+With a batch window, the pod's batch may have cleared it onto an awake candidate before its
+``/filter`` and left a herding reservation there (``herding.py``): the pod's awake bid leaves
+its own reservation out (as the single-pod path, which clears nothing first, prices it), and a
+held pod's reservation ends (``service.Extender._wake_answer``): it lands on no awake node
+while it waits, and the reservation would keep that node under the floor for every other pod.
 """
 
 from __future__ import annotations
@@ -243,10 +249,12 @@ class WakeMarket:
 
     def _awake_bid(self, pod: PendingPod, candidates: list[str], now_s: float) -> float:
         """The pod's best bid on an awake candidate with room (0 when none): the market's own
-        (its clearing values them so, headroom gate included)."""
+        (its clearing values them so, headroom gate included), its own herding reservation
+        left out (a pod its batch cleared onto a candidate does not bid against itself there:
+        the single-pod path, which clears nothing first, prices that node without it)."""
         if not candidates:
             return 0.0
-        usable = Market.usable(self.market.snapshot([pod], candidates, now_s))
+        usable = Market.usable(self.market.snapshot([pod], candidates, now_s, own=pod.key))
         return float(usable.max(initial=0.0))
 
     def _admits(self, pod: PendingPod, node: str) -> bool:

@@ -29,6 +29,11 @@ def test_expected_power_is_dynamic_share_clipped_to_the_node_plus_wake() -> None
     # 80 W × 2/4; 6 cores on a 4-core node: at most the whole range; 160 W × 1/8 + 50 W idle
     assert expected_w[:3].tolist() == [40.0, 80.0, 70.0]
     assert np.isnan(expected_w[3])  # left unassigned: no reservation
+    # Issue 33: a window clearing several pods onto one empty node wakes it once; charged to
+    # each pod, 3 pods' reservations made a node just woken look over its floor.
+    clearing = SimpleNamespace(assignment=np.array([1, 0, 1, 1]))
+    expected_w = market.expected_power_w(snapshot, clearing)  # type: ignore[arg-type]
+    assert expected_w.tolist() == [20.0 * 2 + 50.0, 80.0, 20.0, 20.0]
 
 
 def test_a_pod_bound_elsewhere_moves_its_reservation_to_the_bound_node(tmp_path) -> None:

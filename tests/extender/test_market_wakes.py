@@ -92,9 +92,11 @@ def hour_pod(name: str = "p", **spec: Any) -> dict[str, Any]:
 
 
 async def start(make_client, clock, folder: Path, busy_headroom: float, *sleeping, **settings):
-    """The extender (active, no window) with ``busy`` awake at ``busy_headroom`` and the nodes
-    ``sleeping``; returns the client and the wake requests it sent."""
-    client = await make_client(mode="active", window_ms=0, calibrations_dir=folder, **settings)
+    """The extender (active, no window unless ``settings`` give one) with ``busy`` awake at
+    ``busy_headroom`` and the nodes ``sleeping``; returns the client and the wake requests it
+    sent."""
+    settings = {"mode": "active", "window_ms": 0, "calibrations_dir": folder, **settings}
+    client = await make_client(**settings)
     requests: list[WakeRequest] = []
     client.app.state.extender.on_wake_request = requests.append
     await post_json(client, "/nodes", {"items": [node_object("busy"), *sleeping]})
@@ -212,3 +214,58 @@ async def test_a_held_pod_is_released_as_soon_as_kube_scheduler_offers_its_node(
     clock.now_s += 1.0  # still "waking" in the extender's view, but offered
     answer = await filter_(client, hour_pod(), ["busy", "frugal"])
     assert answer["NodeNames"] == ["frugal"] and requests[-1].pods == ()
+
+
+# The batch window (issue 33's contended band, eams-batch+pm held 3,091-3,370 of 7,254 pods for a
+# wake, eams+pm 255-280): the window clears a pod before kube-scheduler asks about it, and leaves
+# its herding reservation on the node it cleared it onto; a 1-core pod's on busy is 27.5 W of its
+# 280 W cap (-0.098 of headroom). The default floor is 0.05.
+
+
+async def _cleared(client, pod: dict[str, Any]) -> None:
+    """The pod announced (the pod watch's ``/pending``) and its window closed before
+    kube-scheduler asks about it."""
+    await post_json(client, "/pending", {"items": [pod]})
+    client.app.state.extender.batcher.clear_pending()
+
+
+async def test_a_pod_its_window_cleared_onto_an_awake_node_does_not_bid_against_itself(
+    make_client, clock, folder
+) -> None:
+    """busy at headroom 0.30: the single-pod path places the pod there (σ(25·0.075) = 0.87).
+    Its own reservation counted, busy would be at 0.20 (σ = 0.36) and the pod held for
+    frugal."""
+    client, requests = await start(
+        make_client, clock, folder, 0.30, asleep("frugal"), window_ms=200
+    )
+    await _cleared(client, hour_pod())
+    assert client.app.state.extender.herd.held_by("default/p")[0] == "busy"
+    answer = await filter_(client, hour_pod(), ["busy"])
+    assert answer["NodeNames"] == ["busy"] and answer["FailedNodes"] == {} and requests == []
+
+
+async def test_a_held_pod_leaves_no_reservation_on_the_awake_node_its_window_chose(
+    make_client, clock, folder
+) -> None:
+    """busy at headroom 0.10: the window clears pod a onto busy (frugal's last sample, from
+    before it slept, is too old to bid on), the wake market then holds it for frugal (the
+    better price). Its reservation left on busy (0.10 − 0.098 < the floor) would keep busy off
+    for pod b, which no asleep node admits, though a will not land on busy while it waits."""
+    client, requests = await start(
+        make_client, clock, folder, 0.10, asleep("frugal"), window_ms=200
+    )
+    extender = client.app.state.extender
+    ssd = node_object("busy")
+    ssd["metadata"]["labels"]["disk"] = "ssd"
+    await post_json(client, "/nodes", {"items": [ssd]})
+    slept = sample("frugal", clock() - 300.0, 0.6, power_cap_w=150.0, utilisation=0.0)
+    await post_json(client, "/telemetry", {"samples": [slept]})
+    await _cleared(client, hour_pod("a"))
+    assert extender.herd.held_by("default/a")[0] == "busy"
+    assert (await filter_(client, hour_pod("a"), ["busy"]))["NodeNames"] == []
+    assert [r.node for r in requests] == ["frugal"]
+    picky = hour_pod("b", nodeSelector={"disk": "ssd"})
+    await _cleared(client, picky)
+    answer = await filter_(client, picky, ["busy"])
+    assert answer["NodeNames"] == ["busy"] and answer["FailedNodes"] == {}
+    assert extender.herd.held_by("default/a") is None
