@@ -35,8 +35,11 @@ At each later ``/filter`` of a held pod:
   the wake failed; the node is barred for this pod and the pod is cleared again — another
   asleep node if that is the better price, else the best awake one.
 
-A pod is never held when an awake candidate is at least as good a price, and never for a node
-whose wake is not measured.
+A pod is never held when an awake candidate is at least as good a price, never for a node
+whose wake is not measured, and never for an asleep node the pods already held for it fill: a
+node is promised to the pods held for it (their CPU, memory and pod count counted as used when
+the next pod is priced there), so one waking node does not take a contended window's every
+held pod (issue 33: ~1,000 holds for one node before).
 
 With a batch window, the pod's batch may have cleared it onto an awake candidate before its
 ``/filter`` and left a herding reservation there (``herding.py``): the pod's awake bid leaves
@@ -86,6 +89,8 @@ class WakeAnswer:
 class _Standing:
     node: str
     since_s: float
+    cpu_milli: float
+    memory_bytes: float
 
 
 class WakeMarket:
@@ -131,6 +136,7 @@ class WakeMarket:
         self._standing: dict[str, _Standing] = {}
         self._barred: dict[str, set[str]] = {}  # pod → nodes whose wake failed for it
         self._requests: dict[str, WakeRequest] = {}
+        self._promised: dict[str, np.ndarray] = {}  # node → (CPU m, memory B, pods) held for it
 
     def remember(self, pod: PendingPod) -> None:
         """A pending pod of this scheduler (from the watch or a request): the fields it is
@@ -141,7 +147,7 @@ class WakeMarket:
         """The pod is bound, deleted or finished: it waits for nothing."""
         self._pods.pop(key, None)
         self._barred.pop(key, None)
-        standing = self._standing.pop(key, None)
+        standing = self._unstand(key)
         if standing is not None:
             self._unrequest(key, standing.node)
 
@@ -218,7 +224,9 @@ class WakeMarket:
         awake_bid = self._awake_bid(pod, candidates, now_s)
         if not wake_bid > self.margin * awake_bid:
             return None
-        self._standing[pod.key] = _Standing(node, now_s)
+        standing = _Standing(node, now_s, pod.request.cpu_milli, pod.request.memory_bytes)
+        self._standing[pod.key] = standing
+        self._promise(node, standing, +1.0)
         before = self._requests.get(node)
         pods = (pod.key,) if before is None else (*before.pods, pod.key)
         request = WakeRequest(node, pods, now_s if before is None else before.at_s)
@@ -235,6 +243,7 @@ class WakeMarket:
         """The best of ``names`` (asleep) for the pod and its wake bid; ``None`` when none has
         room, a calibration and a measured wake."""
         view = self.market.view(names, now_s)
+        self._count_promised(view, names, pod.key)
         measured = np.isfinite(view["wake_time_s"]) & np.isfinite(view["wake_energy_j"])
         ok = view["valued"] & measured & np.isfinite(view["p_sleep_w"])
         ok &= self.market.fits(pod, view, None)
@@ -246,6 +255,23 @@ class WakeMarket:
         values = bids.wake_values(pods, model, wait_s[keep], self.params)[0]
         best = int(np.argmax(values))
         return names[int(keep[best])], float(values[best])
+
+    def _count_promised(self, view: dict[str, np.ndarray], names: list[str], own: str) -> None:
+        """Count in ``view``'s used CPU, memory and pods (of ``names``) the requests of the pods
+        already held for each node, but pod ``own``'s: a node being woken for pods has that
+        much less room for the next (without it, one waking node took ~1,000 holds in a
+        contended window, issue 33)."""
+        standing = self._standing.get(own)
+        extra = np.zeros((3, len(names)))
+        for i, node in enumerate(names):
+            promised = self._promised.get(node)
+            if promised is not None:
+                extra[:, i] = promised
+                if standing is not None and standing.node == node:
+                    extra[:, i] -= [standing.cpu_milli, standing.memory_bytes, 1.0]
+        if extra.any():  # new arrays: the view's may be the table's own, read-only
+            for row, column in enumerate(("used_cpu_milli", "used_memory_bytes", "used_pods")):
+                view[column] = view[column] + extra[row]
 
     def _awake_bid(self, pod: PendingPod, candidates: list[str], now_s: float) -> float:
         """The pod's best bid on an awake candidate with room (0 when none): the market's own
@@ -266,8 +292,22 @@ class WakeMarket:
         return float("nan") if row is None else float(self.market.table.cols[column][row])
 
     def _end(self, key: str, node: str) -> None:
-        self._standing.pop(key, None)
+        self._unstand(key)
         self._unrequest(key, node)
+
+    def _unstand(self, key: str) -> _Standing | None:
+        """Pod ``key`` waits for its node no more: its request leaves the node's promised room."""
+        standing = self._standing.pop(key, None)
+        if standing is not None:
+            self._promise(standing.node, standing, -1.0)
+        return standing
+
+    def _promise(self, node: str, standing: _Standing, sign: float) -> None:
+        """Add (``sign`` +1) or take off (−1) one held pod's requests on ``node``."""
+        promised = self._promised.setdefault(node, np.zeros(3))
+        promised += sign * np.array([standing.cpu_milli, standing.memory_bytes, 1.0])
+        if promised[2] <= 0:
+            del self._promised[node]
 
     def _unrequest(self, key: str, node: str) -> None:
         """Take pod ``key`` off ``node``'s request and say so (the request shrinks, or ends with

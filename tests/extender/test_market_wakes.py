@@ -222,6 +222,29 @@ async def test_a_held_pod_is_released_as_soon_as_kube_scheduler_offers_its_node(
 # 280 W cap (-0.098 of headroom). The default floor is 0.05.
 
 
+async def test_an_asleep_node_is_not_promised_to_more_pods_than_it_has_room_for(
+    make_client, clock, folder
+) -> None:
+    """frugal has 2 CPUs: two one-CPU pods are held for it, the third finds no room left there
+    and goes to busy (the better price was frugal's, as for the first two); once the first
+    two are placed, frugal has room again."""
+    client, requests = await start(make_client, clock, folder, 0.1, asleep("frugal"))
+    small = asleep("frugal")
+    small["status"] = node_object("frugal", cpu="2")["status"]
+    await post_json(client, "/nodes", {"items": [small]})
+    for name in ("a", "b"):
+        assert (await filter_(client, hour_pod(name), ["busy"]))["NodeNames"] == []
+    assert requests[-1].pods == ("default/a", "default/b")
+    third = await filter_(client, hour_pod("c"), ["busy"])
+    assert third["NodeNames"] == ["busy"] and requests[-1].pods == ("default/a", "default/b")
+    again = await filter_(client, hour_pod("a"), ["busy"])  # a held pod's own room stays its
+    assert again["NodeNames"] == []
+    wakes = client.app.state.extender.wakes
+    for name in ("a", "b"):
+        wakes.forget(f"default/{name}")  # bound elsewhere, or deleted
+    assert (await filter_(client, hour_pod("d"), ["busy"]))["NodeNames"] == []
+
+
 async def _cleared(client, pod: dict[str, Any]) -> None:
     """The pod announced (the pod watch's ``/pending``) and its window closed before
     kube-scheduler asks about it."""
