@@ -82,7 +82,9 @@ def can_pin(spec: Mapping[str, Any]) -> bool:
     return named <= JUDGED_RESOURCES
 
 
-def release_patch(node: str | None, uid: str | None = None) -> dict[str, Any]:
+def release_patch(
+    node: str | None, uid: str | None = None, resource_version: str | None = None
+) -> dict[str, Any]:
     """The strategic merge patch (``application/strategic-merge-patch+json``) that removes
     :data:`~eams.kube.names.MARKET_GATE` from a pod and, with ``node``, adds the required node
     affinity term ``metadata.name In [node]``.
@@ -94,6 +96,9 @@ def release_patch(node: str | None, uid: str | None = None) -> dict[str, Any]:
     uid : str or None
         The pod's ``metadata.uid``, a precondition: another pod of the same name refuses the
         patch (422).
+    resource_version : str or None
+        The pod's ``metadata.resourceVersion`` as read, a precondition: a pod changed since
+        refuses the patch (409; the extender's fallback releases only what it listed).
 
     Returns
     -------
@@ -112,6 +117,7 @@ def release_patch(node: str | None, uid: str | None = None) -> dict[str, Any]:
             }
         }
     body: dict[str, Any] = {"spec": spec}
-    if uid:
-        body["metadata"] = {"uid": uid}
+    meta = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+    if meta:
+        body["metadata"] = meta
     return body

@@ -245,8 +245,7 @@ class GateFallback:
     def _release_one(self, pod: dict[str, Any]) -> str:
         meta = pod["metadata"]
         key = pod_key(meta.get("namespace"), meta.get("name"), meta.get("uid"))
-        body = release_patch(None, meta.get("uid"))
-        body["metadata"]["resourceVersion"] = meta.get("resourceVersion")
+        body = release_patch(None, meta.get("uid"), meta.get("resourceVersion"))
         try:
             answer = self.core.patch_namespaced_pod(
                 meta["name"],
