@@ -215,6 +215,7 @@ MISTAKES = [
     (["extender", "serve", "--calibrations", "/nonexistent"], EXIT_USAGE, ["'--calibrations'"]),
     (["extender", "serve", "--window-ms", "-5"], EXIT_USAGE, ["'--window-ms'", "-5"]),
     (["demo", "--out", "/nonexistent/dir/x"], EXIT_USAGE, ["'--out'", "/nonexistent/dir does"]),
+    (["demo", "--repeats", "0"], EXIT_USAGE, ["'--repeats'", "0 is not in the range 1<=x<=10"]),
     (
         ["calibrate", "power-states", "mini-1", "--calibration", "missing.json"],
         EXIT_USAGE,

@@ -42,14 +42,13 @@ from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
+from eams.demo.spread import K_SIGMA, basis_text, over_repeats
 from eams.scheduler.power.policy_plan import Reason
 from eams.scheduler.record import Bound, Power, Query, Wake, read_records
 from eams.scheduler.record.explain import explain_pod, render_pod
 
 ACCURACY_PCT = 3.0
 """The simulated PDU is an APC rPDU2: ±3 % of reading (Schneider FAQ FA156074)."""
-K_SIGMA = 2.0
-"""The answer states uncertainties as ±2σ, as the report page does."""
 SETUP = (
     "simulated: no hardware was metered. The PDU is EAMS's PDU simulator (an APC rPDU2 "
     "imitation served over SNMP on loopback, read by the real APC driver and agents; its "
@@ -78,36 +77,80 @@ RUN_NAMES = {
 """How the answer names each run."""
 
 
-def shares(savings: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
-    """What each part accounts for of ``eams+pm``'s saving against ``default``, in points of
-    the default run's energy per unit of work, each the difference of two measured runs of
-    the same trace: ``power_manager`` = default+pm − default, ``placement`` = eams+pm-mgr −
-    default+pm (EAMS's placement, the same manager deciding the wakes), ``market_wakes`` =
-    eams+pm − eams+pm-mgr (the same placement, the market deciding the wakes). They add up to
-    eams+pm's saving. The 1σ of a difference is the two savings' 1σ in quadrature (an upper
-    bound: both share the default run's uncertainty).
+def measured(checks: dict[str, SavingCheck]) -> dict[str, tuple[float, float]]:
+    """Per run label other than ``default``: (metered saving against default, its 1σ), both
+    fractions, from one repeat's checks."""
+    return {label: (c.saving_metered, sd_of(c.sd_metered)) for label, c in checks.items()}
+
+
+def savings(per_repeat: list[dict[str, tuple[float, float]]]) -> dict[str, tuple[float, float]]:
+    """Each run's saving against ``default`` over the band's repeats, with its ±.
 
     Parameters
     ----------
-    savings : dict of str to (float, float)
-        Per run label other than ``default``: (saving against default, its 1σ), fractions.
+    per_repeat : list of dict of str to (float, float), one per repeat
+        :func:`measured` of each repeat.
+
+    Returns
+    -------
+    dict of str to (float, float)
+        Per label: (saving, ±) in fractions; one repeat: its saving ± 2σ of its measurement;
+        more: the mean ± its 95 % interval (:func:`~eams.demo.spread.over_repeats`).
     """
-    (pm, u_pm), (mgr, u_mgr), (full, u_full) = (
-        savings[label] for label in ("default+pm", "eams+pm-mgr", "eams+pm")
-    )
+    if len(per_repeat) == 1:
+        return {label: (v, K_SIGMA * sd) for label, (v, sd) in per_repeat[0].items()}
     return {
-        "power_manager": (pm * 100, u_pm * 100),
-        "placement": ((mgr - pm) * 100, math.hypot(u_mgr, u_pm) * 100),
-        "market_wakes": ((full - mgr) * 100, math.hypot(u_full, u_mgr) * 100),
+        label: over_repeats([repeat[label][0] for repeat in per_repeat]) for label in per_repeat[0]
     }
 
 
+SHARES = {
+    "power_manager": ("default+pm", None),
+    "placement": ("eams+pm-mgr", "default+pm"),
+    "market_wakes": ("eams+pm", "eams+pm-mgr"),
+}
+"""Each share of eams+pm's saving: (run, the run it is measured from; ``None``: default)."""
+
+
+def shares(per_repeat: list[dict[str, tuple[float, float]]]) -> dict[str, tuple[float, float]]:
+    """What each part accounts for of ``eams+pm``'s saving against ``default``, in points of
+    the default run's energy per unit of work, each the difference of two measured runs of
+    the same trace (:data:`SHARES`): ``power_manager`` = default+pm − default, ``placement`` =
+    eams+pm-mgr − default+pm (EAMS's placement, the same manager deciding the wakes),
+    ``market_wakes`` = eams+pm − eams+pm-mgr (the same placement, the market deciding the
+    wakes). They add up to eams+pm's saving.
+
+    Parameters
+    ----------
+    per_repeat : list of dict of str to (float, float), one per repeat
+        :func:`measured` of each repeat.
+
+    Returns
+    -------
+    dict of str to (float, float)
+        Per share: (points, ± points). One repeat: ± 2σ, a difference's 1σ being its two
+        savings' 1σ in quadrature (an upper bound: both share the default run's uncertainty);
+        more: the mean of the repeats' differences ± its 95 % interval.
+    """
+    out = {}
+    for key, (run, base) in SHARES.items():
+        values = [r[run][0] - (r[base][0] if base else 0.0) for r in per_repeat]
+        if len(per_repeat) == 1:
+            only = per_repeat[0]
+            sd = math.hypot(only[run][1], only[base][1] if base else 0.0)
+            out[key] = (values[0] * 100, K_SIGMA * sd * 100)
+        else:
+            mean, half = over_repeats(values)
+            out[key] = (mean * 100, half * 100)
+    return out
+
+
 def shares_text(parts: dict[str, tuple[float, float]]) -> str:
-    """The shares of :func:`shares` in one sentence (± at 2σ)."""
+    """The shares of :func:`shares` in one sentence."""
 
     def one(key: str) -> str:
-        value, sd = parts[key]
-        return f"{value:+.1f} ± {K_SIGMA * sd:.1f}"
+        value, plus_minus = parts[key]
+        return f"{value:+.1f} ± {plus_minus:.1f}"
 
     return (
         f"Of that saving the power manager alone accounts for {one('power_manager')} points, "
@@ -117,7 +160,7 @@ def shares_text(parts: dict[str, tuple[float, float]]) -> str:
     )
 
 
-def headline(savings: dict[str, tuple[float, float]], rho: float) -> str:
+def headline(savings: dict[str, tuple[float, float]], rho: float, repeats: int = 1) -> str:
     """The report's and the terminal's first sentence: which run used the least energy per
     unit of work at the wall, by how much against the default scheduler, and the others
     beside it — whichever run that is, EAMS's or not.
@@ -126,26 +169,32 @@ def headline(savings: dict[str, tuple[float, float]], rho: float) -> str:
     ----------
     savings : dict of str to (float, float)
         Per run label other than ``default`` (:data:`RUN_NAMES`' order): metered saving against
-        ``default`` (fraction; > 0 less energy) and its 1σ.
+        ``default`` (fraction; > 0 less energy) and its ± (:func:`savings`).
     rho : float
+    repeats : int
+        Repeats the figures are over (says what the ± is, :func:`~eams.demo.spread.basis_text`).
     """
-    figures = {label: (v * 100, K_SIGMA * sd * 100) for label, (v, sd) in savings.items()}
+    figures = {label: (v * 100, pm * 100) for label, (v, pm) in savings.items()}
     best = max(figures, key=lambda label: figures[label][0])
 
-    def against_default(value: float, sd: float) -> str:
+    def against_default(value: float, plus_minus: float) -> str:
         word = "less" if value >= 0 else "more"
-        clear = "" if abs(value) > sd else ", not distinguishable from none"
-        return f"{abs(value):.1f} % {word} than the default scheduler alone (±{sd:.1f}{clear})"
+        clear = "" if abs(value) > plus_minus else ", not distinguishable from none"
+        return (
+            f"{abs(value):.1f} % {word} than the default scheduler alone (±{plus_minus:.1f}{clear})"
+        )
 
-    where = f"At the wall, while the pods arrived (offered load ρ = {rho:g}; ± at 2σ), "
+    where = (
+        f"At the wall, while the pods arrived (offered load ρ = {rho:g}; {basis_text(repeats)}), "
+    )
     if figures[best][0] <= 0:
         others = "; ".join(f"{RUN_NAMES[k]} {against_default(*v)}" for k, v in figures.items())
         return f"{where}{RUN_NAMES['default']} used the least energy per unit of work: {others}."
     rest = {k: v for k, v in figures.items() if k != best}
     second = max(rest, key=lambda label: rest[label][0])
     gap = figures[best][0] - rest[second][0]
-    gap_sd = math.hypot(figures[best][1], rest[second][1])  # sharing the baseline: an upper bound
-    close = " (within the uncertainty)" if gap <= gap_sd else ""
+    gap_pm = math.hypot(figures[best][1], rest[second][1])  # sharing the baseline: an upper bound
+    close = " (within the uncertainty)" if gap <= gap_pm else ""
     others = "; ".join(f"{RUN_NAMES[k]}: {against_default(*v)}" for k, v in rest.items())
     return (
         f"{where}{RUN_NAMES[best]} used the least energy per unit of work: "
@@ -158,14 +207,14 @@ def placement_note(
     parts: dict[str, tuple[float, float]], band: Band, share: dict[str, int]
 ) -> str | None:
     """Why the placement's share is negative, in the figures that bear on it; ``None`` when it
-    is not (or not beyond its 2σ)."""
-    value, sd = parts["placement"]
+    is not (or not beyond its ±)."""
+    value, plus_minus = parts["placement"]
     if value >= 0:
         return None
-    if -value <= K_SIGMA * sd:
+    if -value <= plus_minus:
         return (
             f"EAMS's placement share ({value:+.1f} points) is within its uncertainty "
-            f"(±{K_SIGMA * sd:.1f}): not distinguishable from none in this run."
+            f"(±{plus_minus:.1f}): not distinguishable from none."
         )
     pm, mgr = band.run("default+pm"), band.run("eams+pm-mgr")
     return (
@@ -179,38 +228,68 @@ def placement_note(
     )
 
 
-def answer(checks: dict[str, SavingCheck], rho: float, note: str | None = None) -> str:
+def per_repeat_text(per_repeat: list[dict[str, tuple[float, float]]]) -> str | None:
+    """Each run's saving in each repeat, in one sentence; ``None`` for one repeat."""
+    if len(per_repeat) == 1:
+        return None
+    runs = "; ".join(
+        f"{label} " + " / ".join(f"{r[label][0] * 100:.1f}" for r in per_repeat) + " %"
+        for label in per_repeat[0]
+    )
+    return (
+        f"Repeat by repeat, against the default run of the same repeat: {runs}. The runs table "
+        "and the wall-power check below are repeat 1's; each other repeat has its own report."
+    )
+
+
+def vt5_text(per_repeat: list[SavingCheck]) -> str:
+    """Whether the model agreed on ``eams+pm`` (VT-5), in each repeat."""
+
+    def figures(check: SavingCheck) -> str:
+        return (
+            f"modelled saving {check.saving_modelled * 100:.1f} %, difference "
+            f"{check.difference_pts:+.1f} ± {K_SIGMA * check.sd_difference_pts:.1f} points"
+        )
+
+    if len(per_repeat) > 1:
+        verdicts = [shown_verdict(c) for c in per_repeat]
+        counts = ", ".join(f"{v} in {verdicts.count(v)}" for v in dict.fromkeys(verdicts))
+        each = "; ".join(
+            f"repeat {i}: {v}, {figures(c)}"
+            for i, (v, c) in enumerate(zip(verdicts, per_repeat, strict=True), start=1)
+        )
+        return f"VT-5 on eams+pm: {counts} of the {len(per_repeat)} repeats ({each})."
+    full = per_repeat[0]
+    shown = shown_verdict(full)
+    if shown == NOT_RESOLVED:
+        return (
+            f"Whether the model agreed on eams+pm cannot be told (VT-5 {shown}: {figures(full)})."
+        )
+    if full.passed:
+        loss = " — on a loss" if full.saving_metered < 0 else ""
+        return f"The model agreed on eams+pm (VT-5 PASS{loss}: {figures(full)})."
+    return f"The model did not agree on eams+pm (VT-5 FAIL: {figures(full)})."
+
+
+def answer(per_repeat: list[dict[str, SavingCheck]], rho: float, note: str | None = None) -> str:
     """The report's first sentences: :func:`headline` (which run did best, and by how much
     against default at the wall), the shares (:func:`shares_text`), ``note`` (why the
-    placement's share is negative, :func:`placement_note`), then VT-5 (the model's agreement
-    on ``eams+pm``).
+    placement's share is negative, :func:`placement_note`), each repeat's savings
+    (:func:`per_repeat_text`), then VT-5 (the model's agreement on ``eams+pm``, :func:`vt5_text`).
 
     Parameters
     ----------
-    checks : dict of str to SavingCheck
-        Per run label other than ``default``: its check against ``default``.
+    per_repeat : list of dict of str to SavingCheck, one per repeat of the band
+        Per run label other than ``default``: its check against that repeat's ``default``.
     rho : float
     note : str or None
     """
-    full = checks["eams+pm"]
-    s = full.saving_metered * 100
-    savings = {label: (c.saving_metered, sd_of(c.sd_metered)) for label, c in checks.items()}
-    first = f"{headline(savings, rho)} {shares_text(shares(savings))}"
-    if note:
-        first += f" {note}"
-    shown = shown_verdict(full)
-    figures = (
-        f"modelled saving {full.saving_modelled * 100:.1f} %, difference "
-        f"{full.difference_pts:+.1f} ± {K_SIGMA * full.sd_difference_pts:.1f} points"
-    )
-    if shown == NOT_RESOLVED:
-        second = f"Whether the model agreed on eams+pm cannot be told (VT-5 {shown}: {figures})."
-    elif full.passed:
-        loss = " — on a loss" if s < 0 else ""
-        second = f"The model agreed on eams+pm (VT-5 PASS{loss}: {figures})."
-    else:
-        second = f"The model did not agree on eams+pm (VT-5 FAIL: {figures})."
-    return f"{first} {second}"
+    each = [measured(checks) for checks in per_repeat]
+    text = f"{headline(savings(each), rho, len(each))} {shares_text(shares(each))}"
+    for extra in (note, per_repeat_text(each)):
+        if extra:
+            text += f" {extra}"
+    return f"{text} {vt5_text([checks['eams+pm'] for checks in per_repeat])}"
 
 
 def _checks(band: Band, calibrations_dir: Path) -> dict[str, SavingCheck]:
@@ -293,14 +372,23 @@ def _cells(figures: dict[str, Any]) -> list[str]:
     ] + [f"{figures['sleeps']}/{figures['wakes']}"]
 
 
-def _figures(band: Band, checks: dict[str, SavingCheck], record_root: Path) -> dict[str, Any]:
+def _figures(
+    band: Band, per_repeat: list[dict[str, SavingCheck]], record_root: Path
+) -> dict[str, Any]:
+    """The band's figures for its summary; ``per_repeat``: the checks its answer is over, the
+    band's own first (one entry for a band reported alone)."""
+    checks = per_repeat[0]
     eams = band.run("eams+pm")
     runs = run_figures(band, checks)
-    savings = {label: (c.saving_metered, sd_of(c.sd_metered)) for label, c in checks.items()}
-    parts = shares(savings)
+    each = [measured(c) for c in per_repeat]
+    over = savings(each)
+    parts = shares(each)
     share = market_share(record_root / band.name / "eams+pm")
     return {
         "rho": band.rho,
+        "repeat": band.repeat,
+        "repeats": len(per_repeat),
+        "uncertainty": basis_text(len(per_repeat)),
         "speedup": band.speedup,
         "clock": CLOCK,
         "window_s": {r.label: r.window_s for r in band.runs},
@@ -314,14 +402,21 @@ def _figures(band: Band, checks: dict[str, SavingCheck], record_root: Path) -> d
         "saving_power_manager": checks["default+pm"].saving_metered,
         "sd_power_manager": checks["default+pm"].sd_metered,
         "savings": {
-            label: {"saving_metered": v, "sd_metered_total": sd}
-            for label, (v, sd) in savings.items()
+            label: {
+                "saving_metered": v,
+                "plus_minus": pm,
+                "per_repeat": [r[label][0] for r in each],
+            }
+            for label, (v, pm) in over.items()
         },
-        "shares_pts": {key: {"points": v, "sd_points": sd} for key, (v, sd) in parts.items()},
+        "shares_pts": {
+            key: {"points": v, "plus_minus_points": pm} for key, (v, pm) in parts.items()
+        },
         "shares_explained": shares_text(parts),
         "placement_note": placement_note(parts, band, share),
         "saving_placement": parts["placement"][0] / 100,
         "saving_market_wakes": parts["market_wakes"][0] / 100,
+        "vt5_per_repeat": [shown_verdict(c["eams+pm"]) for c in per_repeat],
         "market_wakes": market_wakes(band, record_root),
         "market": share,
         "p95_completion_s": {label: f["p95_completion_s"] for label, f in runs.items()},
@@ -374,6 +469,14 @@ def check_and_report(
     """
     record_root = record_dir.parent.parent
     results = [(band, _checks(band, calibrations_dir)) for band in bands]
+    repeats_of: dict[float, list[dict[str, SavingCheck]]] = {}
+    for band, checks in results:
+        repeats_of.setdefault(band.rho, []).append(checks)
+
+    def over(band: Band, checks: dict[str, SavingCheck]) -> list[dict[str, SavingCheck]]:
+        """What a band's answer is over: every repeat from its first's report, else its own."""
+        return repeats_of[band.rho] if band.repeat == 1 else [checks]
+
     main_band, main_checks = results[0]
     main = main_checks["eams+pm"]
     others = {
@@ -382,7 +485,7 @@ def check_and_report(
             "sd_metered": sd_of(checks["eams+pm"].sd_metered),
             "passed": checks["eams+pm"].passed,
             "resolvable": checks["eams+pm"].resolvable,
-            **_figures(band, checks, record_root),
+            **_figures(band, over(band, checks), record_root),
         }
         for band, checks in results[1:]
     }
@@ -409,10 +512,10 @@ def check_and_report(
     others_html = other_reports(bands, report_dir)
     see_also = [
         (
-            f"the same four runs at offered load ρ = {band.rho:g}: eams+pm "
+            f"{band.title}, the same four runs: eams+pm "
             f"{checks['eams+pm'].saving_metered * 100:.1f} % ± "
-            f"{K_SIGMA * sd_of(checks['eams+pm'].sd_metered) * 100:.1f} against default at the "
-            f"wall, VT-5 {shown_verdict(checks['eams+pm'])}",
+            f"{K_SIGMA * sd_of(checks['eams+pm'].sd_metered) * 100:.1f} (2σ, that run's "
+            f"measurement) against default at the wall, VT-5 {shown_verdict(checks['eams+pm'])}",
             _relative(path, report_dir),
         )
         for (band, checks), path in zip(results[1:], others_html, strict=True)
@@ -420,7 +523,9 @@ def check_and_report(
     for i, (band, checks) in enumerate(results):
         folder = report_dir if i == 0 else report_dir / band.name
         full = checks["eams+pm"]
-        extra = _figures(band, checks, record_root) | {"sd_metered_total": sd_of(full.sd_metered)}
+        extra = _figures(band, over(band, checks), record_root) | {
+            "sd_metered_total": sd_of(full.sd_metered)
+        }
         extra["cycles_explained"] = cycles_text(band)
         if i == 0:
             extra |= {"bands": others, "record": str(record_dir)}
@@ -437,7 +542,7 @@ def check_and_report(
             alerts=power_alerts(band),
             about=About(setup=SETUP.format(fleet=fleet, power=power),
                         workload=f"placed live four times: {band.source}"),
-            answer=answer(checks, band.rho, extra["placement_note"]),
+            answer=answer(over(band, checks), band.rho, extra["placement_note"]),
             links=links if i == 0 else (),
             links_intro=(
                 f"{market_text(extra['market'])} {wakes_text(extra['market_wakes'])}"
@@ -453,18 +558,20 @@ def check_and_report(
             main_extra = extra
     colour = "green" if main.passed and main.resolvable and main.saving_metered > 0 else "red"
     console.print(
-        answer(main_checks, main_band.rho, main_extra["placement_note"]),
+        answer(over(main_band, main_checks), main_band.rho, main_extra["placement_note"]),
         soft_wrap=False, markup=False,
     )  # fmt: skip
     console.print(f"{market_text(main_extra['market'])} {wakes_text(main_extra['market_wakes'])}",
                   soft_wrap=False, markup=False)  # fmt: skip
     lines = summary_lines(main)
+    if main_band.repeats > 1:
+        console.print(f"The wall-power check of {main_band.title}, in detail:", markup=False)
     console.print(f"[bold {colour}]{lines[0]}[/]")
     for line in lines[1:]:
         console.print(line, markup=False)
     console.print(
         paths_text(main_paths[0], main_paths[1], record_dir,
-                   [(band.rho, path) for band, path in zip(bands[1:], others_html, strict=True)]),
+                   [(band.title, path) for band, path in zip(bands[1:], others_html, strict=True)]),
         soft_wrap=True,
         markup=False,
     )  # fmt: skip
@@ -472,15 +579,16 @@ def check_and_report(
 
 
 def other_reports(bands: list[Band], report_dir: Path) -> list[Path]:
-    """The report of each band after the demo's (the first), in order: ``<report>/rho-…/``."""
+    """The report of each band after the demo's (the first: repeats, other offered loads), in
+    order: ``<report>/<band name>/``."""
     return [report_dir / band.name / HTML_NAME for band in bands[1:]]
 
 
-def paths_text(html: Path, summary: Path, record: Path, others: list[tuple[float, Path]]) -> str:
-    """The terminal's last lines: where the report, its summary, the other offered loads'
-    reports and the decision record are."""
+def paths_text(html: Path, summary: Path, record: Path, others: list[tuple[str, Path]]) -> str:
+    """The terminal's last lines: where the report, its summary, the other bands' reports
+    (``others``: (:attr:`Band.title`, path)) and the decision record are."""
     lines = [f"report: {html}"]
-    lines += [f"report at ρ = {rho:g}: {path}" for rho, path in others]
+    lines += [f"report of {title}: {path}" for title, path in others]
     lines += [f"summary: {summary}", f"record: {record}"]
     return "\n".join(lines)
 
@@ -657,7 +765,7 @@ def _overview(band: Band, checks: dict[str, SavingCheck]) -> list[list[str]]:
 
 def _print_band(console: Console, band: Band, checks: dict[str, SavingCheck]) -> None:
     table = Table(
-        title=f"ρ = {band.rho:g}: four live runs of the same trace",
+        title=f"{band.title}: four live runs of the same trace",
         caption=f"in {CLOCK} (the trace {band.speedup:.2f}× faster)",
     )
     table.add_column("run", no_wrap=True)

@@ -8,9 +8,10 @@
 3. start the extender (active) and place a trace live four times — default, default + power
    manager, EAMS + power manager deciding the wakes alone, EAMS + power manager with the
    market deciding the wakes (:mod:`eams.demo.runs`, :mod:`eams.demo.live`) — while each
-   run's agents meter it (:mod:`eams.demo.services`); the full demo does it at two offered
-   loads; the live extender records the EAMS run's placements and wakes (``--record``), the
-   demo adds each pod's energy (:mod:`eams.demo.record`);
+   run's agents meter it (:mod:`eams.demo.services`); the full demo does it three times
+   (:data:`~eams.demo.runs.REPEATS`, :mod:`eams.demo.spread`); the live extender records the
+   EAMS run's placements and wakes (``--record``), the demo adds each pod's energy
+   (:mod:`eams.demo.record`);
 4. run the VT-5 wall-power check on the runs and print the answer, the summary and the
    report's path (:mod:`eams.demo.report`).
 
@@ -39,7 +40,7 @@ from eams.demo.live import EXTENDER_TIMEOUT_S, LiveRun
 from eams.demo.power import NODE_POWER, failure_text
 from eams.demo.record import Saved, write_energy
 from eams.demo.report import check_and_report
-from eams.demo.runs import PERIOD_S, Band, bands
+from eams.demo.runs import PERIOD_S, REPEATS, Band, bands
 from eams.demo.runs import record_dir as runs_record_dir
 from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.demo.workload import RHO, harness_cluster, missing_trace
@@ -141,6 +142,7 @@ def _live(
     calibrations: list[Calibration],
     out_dir: Path,
     quick: bool,
+    repeats: int,
 ) -> tuple[list[Band], list[Saved], Path]:
     harness = harness_cluster(nodes, calibrations)
 
@@ -182,8 +184,8 @@ def _live(
             )
 
         done = bands(
-            testbed, harness, calibrations, out_dir, quick, RHO[quick], on_run, progress,
-            on_extender,
+            testbed, harness, calibrations, out_dir, quick, RHO[quick], repeats, on_run,
+            progress, on_extender,
         )  # fmt: skip
     main = done[0]
     console.print(f"    workload: {main.source}", soft_wrap=True, markup=False)
@@ -219,7 +221,7 @@ def _make_dirs(out_dir: Path) -> None:
             ) from exc
 
 
-def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
+def run_demo(console: Console, quick: bool, out_dir: Path, repeats: int | None = None) -> None:
     """Run the four stages (module docstring), writing everything under ``out_dir``.
 
     Parameters
@@ -230,6 +232,8 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
         Shorter sweeps and runs (CI).
     out_dir : Path
         Absolute; created as needed.
+    repeats : int or None
+        Times each offered load's four runs are placed (≥ 1; ``None``: :data:`REPEATS`).
 
     Raises
     ------
@@ -239,6 +243,7 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
         A stage failed (sweep, meter, wall-power check); everything started is stopped first.
     """
     started = time.monotonic()
+    repeats = REPEATS[quick] if repeats is None else repeats
     _make_dirs(out_dir)
 
     def stage(number: int, text: str) -> None:
@@ -257,9 +262,12 @@ def run_demo(console: Console, quick: bool, out_dir: Path) -> None:
         stage(
             3,
             "placing a trace live: default, default + power manager, EAMS + power manager "
-            "(the manager deciding the wakes alone, then the market deciding them)",
+            "(the manager deciding the wakes alone, then the market deciding them)"
+            + ("" if repeats == 1 else f"; {repeats} times, for the spread between runs"),
         )
-        done, saved, record_dir = _live(console, testbed, nodes, calibrations, out_dir, quick)
+        done, saved, record_dir = _live(
+            console, testbed, nodes, calibrations, out_dir, quick, repeats
+        )
     power = NODE_POWER[quick]
     stage(4, "VT-5 wall-power check")
     check_and_report(

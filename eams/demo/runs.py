@@ -55,6 +55,10 @@ MARKET_WAKES = {"eams+pm-mgr": False, "eams+pm": True}
 """Per EAMS run, whether its extender's market decides the wakes (``--market-wakes``)."""
 RUN_S = {True: 6.0, False: 45.0}
 """Real seconds the trace's arrivals and work span (quick, full); queueing adds to it."""
+REPEATS = {True: 1, False: 3}
+"""Times each offered load's four runs are placed (quick, full): one run's saving moves by more
+than its measurement's ± between runs, so the full demo states the mean of three and its
+interval (:mod:`eams.demo.spread`)."""
 PERIOD_S = {True: 0.25, False: 0.5}
 """Agent sample period and meter poll, and the power manager's tick (quick, full), s."""
 WARMUP_PERIODS = 3
@@ -81,8 +85,10 @@ class Band:
         The band's live extender of the ``eams+pm`` run.
     samples_ingested : int or None
         Telemetry samples the agents pushed to it (its ``/metrics``).
+    repeat, repeats : int
+        This is repeat ``repeat`` (from 1) of the ``repeats`` of this offered load.
     name : str
-        Folder name of the band (``rho-0.3``).
+        Folder name of the band (``rho-0.8``; ``rho-0.8-repeat-2`` from the second repeat on).
     """
 
     rho: float
@@ -91,11 +97,20 @@ class Band:
     runs: list[LiveRun]
     extender_url: str = ""
     samples_ingested: int | None = None
+    repeat: int = 1
+    repeats: int = 1
 
     @property
     def name(self) -> str:
-        """``rho-<ρ>``."""
-        return f"rho-{self.rho:g}"
+        """``rho-<ρ>``, with ``-repeat-<k>`` from the second repeat on."""
+        base = f"rho-{self.rho:g}"
+        return base if self.repeat == 1 else f"{base}-repeat-{self.repeat}"
+
+    @property
+    def title(self) -> str:
+        """``ρ = 0.8``, with ``, repeat 2 of 3`` when the band is repeated."""
+        base = f"ρ = {self.rho:g}"
+        return base if self.repeats == 1 else f"{base}, repeat {self.repeat} of {self.repeats}"
 
     def run(self, label: str) -> LiveRun:
         """The run labelled ``label``."""
@@ -342,14 +357,19 @@ def bands(
     out_dir: Path,
     quick: bool,
     rhos: tuple[float, ...],
+    repeats: int,
     on_run: Callable[[str, LiveRun], None],
     progress: Callable[[str], Callable[[float], None]],
     on_extender: Callable[[str], None] = lambda url: None,
 ) -> list[Band]:
-    """Every band's three runs.
+    """Every band's four runs, ``repeats`` times each (a fresh extender per repeat).
 
     Parameters
     ----------
+    rhos : tuple of float
+        The offered loads, the report's first.
+    repeats : int, ≥ 1
+        How many times each offered load's four runs are placed (:mod:`eams.demo.spread`).
     on_run : callable
         Called with (band name, run) after each run (the terminal's line).
     progress : callable
@@ -370,8 +390,8 @@ def bands(
     power_log.setLevel(logging.INFO)
     power_log.propagate = False
     try:
-        return _bands(testbed, harness, calibrations, out_dir, quick, rhos, on_run, progress,
-                      on_extender)  # fmt: skip
+        return _bands(testbed, harness, calibrations, out_dir, quick, rhos, repeats, on_run,
+                      progress, on_extender)  # fmt: skip
     finally:
         power_log.removeHandler(handler)
         handler.close()
@@ -383,33 +403,42 @@ def record_dir(out_dir: Path, band: str) -> Path:
     return out_dir / "record" / band / "eams+pm"
 
 
-def _bands(testbed, harness, calibrations, out_dir, quick, rhos, on_run, progress, on_extender):
+def _bands(testbed, harness, calibrations, out_dir, quick, rhos, repeats, on_run, progress,
+           on_extender):  # fmt: skip
     out = []
     for rho in rhos:
         workload, source = demo_workload(harness, quick, rho)
-        speedup = speedup_for(workload, quick)
-        band = Band(rho, source, speedup, [])
-        with ExitStack() as stack:
-            extenders = {
-                label: stack.enter_context(
-                    ExtenderServer(
-                        out_dir / "calibration", record=out_dir / "record" / band.name / label,
-                        period_s=PERIOD_S[quick], market_wakes=wakes,
-                    ).start()
-                )  # stopped on leaving: its record closed, every line written
-                for label, wakes in MARKET_WAKES.items()
-            }  # fmt: skip
-            main = extenders["eams+pm"]
-            band.extender_url = main.url
-            on_extender(main.url)
-            for run in RUNS:
-                done = live_run(
-                    testbed, harness, calibrations, workload, speedup, run,
-                    out_dir=out_dir, band=band.name, extender=extenders.get(run[0], main),
-                    quick=quick, tick=progress(f"ρ = {rho:g}: run {run[0]}"),
-                )  # fmt: skip
-                band.runs.append(done)
-                on_run(band.name, done)
-            band.samples_ingested = main.samples_ingested()
-        out.append(band)
+        out += [
+            _band(testbed, harness, calibrations, out_dir, quick, workload, on_run, progress,
+                  on_extender, Band(rho, source, speedup_for(workload, quick), [], repeat=k,
+                                    repeats=repeats))
+            for k in range(1, repeats + 1)
+        ]  # fmt: skip
     return out
+
+
+def _band(testbed, harness, calibrations, out_dir, quick, workload, on_run, progress, on_extender,
+          band):  # fmt: skip
+    with ExitStack() as stack:
+        extenders = {
+            label: stack.enter_context(
+                ExtenderServer(
+                    out_dir / "calibration", record=out_dir / "record" / band.name / label,
+                    period_s=PERIOD_S[quick], market_wakes=wakes,
+                ).start()
+            )  # stopped on leaving: its record closed, every line written
+            for label, wakes in MARKET_WAKES.items()
+        }  # fmt: skip
+        main = extenders["eams+pm"]
+        band.extender_url = main.url
+        on_extender(main.url)
+        for run in RUNS:
+            done = live_run(
+                testbed, harness, calibrations, workload, band.speedup, run,
+                out_dir=out_dir, band=band.name, extender=extenders.get(run[0], main),
+                quick=quick, tick=progress(f"{band.title}: run {run[0]}"),
+            )  # fmt: skip
+            band.runs.append(done)
+            on_run(band.name, done)
+        band.samples_ingested = main.samples_ingested()
+    return band

@@ -19,7 +19,14 @@ from eams.demo.cluster import EmulatedCluster
 from eams.demo.fleet import demo_fleet
 from eams.demo.live import LiveRun
 from eams.demo.power import DemoMarker, DemoObserver
-from eams.demo.report import RUN_NAMES, cleared_text, headline, placement_note, shares
+from eams.demo.report import (
+    RUN_NAMES,
+    cleared_text,
+    headline,
+    placement_note,
+    savings,
+    shares,
+)
 from eams.demo.runs import Band, tell_nodes
 from eams.demo.services import ExtenderServer
 from eams.demo.testbed import Testbed as VirtualTestbed  # not collected as a test class
@@ -82,19 +89,19 @@ SAVINGS = {"default+pm": (0.260, 0.005), "eams+pm-mgr": (0.225, 0.005), "eams+pm
 
 
 def test_the_shares_add_up_to_the_saving_and_the_headline_names_the_best() -> None:
-    parts = shares(SAVINGS)
+    parts = shares([SAVINGS])
     assert sum(v for v, _ in parts.values()) == pytest.approx(24.3)
     assert parts["power_manager"][0] == pytest.approx(26.0)
     assert parts["placement"][0] == pytest.approx(-3.5)
     assert parts["market_wakes"][0] == pytest.approx(1.8)
-    assert parts["placement"][1] == pytest.approx(np.hypot(0.5, 0.5))
-    text = headline(SAVINGS, 0.8)
+    assert parts["placement"][1] == pytest.approx(2 * np.hypot(0.5, 0.5))  # ± at 2σ
+    text = headline(savings([SAVINGS]), 0.8)
     assert text.split(":", 1)[0].endswith(f"{RUN_NAMES['default+pm']} used the least energy "
                                           "per unit of work"), text  # fmt: skip
     assert f"{RUN_NAMES['eams+pm']}: 24.3 % less than the default scheduler alone" in text
     assert "the next best 1.7 points behind" in text
     nothing = {k: (-0.02, 0.004) for k in SAVINGS}
-    assert "the default scheduler alone used the least energy" in headline(nothing, 0.8)
+    assert "the default scheduler alone used the least energy" in headline(savings([nothing]), 0.8)
 
 
 def _band() -> Band:
@@ -107,12 +114,12 @@ def _band() -> Band:
 def test_a_negative_placement_share_is_said_with_why_or_as_noise() -> None:
     share = {"pods": 206, "cleared": 61, "cleared_nowhere": 145, "unscored": 0, "overridden": 0}
     assert cleared_text(share) == "61 of the 206 placements (30 %)"
-    parts = shares(SAVINGS)
+    parts = shares([SAVINGS])
     note = placement_note(parts, _band(), share)
     assert note is not None and note.startswith("EAMS's placement cost 3.5 points")
     assert "61 of the 206 placements (30 %)" in note
     assert "default+pm 7 sleeps and 2 wakes, eams+pm-mgr 4 and 3" in note
-    close = shares(SAVINGS | {"eams+pm-mgr": (0.255, 0.005)})  # −0.5 ± 1.4 at 2σ
+    close = shares([SAVINGS | {"eams+pm-mgr": (0.255, 0.005)}])  # −0.5 ± 1.4 at 2σ
     assert "within its uncertainty" in (placement_note(close, _band(), share) or "")
-    better = shares(SAVINGS | {"eams+pm-mgr": (0.27, 0.005)})
+    better = shares([SAVINGS | {"eams+pm-mgr": (0.27, 0.005)}])
     assert placement_note(better, _band(), share) is None

@@ -30,12 +30,19 @@ def test_a_decision_link_opens_what_eams_explain_prints(tmp_path: Path) -> None:
     assert _example_pod(record) is not None  # the page shown when none saved energy
 
 
-def test_every_other_offered_loads_report_is_printed(tmp_path: Path) -> None:
-    bands = [Band(rho, "trace", 1.0, []) for rho in (0.8, 0.3)]
+def test_every_other_bands_report_is_printed(tmp_path: Path) -> None:
+    """Other offered loads' reports and, issue 35, every repeat's after the first."""
+    bands = [Band(0.8, "trace", 1.0, [], repeat=k, repeats=2) for k in (1, 2)]
+    bands.append(Band(0.3, "trace", 1.0, []))
     others = other_reports(bands, tmp_path / "report")
-    assert others == [tmp_path / "report" / "rho-0.3" / "wallpower_report.html"]
+    assert others == [
+        tmp_path / "report" / "rho-0.8-repeat-2" / "wallpower_report.html",
+        tmp_path / "report" / "rho-0.3" / "wallpower_report.html",
+    ]
     text = paths_text(
-        tmp_path / "r.html", tmp_path / "s.json", tmp_path / "rec", [(0.3, others[0])]
-    )
-    assert f"report at ρ = 0.3: {others[0]}" in text.splitlines()
+        tmp_path / "r.html", tmp_path / "s.json", tmp_path / "rec",
+        [(b.title, path) for b, path in zip(bands[1:], others, strict=True)],
+    )  # fmt: skip
+    assert f"report of ρ = 0.8, repeat 2 of 2: {others[0]}" in text.splitlines()
+    assert f"report of ρ = 0.3: {others[1]}" in text.splitlines()
     assert text.splitlines()[0] == f"report: {tmp_path / 'r.html'}"
