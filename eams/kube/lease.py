@@ -18,9 +18,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import msgspec
-
 from eams.kube.names import MERGE_PATCH, NOT_FOUND
+from eams.kube.raw import read_object
 
 RENEW_PERIOD_S: Final = 1.0
 """How often a holder renews its Lease."""
@@ -30,7 +29,6 @@ a slow API write) before the observer calls it down."""
 REQUEST_TIMEOUT_S: Final = (1.0, 2.0)
 """(connect, read) timeout of every Lease request (s): a renewal or a read that hangs must fail
 well inside the Lease's duration, not block the next one."""
-_decode = msgspec.json.Decoder(dict[str, Any]).decode
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
@@ -157,10 +155,7 @@ def read_lease_spec(coordination: Any, namespace: str, name: str) -> dict[str, A
         if getattr(exc, "status", None) == NOT_FOUND:
             return None
         raise
-    try:
-        return _decode(answer.data).get("spec") or {}
-    finally:
-        answer.release_conn()
+    return read_object(answer).get("spec") or {}
 
 
 class LeaseObserver:

@@ -25,9 +25,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import msgspec
-
 from eams.kube.names import CONFLICT, MERGE_PATCH, UNSCHEDULABLE_TAINT
+from eams.kube.raw import read_object
 from eams.kube.taints import node_taints
 
 CONFLICT_RETRIES = 3
@@ -168,19 +167,9 @@ class RawNodes:
         self.core = core
 
     def read_node(self, name: str) -> dict[str, Any]:
-        return _decode(self.core.read_node(name, _preload_content=False))
+        return read_object(self.core.read_node(name, _preload_content=False))
 
     def patch_node(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        return _decode(
+        return read_object(
             self.core.patch_node(name, body, _content_type=MERGE_PATCH, _preload_content=False)
         )
-
-
-_decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
-
-
-def _decode(response: Any) -> dict[str, Any]:
-    try:
-        return _decode_dict(response.data)
-    finally:
-        response.release_conn()

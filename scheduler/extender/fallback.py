@@ -36,13 +36,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from eams.kube.gates import gate_names, held_by_another_gate, release_patch
 from eams.kube.lease import REQUEST_TIMEOUT_S, LeaseObserver, lease_ref, read_lease_spec
 from eams.kube.names import CONFLICT, MARKET_GATE, NOT_FOUND, STRATEGIC_MERGE_PATCH, UNPROCESSABLE
 from eams.kube.pods import pending_selector, pod_key
+from eams.kube.raw import read_object
 from eams.scheduler.extender.errors import ExtenderConfigError
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,6 @@ connection's requests in turn: ``gates.py``)."""
 LIST_TIMEOUT_S = (1.0, 10.0)
 """(connect, read) timeout of a pod list (s): thousands of pending pods take a while to send."""
 FORBIDDEN = 403
-
-_decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
 class FallbackMetrics:
@@ -221,10 +219,7 @@ class GateFallback:
         answer = self.core.list_pod_for_all_namespaces(
             field_selector=self.selector, _preload_content=False, _request_timeout=LIST_TIMEOUT_S
         )
-        try:
-            items = _decode(answer.data).get("items") or []
-        finally:
-            answer.release_conn()
+        items = read_object(answer).get("items") or []
         held = []
         for pod in items:
             names = gate_names(pod.get("spec") or {})

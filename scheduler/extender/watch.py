@@ -72,6 +72,7 @@ from eams.kube.names import (
 )
 from eams.kube.patch import RawNodes, patch_node
 from eams.kube.pods import PodObject, pending_selector, pod_key
+from eams.kube.raw import decode_object
 from eams.kube.requests import PodRequest, pod_request
 from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.extender.annotator import api_sender
@@ -116,9 +117,6 @@ def apply_pod_event(extender: Extender, kind: str, pod: dict[str, Any]) -> None:
     except (ValidationError, BadRequest) as exc:
         why = describe_validation_error(exc) if isinstance(exc, ValidationError) else exc
         log.warning("pod %s skipped: %s", (pod.get("metadata") or {}).get("name"), why)
-
-
-_decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
 
 
 class _ToLoop:
@@ -177,7 +175,7 @@ class _Feed:
 
 class _Nodes(_Feed):
     def event(self, kind: str, head: Head, raw: bytes) -> str:
-        node = _decode_dict(raw)
+        node = decode_object(raw)
         name = str((node.get("metadata") or {}).get("name"))
         if kind == "DELETED":
             self.event_gone(name)
