@@ -95,13 +95,21 @@ def savings(per_repeat: list[dict[str, tuple[float, float]]]) -> dict[str, tuple
     -------
     dict of str to (float, float)
         Per label: (saving, ±) in fractions; one repeat: its saving ± 2σ of its measurement;
-        more: the mean ± its 95 % interval (:func:`~eams.demo.spread.over_repeats`).
+        more: the mean ± its 95 % interval (:func:`~eams.demo.spread.over_repeats`, the spread
+        taken as at least the repeats' root-mean-square measurement 1σ).
     """
     if len(per_repeat) == 1:
         return {label: (v, K_SIGMA * sd) for label, (v, sd) in per_repeat[0].items()}
     return {
-        label: over_repeats([repeat[label][0] for repeat in per_repeat]) for label in per_repeat[0]
+        label: over_repeats(
+            [r[label][0] for r in per_repeat], _rms([r[label][1] for r in per_repeat])
+        )
+        for label in per_repeat[0]
     }
+
+
+def _rms(values: list[float]) -> float:
+    return math.sqrt(sum(v * v for v in values) / len(values))
 
 
 SHARES = {
@@ -130,17 +138,17 @@ def shares(per_repeat: list[dict[str, tuple[float, float]]]) -> dict[str, tuple[
     dict of str to (float, float)
         Per share: (points, ± points). One repeat: ± 2σ, a difference's 1σ being its two
         savings' 1σ in quadrature (an upper bound: both share the default run's uncertainty);
-        more: the mean of the repeats' differences ± its 95 % interval.
+        more: the mean of the repeats' differences ± its 95 % interval, the spread taken as at
+        least that 1σ (root mean square over the repeats).
     """
     out = {}
     for key, (run, base) in SHARES.items():
         values = [r[run][0] - (r[base][0] if base else 0.0) for r in per_repeat]
+        sds = [math.hypot(r[run][1], r[base][1] if base else 0.0) for r in per_repeat]
         if len(per_repeat) == 1:
-            only = per_repeat[0]
-            sd = math.hypot(only[run][1], only[base][1] if base else 0.0)
-            out[key] = (values[0] * 100, K_SIGMA * sd * 100)
+            out[key] = (values[0] * 100, K_SIGMA * sds[0] * 100)
         else:
-            mean, half = over_repeats(values)
+            mean, half = over_repeats(values, _rms(sds))
             out[key] = (mean * 100, half * 100)
     return out
 
@@ -293,8 +301,9 @@ def answer(per_repeat: list[dict[str, SavingCheck]], rho: float, note: str | Non
 
 
 def _checks(band: Band, calibrations_dir: Path) -> dict[str, SavingCheck]:
-    """Each run but ``default`` checked against ``default`` at the wall, by label."""
-    fleet = load_fleet(calibrations_dir)
+    """Each run but ``default`` checked against ``default`` at the wall, by label, on the
+    band's own calibration files (``calibrations_dir``: the calibration stage's)."""
+    fleet = load_fleet(band.calibration_dir(calibrations_dir))
     runs = {r.label: load_run(r.spec, r.label) for r in band.runs}
     return {
         label: check_runs(runs["default"], run, fleet, accuracy_pct=ACCURACY_PCT)

@@ -183,9 +183,17 @@ def _live(
                 f"    extender (active mode) at {url}, recording", soft_wrap=True, markup=False
             )
 
+        def on_power_states(band: Band, own: list[Calibration]) -> None:
+            console.print(
+                f"    {band.title}: the power states measured again, into "
+                f"{band.calibration_dir(out_dir / 'calibration')}\n{power_states_text(own)}",
+                soft_wrap=True,
+                markup=False,
+            )
+
         done = bands(
             testbed, harness, calibrations, out_dir, quick, RHO[quick], repeats, on_run,
-            progress, on_extender,
+            progress, on_extender, on_power_states,
         )  # fmt: skip
     main = done[0]
     console.print(f"    workload: {main.source}", soft_wrap=True, markup=False)

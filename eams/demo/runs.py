@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from eams.calibrate.calfile import Calibration
+from eams.demo.calibrate import measure_power_states_again
 from eams.demo.cluster import EmulatedCluster
 from eams.demo.errors import DemoError
 from eams.demo.lag import frozen_heap, margin_s
@@ -105,6 +106,12 @@ class Band:
         """``rho-<ρ>``, with ``-repeat-<k>`` from the second repeat on."""
         base = f"rho-{self.rho:g}"
         return base if self.repeat == 1 else f"{base}-repeat-{self.repeat}"
+
+    def calibration_dir(self, root: Path) -> Path:
+        """The calibration files this band ran on, ``root`` being the calibration stage's:
+        ``root`` for the first repeat, ``root/repeat-<k>`` for the others (their power states
+        measured again, :func:`~eams.demo.calibrate.measure_power_states_again`)."""
+        return root if self.repeat == 1 else root / f"repeat-{self.repeat}"
 
     @property
     def title(self) -> str:
@@ -253,13 +260,15 @@ def live_run(
     *,
     out_dir: Path,
     band: str,
+    calibration_dir: Path,
     extender: ExtenderServer,
     quick: bool,
     tick: Callable[[float], None],
 ) -> LiveRun:
     """One run of :data:`RUNS` (module docstring); its telemetry in
-    ``out_dir/telemetry/<band>/<label>``. ``extender``: the run's own in an EAMS run (told of
-    the nodes and writing its wake requests on them), else the one its agents push to.
+    ``out_dir/telemetry/<band>/<label>``. ``calibrations`` and ``calibration_dir``: the band's
+    (the manager's and the agents'). ``extender``: the run's own in an EAMS run (told of the
+    nodes and writing its wake requests on them), else the one its agents push to.
 
     Raises
     ------
@@ -294,7 +303,7 @@ def live_run(
     asked = extender.answered("/prioritize") or 0
     timeout_s = 4 * RUN_S[quick] + 60
     try:
-        with Agents(testbed, out_dir / "calibration", telemetry, extender.url, period_s) as agents:
+        with Agents(testbed, calibration_dir, telemetry, extender.url, period_s) as agents:
             agents.wait_metered(METER_START_TIMEOUT_S)
             time.sleep(WARMUP_PERIODS * period_s)
             live.on_progress = tick
@@ -361,8 +370,10 @@ def bands(
     on_run: Callable[[str, LiveRun], None],
     progress: Callable[[str], Callable[[float], None]],
     on_extender: Callable[[str], None] = lambda url: None,
+    on_power_states: Callable[[Band, list[Calibration]], None] = lambda band, cals: None,
 ) -> list[Band]:
-    """Every band's four runs, ``repeats`` times each (a fresh extender per repeat).
+    """Every band's four runs, ``repeats`` times each: a fresh extender per repeat and, from
+    the second on, the power states measured again (:meth:`Band.calibration_dir`).
 
     Parameters
     ----------
@@ -376,6 +387,8 @@ def bands(
         Run description → the progress callback of that run (fraction of pods ended).
     on_extender : callable
         Called with a band's extender URL once it listens.
+    on_power_states : callable
+        Called with a repeat (from the second) and its calibrations once they are measured.
     """
     logging.getLogger("eams.agent.sampler").addFilter(_QuietOffNodes())
     # the power actions' transition lines (and the manager's) go to a log beside the record,
@@ -391,7 +404,7 @@ def bands(
     power_log.propagate = False
     try:
         return _bands(testbed, harness, calibrations, out_dir, quick, rhos, repeats, on_run,
-                      progress, on_extender)  # fmt: skip
+                      progress, on_extender, on_power_states)  # fmt: skip
     finally:
         power_log.removeHandler(handler)
         handler.close()
@@ -404,26 +417,31 @@ def record_dir(out_dir: Path, band: str) -> Path:
 
 
 def _bands(testbed, harness, calibrations, out_dir, quick, rhos, repeats, on_run, progress,
-           on_extender):  # fmt: skip
+           on_extender, on_power_states):  # fmt: skip
     out = []
     for rho in rhos:
         workload, source = demo_workload(harness, quick, rho)
-        out += [
-            _band(testbed, harness, calibrations, out_dir, quick, workload, on_run, progress,
-                  on_extender, Band(rho, source, speedup_for(workload, quick), [], repeat=k,
-                                    repeats=repeats))
-            for k in range(1, repeats + 1)
-        ]  # fmt: skip
+        for k in range(1, repeats + 1):
+            band = Band(rho, source, speedup_for(workload, quick), [], repeat=k, repeats=repeats)
+            own = calibrations
+            if k > 1:
+                restore(testbed)  # every node running and idle, as the measurement needs
+                folder = band.calibration_dir(out_dir / "calibration")
+                own = measure_power_states_again(testbed, calibrations, folder)
+                on_power_states(band, own)
+            out.append(_band(testbed, harness, own, out_dir, quick, workload, on_run, progress,
+                             on_extender, band))  # fmt: skip
     return out
 
 
 def _band(testbed, harness, calibrations, out_dir, quick, workload, on_run, progress, on_extender,
           band):  # fmt: skip
+    folder = band.calibration_dir(out_dir / "calibration")
     with ExitStack() as stack:
         extenders = {
             label: stack.enter_context(
                 ExtenderServer(
-                    out_dir / "calibration", record=out_dir / "record" / band.name / label,
+                    folder, record=out_dir / "record" / band.name / label,
                     period_s=PERIOD_S[quick], market_wakes=wakes,
                 ).start()
             )  # stopped on leaving: its record closed, every line written
@@ -435,8 +453,9 @@ def _band(testbed, harness, calibrations, out_dir, quick, workload, on_run, prog
         for run in RUNS:
             done = live_run(
                 testbed, harness, calibrations, workload, band.speedup, run,
-                out_dir=out_dir, band=band.name, extender=extenders.get(run[0], main),
-                quick=quick, tick=progress(f"{band.title}: run {run[0]}"),
+                out_dir=out_dir, band=band.name, calibration_dir=folder,
+                extender=extenders.get(run[0], main), quick=quick,
+                tick=progress(f"{band.title}: run {run[0]}"),
             )  # fmt: skip
             band.runs.append(done)
             on_run(band.name, done)

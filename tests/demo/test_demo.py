@@ -155,8 +155,20 @@ def _check_repeats(out: Path, stdout: str, repeats: int) -> None:
         assert eams["saving_metered"] == summary["saving_metered"]  # the VT-5 check's run
         assert "repeat" not in stdout.split("4/4", 1)[1]
         return
+    from eams.calibrate.calfile import load_calibration
+
     for k in range(2, repeats + 1):
         band = f"rho-0.3-repeat-{k}"
+        # its own calibration files: the curves as calibrated, the power states measured again
+        own = out / "calibration" / f"repeat-{k}"
+        assert sorted(p.name for p in own.glob("*.json")) == [f"mini-{i}.json" for i in range(1, 7)]
+        first = load_calibration(out / "calibration" / "mini-2.json")
+        again = load_calibration(own / "mini-2.json")
+        assert again.p_idle_w == first.p_idle_w and again.power_states is not None
+        assert again.power_states.measured_at != first.power_states.measured_at
+        assert f"ρ = 0.3, repeat {k} of {repeats}: the power states measured again, into {own}" in (
+            " ".join(stdout.split())
+        )
         assert (out / "telemetry" / band / "eams+pm" / "mini-1.jsonl").is_file()
         assert (out / "record" / band / "eams+pm" / "decisions.jsonl").is_file()
         other = json.loads((out / "report" / band / "wallpower_summary.json").read_text())

@@ -26,6 +26,11 @@ def test_the_interval_over_repeats_is_students_t() -> None:
     assert mean == 2.0
     assert half == pytest.approx(stats.t.ppf(0.975, 2) * 1.0 / math.sqrt(3))  # 2.48
     assert over_repeats([5.0, 5.0]) == (5.0, 0.0)
+    # repeats that agree better than the measurement can tell are not surer than it
+    assert over_repeats([1.0, 2.0, 3.0], floor_sd=0.5)[1] == half
+    assert over_repeats([5.0, 5.0, 5.0], floor_sd=0.5)[1] == pytest.approx(
+        stats.t.ppf(0.975, 2) * 0.5 / math.sqrt(3)
+    )
     with pytest.raises(ValueError, match="at least 2 values, got 1"):
         over_repeats([1.0])
     with pytest.raises(ValueError, match="not finite"):
@@ -51,10 +56,23 @@ def test_repeats_give_the_mean_and_an_interval_that_covers_the_runs() -> None:
     assert f"14.6 % less than the default scheduler alone (±{plus_minus * 100:.1f})" in text
 
 
+def test_repeats_that_agree_by_chance_keep_the_measurements_uncertainty() -> None:
+    """The first full demo of 7 Dec: eams+pm 12.8, 12.7, 12.8 % at a measurement 1σ of 0.6
+    points; its sample spread alone gave ±0.2, a third of one run's ±1.2."""
+    chance = (0.128, 0.127, 0.128)
+    agree = [r | {"eams+pm": (v, 0.006)} for r, v in zip(REPEATS, chance, strict=True)]
+    _, plus_minus = savings(agree)["eams+pm"]
+    assert plus_minus == pytest.approx(stats.t.ppf(0.975, 2) * 0.006 / math.sqrt(3))  # 1.5 pts
+    assert plus_minus > 2 * 0.006 / math.sqrt(3)  # wider than the mean's measurement alone
+
+
 def test_shares_over_repeats_are_paired_and_still_add_up() -> None:
     parts = shares(REPEATS)
     placement = [r["eams+pm-mgr"][0] - r["default+pm"][0] for r in REPEATS]  # paired by repeat
-    mean, half = over_repeats(placement)
+    floor = math.sqrt(
+        sum(r["eams+pm-mgr"][1] ** 2 + r["default+pm"][1] ** 2 for r in REPEATS) / len(REPEATS)
+    )
+    mean, half = over_repeats(placement, floor)
     assert parts["placement"] == pytest.approx((mean * 100, half * 100))
     total = sum(v for v, _ in parts.values())
     assert total == pytest.approx(savings(REPEATS)["eams+pm"][0] * 100)
