@@ -42,7 +42,7 @@ from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
-from eams.demo.spread import K_SIGMA, basis_text, over_repeats
+from eams.demo.spread import K_SIGMA, basis_text, over_runs
 from eams.scheduler.power.policy_plan import Reason
 from eams.scheduler.record import Bound, Power, Query, Wake, read_records
 from eams.scheduler.record.explain import explain_pod, render_pod
@@ -84,32 +84,13 @@ def measured(checks: dict[str, SavingCheck]) -> dict[str, tuple[float, float]]:
 
 
 def savings(per_repeat: list[dict[str, tuple[float, float]]]) -> dict[str, tuple[float, float]]:
-    """Each run's saving against ``default`` over the band's repeats, with its ±.
-
-    Parameters
-    ----------
-    per_repeat : list of dict of str to (float, float), one per repeat
-        :func:`measured` of each repeat.
-
-    Returns
-    -------
-    dict of str to (float, float)
-        Per label: (saving, ±) in fractions; one repeat: its saving ± 2σ of its measurement;
-        more: the mean ± its 95 % interval (:func:`~eams.demo.spread.over_repeats`, the spread
-        taken as at least the repeats' root-mean-square measurement 1σ).
-    """
-    if len(per_repeat) == 1:
-        return {label: (v, K_SIGMA * sd) for label, (v, sd) in per_repeat[0].items()}
+    """Each run's saving against ``default`` over the band's repeats (``per_repeat``:
+    :func:`measured` of each), as (saving, ±) fractions by label
+    (:func:`~eams.demo.spread.over_runs`)."""
     return {
-        label: over_repeats(
-            [r[label][0] for r in per_repeat], _rms([r[label][1] for r in per_repeat])
-        )
+        label: over_runs([r[label][0] for r in per_repeat], [r[label][1] for r in per_repeat])
         for label in per_repeat[0]
     }
-
-
-def _rms(values: list[float]) -> float:
-    return math.sqrt(sum(v * v for v in values) / len(values))
 
 
 SHARES = {
@@ -126,30 +107,17 @@ def shares(per_repeat: list[dict[str, tuple[float, float]]]) -> dict[str, tuple[
     the same trace (:data:`SHARES`): ``power_manager`` = default+pm − default, ``placement`` =
     eams+pm-mgr − default+pm (EAMS's placement, the same manager deciding the wakes),
     ``market_wakes`` = eams+pm − eams+pm-mgr (the same placement, the market deciding the
-    wakes). They add up to eams+pm's saving.
-
-    Parameters
-    ----------
-    per_repeat : list of dict of str to (float, float), one per repeat
-        :func:`measured` of each repeat.
-
-    Returns
-    -------
-    dict of str to (float, float)
-        Per share: (points, ± points). One repeat: ± 2σ, a difference's 1σ being its two
-        savings' 1σ in quadrature (an upper bound: both share the default run's uncertainty);
-        more: the mean of the repeats' differences ± its 95 % interval, the spread taken as at
-        least that 1σ (root mean square over the repeats).
+    wakes). They add up to eams+pm's saving. ``per_repeat``: :func:`measured` of each repeat.
+    Per share (points, ± points), each repeat's difference taken within that repeat, its 1σ
+    the two savings' 1σ in quadrature (an upper bound: both share the default run's
+    uncertainty), combined over the repeats by :func:`~eams.demo.spread.over_runs`.
     """
     out = {}
     for key, (run, base) in SHARES.items():
         values = [r[run][0] - (r[base][0] if base else 0.0) for r in per_repeat]
         sds = [math.hypot(r[run][1], r[base][1] if base else 0.0) for r in per_repeat]
-        if len(per_repeat) == 1:
-            out[key] = (values[0] * 100, K_SIGMA * sds[0] * 100)
-        else:
-            mean, half = over_repeats(values, _rms(sds))
-            out[key] = (mean * 100, half * 100)
+        value, plus_minus = over_runs(values, sds)
+        out[key] = (value * 100, plus_minus * 100)
     return out
 
 

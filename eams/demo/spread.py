@@ -58,6 +58,25 @@ def over_repeats(values: Sequence[float], floor_sd: float = 0.0) -> tuple[float,
     return float(data.mean()), float(half / math.sqrt(data.size))
 
 
+def over_runs(values: Sequence[float], sds: Sequence[float]) -> tuple[float, float]:
+    """A figure and its ± from its value in each repeat and that value's measurement 1σ.
+
+    Parameters
+    ----------
+    values, sds : sequence of float, one per repeat (n ≥ 1), in one unit
+
+    Returns
+    -------
+    (float, float)
+        One repeat: its value ± :data:`K_SIGMA` σ; more: :func:`over_repeats` with the spread
+        taken as at least the root mean square of ``sds``.
+    """
+    if len(values) == 1:
+        return float(values[0]), K_SIGMA * float(sds[0])
+    rms = math.sqrt(sum(sd * sd for sd in sds) / len(sds))
+    return over_repeats(values, rms)
+
+
 def basis_text(repeats: int) -> str:
     """What the ± of the answer's figures is, in words (``± at 2σ`` for one run)."""
     if repeats == 1:
