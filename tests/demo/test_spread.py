@@ -10,7 +10,7 @@ from scipy import stats
 
 from eams.calibrate.wallpower.check import SavingCheck
 from eams.demo.report import answer, headline, savings, shares, vt5_text
-from eams.demo.spread import basis_text, over_repeats
+from eams.demo.spread import basis_text, over_repeats, over_runs
 
 # three quiet demos of 6 Dec (56079ed), eams+pm against default at rho 0.8: each run's saving
 # and the 1σ of its measurement; the runs differ by more than their ± (13.4 vs 15.5 at ±1.2)
@@ -40,6 +40,7 @@ def test_the_interval_over_repeats_is_students_t() -> None:
 def test_one_run_keeps_its_measurement_and_says_so() -> None:
     one = savings(REPEATS[:1])
     assert one["eams+pm"] == pytest.approx((0.134, 0.014))  # ± 2σ of its measurement
+    assert over_runs([0.134], [0.007]) == pytest.approx((0.134, 0.014))
     assert basis_text(1) == "± at 2σ, one run's measurement"
     assert "(offered load ρ = 0.8; ± at 2σ, one run's measurement)" in headline(one, 0.8)
 
