@@ -57,7 +57,7 @@ def demo(quick: bool, out_dir: Path, repeats: int | None) -> None:
     while the agents meter the runs, then says at the wall which run used the least energy per
     unit of work and whether the model agrees (VT-5), and prints where the HTML report and the
     decision record are. The full demo places the four runs three times (--repeats) and states
-    the mean saving with its 95 % interval, which covers the spread between runs; one run's ±
+    the mean saving with its 95 % interval, which allows for the spread between runs; one run's ±
     covers its measurement only. Every thread and server it starts is stopped on exit and on Ctrl-C.
 
     Exit status 0 whatever the verdict (it is printed), 1 on an error (one line on stderr),

@@ -9,7 +9,9 @@ demo's band (the first) opens with the answer in words (:func:`answer`), links t
 placements that saved the most energy to the decision record, and its
 ``wallpower_summary.json`` adds ``rho``, ``power_transitions`` (sleeps and wakes per run), the
 shares, the market's wakes (:func:`market_wakes`), the share of placements the market cleared,
-the extender's answers and the other band's figures. Every band's report is written
+the extender's answers and the other bands' figures (its repeats after the first, other offered
+loads). The answer of a band's first repeat is over all its repeats (:mod:`eams.demo.spread`);
+each other repeat's report answers for its own runs. Every band's report is written
 (``report/`` for the first, ``report/rho-…`` for the others).
 """
 
@@ -136,21 +138,21 @@ def shares_text(parts: dict[str, tuple[float, float]]) -> str:
     )
 
 
-def headline(savings: dict[str, tuple[float, float]], rho: float, repeats: int = 1) -> str:
+def headline(per_repeat: list[dict[str, tuple[float, float]]], rho: float) -> str:
     """The report's and the terminal's first sentence: which run used the least energy per
     unit of work at the wall, by how much against the default scheduler, and the others
     beside it — whichever run that is, EAMS's or not.
 
     Parameters
     ----------
-    savings : dict of str to (float, float)
-        Per run label other than ``default`` (:data:`RUN_NAMES`' order): metered saving against
-        ``default`` (fraction; > 0 less energy) and its ± (:func:`savings`).
+    per_repeat : list of dict of str to (float, float), one per repeat
+        :func:`measured` of each repeat: per run label other than ``default``
+        (:data:`RUN_NAMES`' order), the metered saving against ``default`` (fraction; > 0 less
+        energy) and its 1σ. Each figure is :func:`savings`'; the gap to the next best is the
+        difference taken within each repeat, combined as the shares are.
     rho : float
-    repeats : int
-        Repeats the figures are over (says what the ± is, :func:`~eams.demo.spread.basis_text`).
     """
-    figures = {label: (v * 100, pm * 100) for label, (v, pm) in savings.items()}
+    figures = {label: (v * 100, pm * 100) for label, (v, pm) in savings(per_repeat).items()}
     best = max(figures, key=lambda label: figures[label][0])
 
     def against_default(value: float, plus_minus: float) -> str:
@@ -161,15 +163,18 @@ def headline(savings: dict[str, tuple[float, float]], rho: float, repeats: int =
         )
 
     where = (
-        f"At the wall, while the pods arrived (offered load ρ = {rho:g}; {basis_text(repeats)}), "
+        f"At the wall, while the pods arrived (offered load ρ = {rho:g}; "
+        f"{basis_text(len(per_repeat))}), "
     )
     if figures[best][0] <= 0:
         others = "; ".join(f"{RUN_NAMES[k]} {against_default(*v)}" for k, v in figures.items())
         return f"{where}{RUN_NAMES['default']} used the least energy per unit of work: {others}."
     rest = {k: v for k, v in figures.items() if k != best}
     second = max(rest, key=lambda label: rest[label][0])
-    gap = figures[best][0] - rest[second][0]
-    gap_pm = math.hypot(figures[best][1], rest[second][1])  # sharing the baseline: an upper bound
+    gap, gap_pm = over_runs(
+        [(r[best][0] - r[second][0]) * 100 for r in per_repeat],
+        [math.hypot(r[best][1], r[second][1]) * 100 for r in per_repeat],  # an upper bound
+    )
     close = " (within the uncertainty)" if gap <= gap_pm else ""
     others = "; ".join(f"{RUN_NAMES[k]}: {against_default(*v)}" for k, v in rest.items())
     return (
@@ -180,10 +185,11 @@ def headline(savings: dict[str, tuple[float, float]], rho: float, repeats: int =
 
 
 def placement_note(
-    parts: dict[str, tuple[float, float]], band: Band, share: dict[str, int]
+    parts: dict[str, tuple[float, float]], band: Band, share: dict[str, int], repeats: int = 1
 ) -> str | None:
     """Why the placement's share is negative, in the figures that bear on it; ``None`` when it
-    is not (or not beyond its ±)."""
+    is not (or not beyond its ±). ``band``: the first of the ``repeats`` the share is over
+    (its counts are named as that repeat's when there are several)."""
     value, plus_minus = parts["placement"]
     if value >= 0:
         return None
@@ -195,7 +201,8 @@ def placement_note(
     pm, mgr = band.run("default+pm"), band.run("eams+pm-mgr")
     return (
         f"EAMS's placement cost {-value:.1f} points against the same power manager with the "
-        f"default scheduler. What bears on it: the market cleared {cleared_text(share)}; "
+        f"default scheduler. What bears on it{'' if repeats == 1 else ', in repeat 1'}: the "
+        f"market cleared {cleared_text(share)}; "
         "the others were placed by kube-scheduler's own scores; and the manager slept and woke "
         f"around each placement differently (default+pm {pm.transitions.get('sleep', 0)} sleeps "
         f"and {pm.transitions.get('wake', 0)} wakes, eams+pm-mgr "
@@ -261,7 +268,7 @@ def answer(per_repeat: list[dict[str, SavingCheck]], rho: float, note: str | Non
     note : str or None
     """
     each = [measured(checks) for checks in per_repeat]
-    text = f"{headline(savings(each), rho, len(each))} {shares_text(shares(each))}"
+    text = f"{headline(each, rho)} {shares_text(shares(each))}"
     for extra in (note, per_repeat_text(each)):
         if extra:
             text += f" {extra}"
@@ -364,7 +371,8 @@ def _figures(
     return {
         "rho": band.rho,
         "repeat": band.repeat,
-        "repeats": len(per_repeat),
+        "repeats": band.repeats,
+        "answer_over_repeats": len(per_repeat),
         "uncertainty": basis_text(len(per_repeat)),
         "speedup": band.speedup,
         "clock": CLOCK,
@@ -376,8 +384,7 @@ def _figures(
         "power_suspect_nodes": {r.label: list(r.suspect_nodes) for r in band.runs},
         "lag": {r.label: r.lag for r in band.runs},
         "lag_explained": lag_sentence({r.label: r.lag for r in band.runs}),
-        "saving_power_manager": checks["default+pm"].saving_metered,
-        "sd_power_manager": checks["default+pm"].sd_metered,
+        "saving_power_manager": parts["power_manager"][0] / 100,
         "savings": {
             label: {
                 "saving_metered": v,
@@ -390,7 +397,7 @@ def _figures(
             key: {"points": v, "plus_minus_points": pm} for key, (v, pm) in parts.items()
         },
         "shares_explained": shares_text(parts),
-        "placement_note": placement_note(parts, band, share),
+        "placement_note": placement_note(parts, band, share, len(per_repeat)),
         "saving_placement": parts["placement"][0] / 100,
         "saving_market_wakes": parts["market_wakes"][0] / 100,
         "vt5_per_repeat": [shown_verdict(c["eams+pm"]) for c in per_repeat],
@@ -517,13 +524,15 @@ def check_and_report(
             ),
             overview=_overview(band, checks),
             alerts=power_alerts(band),
-            about=About(setup=SETUP.format(fleet=fleet, power=power),
-                        workload=f"placed live four times: {band.source}"),
+            about=About(
+                setup=SETUP.format(fleet=fleet, power=power) + remeasured(band, calibrations_dir),
+                workload=f"placed live four times: {band.source}",
+            ),
             answer=answer(over(band, checks), band.rho, extra["placement_note"]),
             links=links if i == 0 else (),
             links_intro=(
-                f"{market_text(extra['market'])} {wakes_text(extra['market_wakes'])}"
-                if i == 0 else None
+                f"{of_repeat(band)}{market_text(extra['market'])} "
+                f"{wakes_text(extra['market_wakes'])}" if i == 0 else None
             ),
             marks=power_marks(band, record_root),
             see_also=see_also if i == 0 else (),
@@ -538,7 +547,8 @@ def check_and_report(
         answer(over(main_band, main_checks), main_band.rho, main_extra["placement_note"]),
         soft_wrap=False, markup=False,
     )  # fmt: skip
-    console.print(f"{market_text(main_extra['market'])} {wakes_text(main_extra['market_wakes'])}",
+    console.print(f"{of_repeat(main_band)}{market_text(main_extra['market'])} "
+                  f"{wakes_text(main_extra['market_wakes'])}",
                   soft_wrap=False, markup=False)  # fmt: skip
     lines = summary_lines(main)
     if main_band.repeats > 1:
@@ -553,6 +563,23 @@ def check_and_report(
         markup=False,
     )  # fmt: skip
     return main
+
+
+def remeasured(band: Band, calibrations_dir: Path) -> str:
+    """What a repeat's report adds to :data:`SETUP`: from the second repeat on, the power
+    states were measured again, and where; nothing for the first."""
+    if band.repeat == 1:
+        return ""
+    return (
+        f"; for this repeat ({band.title}) the power states were measured again before its "
+        f"runs, into {band.calibration_dir(calibrations_dir)}, and the manager and the "
+        "extender read those"
+    )
+
+
+def of_repeat(band: Band) -> str:
+    """``In repeat 1 of 3: `` before a sentence about one repeat's runs, when there are several."""
+    return "" if band.repeats == 1 else f"In repeat {band.repeat} of {band.repeats}: "
 
 
 def other_reports(bands: list[Band], report_dir: Path) -> list[Path]:

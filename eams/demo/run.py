@@ -245,6 +245,8 @@ def run_demo(console: Console, quick: bool, out_dir: Path, repeats: int | None =
 
     Raises
     ------
+    ValueError
+        ``repeats`` under 1.
     DemoError
         ``out_dir`` cannot be written (checked before anything starts).
     EamsError
@@ -252,6 +254,8 @@ def run_demo(console: Console, quick: bool, out_dir: Path, repeats: int | None =
     """
     started = time.monotonic()
     repeats = REPEATS[quick] if repeats is None else repeats
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     _make_dirs(out_dir)
 
     def stage(number: int, text: str) -> None:

@@ -109,9 +109,10 @@ class Band:
 
     def calibration_dir(self, root: Path) -> Path:
         """The calibration files this band ran on, ``root`` being the calibration stage's:
-        ``root`` for the first repeat, ``root/repeat-<k>`` for the others (their power states
-        measured again, :func:`~eams.demo.calibrate.measure_power_states_again`)."""
-        return root if self.repeat == 1 else root / f"repeat-{self.repeat}"
+        ``root`` for the first repeat, ``root/<name>`` (``calibration/rho-0.8-repeat-2``) for
+        the others, their power states measured again
+        (:func:`~eams.demo.calibrate.measure_power_states_again`)."""
+        return root if self.repeat == 1 else root / self.name
 
     @property
     def title(self) -> str:

@@ -5,11 +5,12 @@ readings, sampling; ±2σ). The runs of one band differ by more than that: which
 first inside a ~25 s arrival window decides whether the power manager sleeps one node more,
 and the live loop's few milliseconds of jitter decide which node that is (issue 35: six
 demos' single-run savings 13.4–17.3 % at ±1.1–1.5). A figure over ``n ≥ 2`` repeats of the
-band is their mean with its 95 % Student-t interval, ``t(0.975, n − 1) · s / √n``: it covers
-the run-to-run spread and, since every repeat is metered afresh, the measurement's too. ``s`` is
-taken as at least the runs' own measurement 1σ: three repeats that agree by chance (the first
-full demo of 7 Dec: eams+pm 12.8, 12.7, 12.8 %, s = 0.06 points against a measurement 1σ of 0.6)
-would otherwise make the mean look ten times surer than one run's meter can.
+band is their mean with its 95 % Student-t interval, ``t(0.975, n − 1) · s / √n``: the
+interval of the mean, which allows for the run-to-run spread and, since every repeat is
+metered afresh, the measurement's too (it is not a range every run falls in). ``s`` is taken
+as at least the runs' own measurement 1σ: three repeats that agree by chance (the first full
+demo of 7 Dec: eams+pm 12.8, 12.7, 12.8 %, s = 0.06 points against a measurement 1σ of 0.6)
+would otherwise give ±0.2 points where the floor gives ±1.4.
 """
 
 from __future__ import annotations
@@ -70,7 +71,14 @@ def over_runs(values: Sequence[float], sds: Sequence[float]) -> tuple[float, flo
     (float, float)
         One repeat: its value ± :data:`K_SIGMA` σ; more: :func:`over_repeats` with the spread
         taken as at least the root mean square of ``sds``.
+
+    Raises
+    ------
+    ValueError
+        No value, ``values`` and ``sds`` of different lengths, or a value that is not finite.
     """
+    if not values or len(values) != len(sds):
+        raise ValueError(f"{len(values)} values against {len(sds)} standard deviations")
     if len(values) == 1:
         return float(values[0]), K_SIGMA * float(sds[0])
     rms = math.sqrt(sum(sd * sd for sd in sds) / len(sds))

@@ -238,9 +238,8 @@ DEFAULT_PM_WINS = {"default+pm": (0.260, 0.005), "eams+pm-mgr": (0.230, 0.005),
 
 def _headline(savings: dict[str, tuple[float, float]], rho: float = 0.8) -> str:
     from eams.demo.report import headline
-    from eams.demo.report import savings as over
 
-    return headline(over([savings]), rho)
+    return headline([savings], rho)
 
 
 def test_the_headline_names_what_did_best_when_it_is_not_eams() -> None:

@@ -24,7 +24,6 @@ from eams.demo.report import (
     cleared_text,
     headline,
     placement_note,
-    savings,
     shares,
 )
 from eams.demo.runs import Band, tell_nodes
@@ -95,13 +94,13 @@ def test_the_shares_add_up_to_the_saving_and_the_headline_names_the_best() -> No
     assert parts["placement"][0] == pytest.approx(-3.5)
     assert parts["market_wakes"][0] == pytest.approx(1.8)
     assert parts["placement"][1] == pytest.approx(2 * np.hypot(0.5, 0.5))  # ± at 2σ
-    text = headline(savings([SAVINGS]), 0.8)
+    text = headline([SAVINGS], 0.8)
     assert text.split(":", 1)[0].endswith(f"{RUN_NAMES['default+pm']} used the least energy "
                                           "per unit of work"), text  # fmt: skip
     assert f"{RUN_NAMES['eams+pm']}: 24.3 % less than the default scheduler alone" in text
     assert "the next best 1.7 points behind" in text
     nothing = {k: (-0.02, 0.004) for k in SAVINGS}
-    assert "the default scheduler alone used the least energy" in headline(savings([nothing]), 0.8)
+    assert "the default scheduler alone used the least energy" in headline([nothing], 0.8)
 
 
 def _band() -> Band:
