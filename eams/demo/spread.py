@@ -19,12 +19,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
-K_SIGMA = 2.0
-"""One run's figures are stated ±2σ of its measurement, as the wall-power report does."""
-CONFIDENCE = 0.95
-"""The interval of a figure over repeats (two-sided, Student t)."""
+from eams.calibrate.wallpower.plots import K_SIGMA
+from eams.scheduler.bench.summary import seed_interval
 
 
 def over_repeats(values: Sequence[float], floor_sd: float = 0.0) -> tuple[float, float]:
@@ -54,9 +51,9 @@ def over_repeats(values: Sequence[float], floor_sd: float = 0.0) -> tuple[float,
         raise ValueError(f"an interval over repeats needs at least 2 values, got {data.size}")
     if not np.all(np.isfinite(data)):
         raise ValueError(f"a figure over repeats is not finite: {data.tolist()}")
-    spread = max(float(data.std(ddof=1)), floor_sd)
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, data.size - 1) * spread
-    return float(data.mean()), float(half / math.sqrt(data.size))
+    mean, half = seed_interval(data.tolist(), floor_sd)
+    assert half is not None  # two values or more
+    return mean, half
 
 
 def over_runs(values: Sequence[float], sds: Sequence[float]) -> tuple[float, float]:

@@ -49,13 +49,16 @@ extender against most-allocated+pm (``market-no-wakes``)."""
 CONFIDENCE = 0.95
 
 
-def seed_interval(values: list[float]) -> tuple[float, float | None]:
-    """Mean and half-width of the 95 % Student-t interval of ``values`` (one per seed);
-    the half-width is ``None`` with fewer than two values."""
+def seed_interval(values: list[float], floor_sd: float = 0.0) -> tuple[float, float | None]:
+    """Mean and half-width of the 95 % Student-t interval of ``values`` (one per seed or
+    repeat), ``t(0.975, n − 1) · max(s, floor_sd) / √n``; the half-width is ``None`` with
+    fewer than two values. ``floor_sd`` (≥ 0, the values' unit): the least standard deviation
+    the spread is taken to have (the demo's repeats: each run's measurement 1σ)."""
     mean = float(np.mean(values))
     if len(values) < 2:
         return mean, None
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, len(values) - 1) * np.std(values, ddof=1)
+    spread = max(float(np.std(values, ddof=1)), floor_sd)
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, len(values) - 1) * spread
     return mean, float(half / np.sqrt(len(values)))
 
 
