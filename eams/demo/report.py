@@ -461,6 +461,9 @@ def check_and_report(
         """What a band's answer is over: every repeat from its first's report, else its own."""
         return repeats_of[band.rho] if band.repeat == 1 else [checks]
 
+    figures = {  # read once per band: its records, its market's wakes
+        band.name: _figures(band, over(band, checks), record_root) for band, checks in results
+    }
     main_band, main_checks = results[0]
     main = main_checks["eams+pm"]
     others = {
@@ -469,7 +472,7 @@ def check_and_report(
             "sd_metered": sd_of(checks["eams+pm"].sd_metered),
             "passed": checks["eams+pm"].passed,
             "resolvable": checks["eams+pm"].resolvable,
-            **_figures(band, over(band, checks), record_root),
+            **figures[band.name],
         }
         for band, checks in results[1:]
     }
@@ -507,9 +510,7 @@ def check_and_report(
     for i, (band, checks) in enumerate(results):
         folder = report_dir if i == 0 else report_dir / band.name
         full = checks["eams+pm"]
-        extra = _figures(band, over(band, checks), record_root) | {
-            "sd_metered_total": sd_of(full.sd_metered)
-        }
+        extra = figures[band.name] | {"sd_metered_total": sd_of(full.sd_metered)}
         extra["cycles_explained"] = cycles_text(band)
         if i == 0:
             extra |= {"bands": others, "record": str(record_dir)}
