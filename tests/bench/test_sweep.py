@@ -107,9 +107,16 @@ def test_sweep_command_reports_bad_manifest_in_one_line(tmp_path) -> None:
 
 
 def test_paired_differences_carry_a_95_percent_interval_over_seeds() -> None:
-    from eams.scheduler.bench.summary import ENERGY, comparisons, paired
+    from eams.scheduler.bench.summary import (
+        ENERGY,
+        WHOLE_RUN,
+        comparisons,
+        evaluate,
+        paired,
+        report_lines,
+    )
 
-    def row(run: str, seed: int, energy: float, p95: float) -> dict:
+    def row(run: str, seed: int, energy: float, p95: float, whole: float = 50.0) -> dict:
         scheduler = run.removesuffix("+pm")
         manager = "policy" if run.endswith("+pm") else "none"
         return {
@@ -119,16 +126,31 @@ def test_paired_differences_carry_a_95_percent_interval_over_seeds() -> None:
             "rho": 0.85,
             "seed": seed,
             ENERGY: energy,
+            WHOLE_RUN: whole,
             "p95_completion_s": p95,
+            "jain": 1.0,
+            "violations": 0,
+            "unschedulable": 0,
         }
 
-    # eams-batch+pm saves 10, 20 and 30 % against most-allocated+pm on three seeds
+    # eams-batch+pm saves 10, 20 and 30 % against most-allocated+pm on three seeds in the
+    # window, and loses 2 % in every seed over the whole run
     results = [row("most-allocated+pm", s, 100.0, 1000.0) for s in (1, 2, 3)]
-    results += [row("eams-batch+pm", s, e, 1000.0) for s, e in ((1, 90.0), (2, 80.0), (3, 70.0))]
+    results += [
+        row("eams-batch+pm", s, e, 1000.0, whole=51.0) for s, e in ((1, 90.0), (2, 80.0), (3, 70.0))
+    ]
     got = paired(results, "eams-batch+pm", "most-allocated+pm")[0.85]
     mean, half = got["energy_gain_pct"]
     # mean 20 %, sd 10 %, t(0.975, 2) = 4.303: half-width 4.303 · 10 / √3
     assert got["seeds"] == 3 and mean == pytest.approx(20.0)
     assert half == pytest.approx(4.302653 * 10.0 / 3**0.5, rel=1e-5)
     assert got["p95_change_pct"] == (0.0, 0.0)
-    assert comparisons(results)["market-batch"]["paired"][0.85]["energy_gain_pct"] == (mean, half)
+    compared = comparisons(results)["market-batch"]
+    assert compared["paired"][0.85]["energy_gain_pct"] == (mean, half)
+    whole_mean, whole_half = compared["paired_whole_run"][0.85]["energy_gain_pct"]
+    assert whole_mean == pytest.approx(-2.0) and whole_half == pytest.approx(0.0, abs=1e-9)
+    line = next(
+        x for x in report_lines(evaluate(results), comparisons(results)) if "market-batch" in x
+    )
+    assert "ρ=0.85: +20.0 ± 24.8 % energy (whole run -2.0 ± 0.0 %), +0.0 ± 0.0 % p95" in line
+    assert "(3 seeds paired)" in line
