@@ -536,7 +536,7 @@ def check_and_report(
                 f"{wakes_text(extra['market_wakes'])}" if i == 0 else None
             ),
             marks=power_marks(band, record_root),
-            see_also=see_also if i == 0 else (),
+            see_also=see_also if i == 0 else back_to_main(band, report_dir, folder),
             extra=extra,
         )  # fmt: skip
         _print_band(console, band, checks)
@@ -581,6 +581,13 @@ def remeasured(band: Band, calibrations_dir: Path) -> str:
 def of_repeat(band: Band) -> str:
     """``In repeat 1 of 3: `` before a sentence about one repeat's runs, when there are several."""
     return "" if band.repeats == 1 else f"In repeat {band.repeat} of {band.repeats}: "
+
+
+def back_to_main(band: Band, report_dir: Path, folder: Path) -> list[tuple[str, str]]:
+    """A later band's link back to the demo's report (in ``report_dir``) from its own
+    ``folder``: (text, relative href)."""
+    what = "the answer over all repeats" if band.repeats > 1 else "the demo's answer"
+    return [(f"The demo's report: {what}", _relative(report_dir / HTML_NAME, folder))]
 
 
 def other_reports(bands: list[Band], report_dir: Path) -> list[Path]:

@@ -146,7 +146,7 @@ def _live(
 ) -> tuple[list[Band], list[Saved], Path]:
     harness = harness_cluster(nodes, calibrations)
 
-    def on_run(band: str, run: LiveRun) -> None:
+    def on_run(title: str, run: LiveRun) -> None:
         asked = ""
         if run.extender_prioritize is not None:
             asked = (
@@ -163,7 +163,7 @@ def _live(
         what_failed = failure_text(run.transitions, run.suspect_nodes)
         failed = f"; failed: {what_failed} (record/power.log)" if what_failed else ""
         console.print(
-            f"    {band} {run.label}: {len(run.binds)} pods placed live in {run.cycles} "
+            f"    {title}, {run.label}: {len(run.binds)} pods placed live in {run.cycles} "
             f"cycles, {run.transitions.get('sleep', 0)} sleeps and "
             f"{run.transitions.get('wake', 0)} wakes ({run.transitions.get('refused', 0)} sleeps "
             f"refused by the safety rules){failed}{asked}",

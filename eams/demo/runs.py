@@ -383,7 +383,7 @@ def bands(
     repeats : int, ≥ 1
         How many times each offered load's four runs are placed (:mod:`eams.demo.spread`).
     on_run : callable
-        Called with (band name, run) after each run (the terminal's line).
+        Called with (:attr:`Band.title`, run) after each run (the terminal's line).
     progress : callable
         Run description → the progress callback of that run (fraction of pods ended).
     on_extender : callable
@@ -459,6 +459,6 @@ def _band(testbed, harness, calibrations, out_dir, quick, workload, on_run, prog
                 tick=progress(f"{band.title}: run {run[0]}"),
             )  # fmt: skip
             band.runs.append(done)
-            on_run(band.name, done)
+            on_run(band.title, done)
         band.samples_ingested = main.samples_ingested()
     return band

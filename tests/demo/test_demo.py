@@ -178,6 +178,11 @@ def _check_repeats(out: Path, stdout: str, repeats: int) -> None:
         assert other["saving_metered"] == pytest.approx(eams["per_repeat"][k - 1])
         assert f"ρ = 0.3, repeat {k} of {repeats}: four live runs" in stdout
         assert f"report of ρ = 0.3, repeat {k} of {repeats}: " in stdout
+        assert f"    ρ = 0.3, repeat {k} of {repeats}, eams+pm: " in stdout  # its runs' lines
+        page = (out / "report" / band / "wallpower_report.html").read_text()
+        assert '<a href="../wallpower_report.html">The demo&#39;s report: the answer over all' in (
+            page
+        )
     assert "Repeat by repeat, against the default run of the same repeat:" in " ".join(
         stdout.split()
     )

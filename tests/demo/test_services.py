@@ -88,7 +88,7 @@ def test_an_agent_that_cannot_start_stops_the_demo_in_one_line(
         f"by another agent (pid {os.getpid()}, lock {spool / 'agent.lock'}): "
         "two agents would send every spooled point twice"
     ]
-    assert "3/4" in captured.out and "rho-0.3 default:" not in captured.out
+    assert "3/4" in captured.out and "ρ = 0.3, default:" not in captured.out
     # nothing left running: no thread (simulator, meters, extender, agents) outlives the
     # demo, and the agents set up before mini-3's let go of their spools
     assert _settled(before) == before
