@@ -54,7 +54,9 @@ def test_switch_prints_the_state_read_back(sim) -> None:
 
 
 def test_dry_run_prints_what_would_be_set_and_sets_nothing(sim) -> None:
-    result = _eams("meter", "switch", sim.write_url, "--outlet", "1", "reboot", "--dry-run")
+    result = _eams(
+        "meter", "switch", sim.write_url, "--outlet", "1", "reboot", "--dry-run", *PATIENT
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         f'snmp://***@127.0.0.1:{sim.port} (apc_rpdu2) outlet 1 "node1" reads on; reboot would',
