@@ -4,10 +4,11 @@ AR-7 (fairness), the hump-or-flat shape of the gain over ρ, and AR-4 (violation
 
 AR-3 (study §3): ≥ 10 % lower energy per unit work (over the arrival window, where the offered
 load is ρ: :data:`ENERGY`) than ``default`` *without* a power manager at every swept ρ in
-[0.7, 1.0], with ≤ 5 % p95 completion-time regression. AR-7: Jain's index
-≥ 0.9 in every cell. Means are over seeds. The gain is a *hump* when its mean inside [0.7, 1.0]
-exceeds its mean on both sides (ρ < 0.7 and ρ > 1.0) by at least 2 points; otherwise the shape
-is reported as it is.
+[0.7, 1.0], with ≤ 5 % p95 completion-time regression. AR-7: Jain's index ≥ 0.9 in every
+cell. Means are over the seeds a run and its reference share at that ρ (a sweep stopped
+part-way compares like with like: each seed draws its own fleet). The gain is a *hump* when
+its mean inside [0.7, 1.0] exceeds its mean on both sides (ρ < 0.7 and ρ > 1.0) by at least
+2 points; otherwise the shape is reported as it is.
 
 Issue 14's comparisons (:func:`comparisons`): what sleeping saves — each scheduler under the
 manager against itself without one (energy, and the p95 completion cost of waiting for wakes) —
@@ -97,12 +98,27 @@ def run_of(row: dict) -> str:
     return row.get("run", row["scheduler"])
 
 
-def _means(results: list[dict], key: str) -> dict[tuple[str, float], float]:
-    acc: dict[tuple[str, float], list[float]] = defaultdict(list)
+def _by_seed(results: list[dict], key: str) -> dict[tuple[str, float], dict[int, float]]:
+    """(run, ρ) → {seed: the figure ``key``} over the rows that have it."""
+    acc: dict[tuple[str, float], dict[int, float]] = defaultdict(dict)
     for row in results:
         if row.get(key) is not None:
-            acc[(run_of(row), row["rho"])].append(row[key])
-    return {k: float(np.mean(v)) for k, v in acc.items()}
+            acc[(run_of(row), row["rho"])][row["seed"]] = row[key]
+    return acc
+
+
+def _shared_ratio(
+    values: dict[tuple[str, float], dict[int, float]], run: str, reference: str, rho: float
+) -> float | None:
+    """Mean of ``run`` over mean of ``reference`` at ``rho``, both over the seeds the two share
+    (each seed draws its own fleet: means over different seeds are not comparable); ``None``
+    when they share none or the reference's mean is 0."""
+    mine, theirs = values.get((run, rho), {}), values.get((reference, rho), {})
+    seeds = [s for s in mine if s in theirs]
+    if not seeds:
+        return None
+    ref = float(np.mean([theirs[s] for s in seeds]))
+    return float(np.mean([mine[s] for s in seeds])) / ref if ref else None
 
 
 ENERGY = "energy_per_work_window_j_per_core_s"
@@ -114,16 +130,15 @@ window (a server's boot, overloaded) saves in one and loses in the other (bench 
 
 def _against(results, run: str, reference: str, rhos, key: str = ENERGY) -> tuple[dict, dict]:
     """Energy gain (of the figure ``key``) and p95 change of ``run`` against ``reference`` per
-    ρ (%)."""
-    energy = _means(results, key)
-    p95 = _means(results, "p95_completion_s")
+    ρ (%), from their means over the seeds the two share at that ρ."""
+    energy = _by_seed(results, key)
+    p95 = _by_seed(results, "p95_completion_s")
     gain, regression = {}, {}
     for rho in rhos:
-        ref_e, ref_p = energy.get((reference, rho)), p95.get((reference, rho))
-        if ref_e and (run, rho) in energy:
-            gain[rho] = 100.0 * (1.0 - energy[(run, rho)] / ref_e)
-        if ref_p and (run, rho) in p95:
-            regression[rho] = 100.0 * (p95[(run, rho)] / ref_p - 1.0)
+        if (ratio := _shared_ratio(energy, run, reference, rho)) is not None:
+            gain[rho] = 100.0 * (1.0 - ratio)
+        if (ratio := _shared_ratio(p95, run, reference, rho)) is not None:
+            regression[rho] = 100.0 * (ratio - 1.0)
     return gain, regression
 
 
@@ -229,6 +244,10 @@ def _signed(mean: float, half: float | None = None) -> str:
     return f"{mean:+.1f}" + ("" if half is None else f" ± {half:.1f}")
 
 
+def _seeds(n: int) -> str:
+    return f"{n} seed" + ("" if n == 1 else "s")
+
+
 def _compared_at(c: dict, rho: float) -> str:
     """One ρ of a comparison: the paired figures with their intervals where the two runs share
     seeds, else the difference of their means."""
@@ -242,7 +261,7 @@ def _compared_at(c: dict, rho: float) -> str:
     return (
         f"ρ={rho:g}: {_signed(*window['energy_gain_pct'])} % energy "
         f"(whole run {_signed(*whole['energy_gain_pct'])} %), "
-        f"{_signed(*window['p95_change_pct'])} % p95 ({window['seeds']} seeds paired)"
+        f"{_signed(*window['p95_change_pct'])} % p95 ({_seeds(window['seeds'])} paired)"
     )
 
 

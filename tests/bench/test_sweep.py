@@ -154,3 +154,32 @@ def test_paired_differences_carry_a_95_percent_interval_over_seeds() -> None:
     )
     assert "ρ=0.85: +20.0 ± 24.8 % energy (whole run -2.0 ± 0.0 %), +0.0 ± 0.0 % p95" in line
     assert "(3 seeds paired)" in line
+
+
+def test_a_stopped_sweep_compares_runs_over_the_seeds_they_share() -> None:
+    """Seed 2 draws a fleet that uses twice the energy; the reference has only seed 1 so far:
+    the gain is seed 1's alone, not the mean of seeds 1–2 against seed 1."""
+    from eams.scheduler.bench.summary import ENERGY, WHOLE_RUN, comparisons, evaluate
+
+    def row(run: str, seed: int, energy: float) -> dict:
+        return {
+            "scheduler": run.removesuffix("+pm"),
+            "power_manager": "policy" if run.endswith("+pm") else "none",
+            "run": run,
+            "rho": 0.85,
+            "seed": seed,
+            ENERGY: energy,
+            WHOLE_RUN: energy,
+            "p95_completion_s": 1000.0 * seed,
+            "jain": 1.0,
+            "violations": 0,
+            "unschedulable": 0,
+        }
+
+    results = [row("default", 1, 100.0), row("eams", 1, 90.0), row("eams", 2, 180.0)]
+    results += [row("most-allocated+pm", 1, 50.0), row("eams+pm", 1, 45.0), row("eams+pm", 2, 90.0)]
+    assert evaluate(results)["eams"]["energy_gain_pct"][0.85] == pytest.approx(10.0)
+    assert evaluate(results)["eams"]["p95_regression_pct"][0.85] == pytest.approx(0.0)
+    market = comparisons(results)["market"]
+    assert market["band_gain_pct"] == pytest.approx(10.0)
+    assert market["whole_run_gain_pct"][0.85] == pytest.approx(10.0)
