@@ -48,6 +48,11 @@ Issue 34: what the market with its wakes adds over default+pm (``market-default`
 wakes add over the same extender without them (``wakes``: ``eams-no-wakes``), and that
 extender against most-allocated+pm (``market-no-wakes``)."""
 CONFIDENCE = 0.95
+ENERGY = "energy_per_work_window_j_per_core_s"
+"""The energy figure judged: energy per work over the arrival window (:mod:`.metrics`)."""
+WHOLE_RUN = "energy_per_work_j_per_core_s"
+"""The same to the last pod's end, printed beside it: a manager that defers work past the
+window (a server's boot, overloaded) saves in one and loses in the other (bench README)."""
 
 
 def seed_interval(values: list[float], floor_sd: float = 0.0) -> tuple[float, float | None]:
@@ -63,17 +68,16 @@ def seed_interval(values: list[float], floor_sd: float = 0.0) -> tuple[float, fl
     return mean, float(half / np.sqrt(len(values)))
 
 
-def paired(results: list[dict], run: str, reference: str, energy: str = "") -> dict:
+def paired(results: list[dict], run: str, reference: str, energy: str = ENERGY) -> dict:
     """Per ρ, the difference of ``run`` against ``reference`` paired by seed, mean and 95 %
     interval over the seeds both have: energy gain 100·(1 − E/E_ref) of the figure ``energy``
-    (:data:`ENERGY` when empty; :data:`WHOLE_RUN` for the whole run) and p95 completion change
+    (:data:`ENERGY`, or :data:`WHOLE_RUN` for the whole run) and p95 completion change
     100·(p95/p95_ref − 1), %.
 
     Returns
     -------
     dict ρ → {"seeds": n, "energy_gain_pct": (mean, half), "p95_change_pct": (mean, half)}
     """
-    energy = energy or ENERGY
     cells = {(run_of(r), r["rho"], r["seed"]): r for r in results}
     out: dict[float, dict] = {}
     for rho in sorted({r["rho"] for r in results}):
@@ -98,48 +102,53 @@ def run_of(row: dict) -> str:
     return row.get("run", row["scheduler"])
 
 
-def _by_seed(results: list[dict], key: str) -> dict[tuple[str, float], dict[int, float]]:
-    """(run, ρ) → {seed: the figure ``key``} over the rows that have it."""
-    acc: dict[tuple[str, float], dict[int, float]] = defaultdict(dict)
-    for row in results:
-        if row.get(key) is not None:
-            acc[(run_of(row), row["rho"])][row["seed"]] = row[key]
-    return acc
+PerSeed = dict[tuple[str, float], dict[int, float]]
+"""(run, ρ) → {seed: one figure}."""
 
 
-def _shared_ratio(
-    values: dict[tuple[str, float], dict[int, float]], run: str, reference: str, rho: float
-) -> float | None:
-    """Mean of ``run`` over mean of ``reference`` at ``rho``, both over the seeds the two share
-    (each seed draws its own fleet: means over different seeds are not comparable); ``None``
-    when they share none or the reference's mean is 0."""
-    mine, theirs = values.get((run, rho), {}), values.get((reference, rho), {})
-    seeds = [s for s in mine if s in theirs]
-    if not seeds:
-        return None
-    ref = float(np.mean([theirs[s] for s in seeds]))
-    return float(np.mean([mine[s] for s in seeds])) / ref if ref else None
+def _per_seed(results: list[dict]) -> dict[str, PerSeed]:
+    """The figures compared (:data:`ENERGY`, :data:`WHOLE_RUN`, p95 completion), each as
+    :data:`PerSeed` over the rows that have it: built once for every run's comparison."""
+    tables: dict[str, PerSeed] = {}
+    for key in (ENERGY, WHOLE_RUN, "p95_completion_s"):
+        table: PerSeed = defaultdict(dict)
+        for row in results:
+            if row.get(key) is not None:
+                table[(run_of(row), row["rho"])][row["seed"]] = row[key]
+        tables[key] = table
+    return tables
 
 
-ENERGY = "energy_per_work_window_j_per_core_s"
-"""The energy figure judged: energy per work over the arrival window (:mod:`.metrics`)."""
-WHOLE_RUN = "energy_per_work_j_per_core_s"
-"""The same to the last pod's end, printed beside it: a manager that defers work past the
-window (a server's boot, overloaded) saves in one and loses in the other (bench README)."""
-
-
-def _against(results, run: str, reference: str, rhos, key: str = ENERGY) -> tuple[dict, dict]:
-    """Energy gain (of the figure ``key``) and p95 change of ``run`` against ``reference`` per
-    ρ (%), from their means over the seeds the two share at that ρ."""
-    energy = _by_seed(results, key)
-    p95 = _by_seed(results, "p95_completion_s")
-    gain, regression = {}, {}
+def _ratios(values: PerSeed, run: str, reference: str, rhos) -> dict[float, float]:
+    """Per ρ, mean of ``run`` over mean of ``reference``, both over the seeds the two share
+    (each seed draws its own fleet: means over different seeds are not comparable); a ρ where
+    they share none, or the reference's mean is 0, is left out."""
+    out = {}
     for rho in rhos:
-        if (ratio := _shared_ratio(energy, run, reference, rho)) is not None:
-            gain[rho] = 100.0 * (1.0 - ratio)
-        if (ratio := _shared_ratio(p95, run, reference, rho)) is not None:
-            regression[rho] = 100.0 * (ratio - 1.0)
-    return gain, regression
+        mine, theirs = values.get((run, rho), {}), values.get((reference, rho), {})
+        seeds = [s for s in mine if s in theirs]
+        ref = float(np.mean([theirs[s] for s in seeds])) if seeds else 0.0
+        if ref:
+            out[rho] = float(np.mean([mine[s] for s in seeds])) / ref
+    return out
+
+
+def _against(tables: dict[str, PerSeed], run: str, reference: str, rhos) -> dict[str, dict]:
+    """``run`` against ``reference`` per ρ (%), from their means over the seeds the two share
+    at that ρ (``tables``: :func:`_per_seed`): ``"energy"`` gain (:data:`ENERGY`),
+    ``"whole_run"`` gain (:data:`WHOLE_RUN`) and ``"p95"`` change."""
+
+    def gain(key: str) -> dict[float, float]:
+        return {
+            rho: 100.0 * (1.0 - r) for rho, r in _ratios(tables[key], run, reference, rhos).items()
+        }
+
+    p95 = _ratios(tables["p95_completion_s"], run, reference, rhos)
+    return {
+        "energy": gain(ENERGY),
+        "whole_run": gain(WHOLE_RUN),
+        "p95": {rho: 100.0 * (r - 1.0) for rho, r in p95.items()},
+    }
 
 
 def evaluate(results: list[dict], reference: str = "default") -> dict[str, dict]:
@@ -157,10 +166,12 @@ def evaluate(results: list[dict], reference: str = "default") -> dict[str, dict]
     """
     runs = list(dict.fromkeys(run_of(r) for r in results))
     rhos = sorted({r["rho"] for r in results})
+    tables = _per_seed(results)
     out: dict[str, dict] = {}
     for s in runs:
         rows = [r for r in results if run_of(r) == s]
-        gain, regression = _against(results, s, reference, rhos)
+        against = _against(tables, s, reference, rhos)
+        gain, regression = against["energy"], against["p95"]
         in_band = [r for r in rhos if BAND[0] <= r <= BAND[1] and r in gain]
         ar3 = None
         if s != reference and in_band:
@@ -173,7 +184,7 @@ def evaluate(results: list[dict], reference: str = "default") -> dict[str, dict]
         waits = [r["p95_wake_wait_s"] for r in rows if r.get("p95_wake_wait_s") is not None]
         out[s] = {
             "energy_gain_pct": gain,
-            "whole_run_gain_pct": _against(results, s, reference, rhos, WHOLE_RUN)[0],
+            "whole_run_gain_pct": against["whole_run"],
             "p95_regression_pct": regression,
             "ar3": ar3,
             "min_jain": min(jains) if jains else None,
@@ -211,16 +222,18 @@ def comparisons(results: list[dict]) -> dict[str, dict]:
     if set(MARKET) <= runs:
         pairs.append(("market", *MARKET))
     pairs += [(label, *pair) for label, pair in PAIRS.items() if set(pair) <= runs]
+    tables = _per_seed(results)
     out = {}
     for label, run, reference in pairs:
-        gain, change = _against(results, run, reference, rhos)
+        against = _against(tables, run, reference, rhos)
+        gain = against["energy"]
         band = [g for r, g in gain.items() if BAND[0] <= r <= BAND[1]]
         out[label] = {
             "run": run,
             "reference": reference,
             "energy_gain_pct": gain,
-            "whole_run_gain_pct": _against(results, run, reference, rhos, WHOLE_RUN)[0],
-            "p95_change_pct": change,
+            "whole_run_gain_pct": against["whole_run"],
+            "p95_change_pct": against["p95"],
             "band_gain_pct": float(np.mean(band)) if band else None,
             "paired": paired(results, run, reference),
             "paired_whole_run": paired(results, run, reference, WHOLE_RUN),
@@ -240,7 +253,7 @@ def _shape(gain: dict[float, float]) -> str:
     return f"no hump (flat or monotone): {m:+.1f} % in band vs {lo:+.1f} % below, {hi:+.1f} % above"
 
 
-def _signed(mean: float, half: float | None = None) -> str:
+def _signed(mean: float, half: float | None) -> str:
     return f"{mean:+.1f}" + ("" if half is None else f" ± {half:.1f}")
 
 
@@ -249,15 +262,8 @@ def _seeds(n: int) -> str:
 
 
 def _compared_at(c: dict, rho: float) -> str:
-    """One ρ of a comparison: the paired figures with their intervals where the two runs share
-    seeds, else the difference of their means."""
-    window, whole = c["paired"].get(rho), c["paired_whole_run"].get(rho)
-    if window is None or whole is None:
-        return (
-            f"ρ={rho:g}: {_signed(c['energy_gain_pct'][rho])} % energy "
-            f"(whole run {_signed(c['whole_run_gain_pct'].get(rho, float('nan')))} %), "
-            f"{_signed(c['p95_change_pct'].get(rho, float('nan')))} % p95 (means, unpaired)"
-        )
+    """One ρ of a comparison: the figures paired by seed, with their intervals."""
+    window, whole = c["paired"][rho], c["paired_whole_run"][rho]
     return (
         f"ρ={rho:g}: {_signed(*window['energy_gain_pct'])} % energy "
         f"(whole run {_signed(*whole['energy_gain_pct'])} %), "
