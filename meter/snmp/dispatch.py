@@ -15,6 +15,13 @@ meter closes just then, and what a request does when the simulator stops just th
 :func:`close_engine` stops reading first, lets what was read reach the engine while its
 transport is still registered (the engine drops an answer it no longer waits for, RFC 3412
 §7.2.10; a request is processed, its reply no longer sent), and only then closes the dispatcher.
+
+The client asks by numeric OID only, so its engine never loads a MIB module by name and
+needs no ASN.1 MIB compiler. pysnmp builds pysmi's one on an engine's first request anyway
+(0.5 s of CPU for its grammar), and that build's ``ast.literal_eval`` calls, run beside another
+thread's, fail on CPython 3.11.7 with ``SystemError: AST constructor recursion depth mismatch``
+(CPython gh-106905): it failed CI as a MeterProtocolError. :func:`new_engine` gives the engine
+:class:`NoMibCompiler` instead.
 """
 
 from __future__ import annotations
@@ -24,8 +31,30 @@ import asyncio
 from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.entity import config
 from pysnmp.entity.engine import SnmpEngine
+from pysnmp.smi.error import MibNotFoundError
 
 from eams.meter.errors import WrongEventLoop
+
+
+class NoMibCompiler:
+    """The MIB compiler of an engine that asks by numeric OID: it compiles nothing.
+
+    pysnmp calls ``compile`` only to load a MIB module by name that is not already a pysnmp
+    Python module (``MibBuilder.load_modules``), which this client never asks for.
+    """
+
+    def compile(self, *mib_names: str, **_options: object) -> dict[str, str]:
+        """Refuse: raises ``pysnmp.smi.error.MibNotFoundError`` naming ``mib_names``."""
+        raise MibNotFoundError(
+            f"{', '.join(mib_names)}: this client asks by numeric OID and compiles no MIB"
+        )
+
+
+def new_engine() -> SnmpEngine:
+    """A pysnmp engine that never builds pysmi's MIB compiler (see the module docstring)."""
+    engine = SnmpEngine()
+    engine.get_mib_builder().set_mib_compiler(NoMibCompiler(), "")
+    return engine
 
 
 async def close_engine(engine: SnmpEngine) -> None:
@@ -70,7 +99,7 @@ class LoopEngine:
         """
         loop = asyncio.get_running_loop()
         if self._engine is None:
-            self._engine, self._loop = SnmpEngine(), loop
+            self._engine, self._loop = new_engine(), loop
         elif loop is not self._loop:
             raise self._wrong_loop(closing=False)
         return self._engine
