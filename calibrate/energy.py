@@ -20,8 +20,8 @@ work, 32-core nodes: 140 W range at speed 1 → 63,000 J; 220 W range at speed 1
 ``tests/auction/test_bids.py``.
 
 Users: the auction's bids (``eams.scheduler.auction.bids``), the extender's herding
-reservations (expected power, :meth:`EnergyModel.added_power_w`), the MILP baseline (ΔE) and the
-PEAKS-style baseline (power jump, :meth:`EnergyModel.dynamic_power_w`). Pure numpy, no I/O and
+reservations (expected power, :meth:`EnergyModel.dynamic_power_w`), the MILP baseline (ΔE) and
+the PEAKS-style baseline (power jump, :meth:`EnergyModel.dynamic_power_w`). Pure numpy, no I/O and
 no input checks: callers pass columns already checked (``auction.Nodes``, the bench's cluster).
 
 Power states (DESIGN.md §5b) change only the wake term, and it has one place here: with the

@@ -4,8 +4,9 @@ Telemetry lags placement: a pod cleared onto the cheapest node shows up in that 
 only after it is bound, started and the agent's next sample is measured. Until then every later
 batch would see the same idle node and pile onto it (study §8 FMEA, "Herding onto the cheapest
 node"). Each clearing therefore leaves a *reservation* of the pod's expected power on its node
-(study §5.1: ``(P_max − P_idle)·c/C``, plus ``P_idle`` when the node was empty), which lowers
-the node's headroom by ``power_w / power_cap_w``. A reservation ends when a sample measured at
+(study §5.1's dynamic power ``(P_max − P_idle)·c/C``; not its wake term, even on an empty node:
+the node's reading already shows its idle draw, ``market._reserved_power_w``), which lowers the
+node's headroom by ``power_w / power_cap_w``. A reservation ends when a sample measured at
 least ``settle_s`` after the clearing arrives for that node (its power then includes the pod),
 or after ``ttl_s`` at the latest (the pod may never have been bound there).
 

@@ -193,10 +193,10 @@ class Market:
         )
 
     def expected_power_on_w(self, node: str, cpu_milli: float, now_s: float) -> float | None:
-        """Power a pod requesting ``cpu_milli`` millicores adds to ``node``, W: the herding
-        reservation a clearing onto that node leaves (:meth:`apply`, study §5.1); ``None``
-        when the node is unknown or cannot be valued (no calibration or allocatable CPU).
-        For a pod kube-scheduler bound elsewhere than its clearing said
+        """Power a pod requesting ``cpu_milli`` millicores adds to ``node``'s reading, W: the
+        herding reservation a clearing onto that node leaves (:meth:`apply`); ``None`` when
+        the node is unknown or cannot be valued (no calibration or allocatable CPU). For a pod
+        kube-scheduler bound elsewhere than its clearing said
         (:meth:`.herding.HerdGuard.move`)."""
         row = self.table.index.get(node)
         if row is None:
@@ -207,7 +207,7 @@ class Market:
         keep = slice(None)
         nodes = Nodes(**_state_columns(view, keep), **_calibration_columns(view, keep))
         pod_cores = np.array([self._slots(cpu_milli) * self.params.cores_per_slot])
-        return float(_added_power_w(nodes, np.array([0]), pod_cores)[0])
+        return float(_reserved_power_w(nodes, np.array([0]), pod_cores)[0])
 
     def _slots(self, cpu_milli: float) -> int:
         """Slots of a pod requesting ``cpu_milli`` millicores (at least 1)."""
@@ -356,9 +356,9 @@ class Market:
         each assigned pod's expected power on its node (shadow mode places nothing); a pod
         cleared again replaces its earlier reservation, or ends it when assigned no node.
 
-        Expected power (study §5.1, :meth:`eams.calibrate.energy.EnergyModel.added_power_w`):
-        ``(P_max − P_idle)·c_j/C_n`` with ``c_j = slots × cores_per_slot`` clipped to ``C_n``,
-        plus the calibration's wake power when the node was empty.
+        Expected power (study §5.1, :meth:`eams.calibrate.energy.EnergyModel.dynamic_power_w`):
+        ``(P_max − P_idle)·c_j/C_n`` with ``c_j = slots × cores_per_slot`` clipped to ``C_n``
+        (:meth:`expected_power_w`).
         """
         rows = []
         fell_back = bool(clearing.fell_back)
@@ -382,18 +382,16 @@ class Market:
         return rows
 
     def expected_power_w(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
-        """(J,) power each pod of the window adds to the node it cleared onto, W (the herding
-        reservation, see :meth:`apply`); NaN for a pod left unassigned. An empty node's wake
-        power is added once, to the first of the window's pods cleared onto it: the node is
-        not empty for the others."""
+        """(J,) power each pod of the window adds to the reading of the node it cleared onto,
+        W (the herding reservation, see :meth:`apply`, and :func:`_reserved_power_w`); NaN for
+        a pod left unassigned."""
         assignment = clearing.assignment.astype(np.int64)
         assigned = assignment >= 0
         expected_w = np.full(assignment.size, np.nan)
-        at = assignment[assigned]
-        first = np.zeros(at.size, dtype=bool)
-        first[np.unique(at, return_index=True)[1]] = True
         pod_cores = snapshot.pod_arrays.slots[assigned] * self.params.cores_per_slot
-        expected_w[assigned] = _added_power_w(snapshot.node_arrays, at, pod_cores, first)
+        expected_w[assigned] = _reserved_power_w(
+            snapshot.node_arrays, assignment[assigned], pod_cores
+        )
         return expected_w
 
     def window_scores(self, snapshot: BatchSnapshot, clearing: Clearing) -> np.ndarray:
@@ -463,16 +461,17 @@ def _calibration_columns(
     }
 
 
-def _added_power_w(
-    nodes: Nodes, at: np.ndarray, pod_cores: np.ndarray, wakes: np.ndarray | None = None
-) -> np.ndarray:
-    """Power the pods add to nodes ``at`` of ``nodes``, W (study §5.1,
-    :meth:`eams.calibrate.energy.EnergyModel.added_power_w`): ``(P_max − P_idle)·c/C`` with
-    ``c`` clipped to ``C``, plus the wake power ``p_wake_w`` on an empty node — for the pods
-    where ``wakes`` (bool, like ``at``) is True, when given: the one pod that wakes it."""
-    p_wake_w = None if nodes.p_wake_w is None else nodes.p_wake_w[at]
-    model = EnergyModel(
-        nodes.p_idle_w[at], nodes.p_max_w[at], nodes.cores[at], nodes.speed[at], p_wake_w
-    )
-    empty = nodes.empty[at] if wakes is None else nodes.empty[at] & wakes
-    return model.added_power_w(np.minimum(pod_cores, nodes.cores[at]), empty)
+def _reserved_power_w(nodes: Nodes, at: np.ndarray, pod_cores: np.ndarray) -> np.ndarray:
+    """Power the pods add to the readings of nodes ``at`` of ``nodes``, W: their dynamic power
+    (study §5.1, :meth:`eams.calibrate.energy.EnergyModel.dynamic_power_w`),
+    ``(P_max − P_idle)·c/C`` with ``c`` clipped to ``C``.
+
+    Never the wake term, even on an empty node: a reading is only ever taken awake (an asleep
+    node's agent is silent), so the headroom a reservation lowers already counts the node's
+    idle draw. Counted again, an empty node with one pod cleared onto it looked its idle power
+    fuller than it would be, and a server fell under the headroom floor for every other pod
+    (issue 33's batch holds). The bids keep the wake term
+    (:func:`eams.scheduler.auction.bids.marginal_energy_j`): it is energy the pod is charged
+    for, the node's idle draw it keeps from sleeping, not power its reading lacks."""
+    model = EnergyModel(nodes.p_idle_w[at], nodes.p_max_w[at], nodes.cores[at], nodes.speed[at])
+    return model.dynamic_power_w(np.minimum(pod_cores, nodes.cores[at]))

@@ -10,7 +10,7 @@ from eams.scheduler.auction import AuctionParams, Nodes, Pods
 from eams.scheduler.extender.market import Market
 
 
-def test_expected_power_is_dynamic_share_clipped_to_the_node_plus_wake() -> None:
+def test_expected_power_is_dynamic_share_clipped_to_the_node() -> None:
     nodes = Nodes(
         slots=[4, 8],
         cores=[4.0, 8.0],
@@ -26,21 +26,22 @@ def test_expected_power_is_dynamic_share_clipped_to_the_node_plus_wake() -> None
     clearing = SimpleNamespace(assignment=np.array([0, 0, 1, -1]))
     market = Market(None, None, AuctionParams(), default_runtime_s=60.0)  # type: ignore[arg-type]
     expected_w = market.expected_power_w(snapshot, clearing)  # type: ignore[arg-type]
-    # 80 W × 2/4; 6 cores on a 4-core node: at most the whole range; 160 W × 1/8 + 50 W idle
-    assert expected_w[:3].tolist() == [40.0, 80.0, 70.0]
+    # 80 W × 2/4; 6 cores on a 4-core node: at most the whole range; 160 W × 1/8, and not the
+    # empty node's 50 W idle: its reading shows it already
+    assert expected_w[:3].tolist() == [40.0, 80.0, 20.0]
     assert np.isnan(expected_w[3])  # left unassigned: no reservation
-    # Issue 33: a window clearing several pods onto one empty node wakes it once; charged to
-    # each pod, 3 pods' reservations made a node just woken look over its floor.
+    # a window clearing several pods onto one empty node: none of them carries its idle power
     clearing = SimpleNamespace(assignment=np.array([1, 0, 1, 1]))
     expected_w = market.expected_power_w(snapshot, clearing)  # type: ignore[arg-type]
-    assert expected_w.tolist() == [20.0 * 2 + 50.0, 80.0, 20.0, 20.0]
+    assert expected_w.tolist() == [40.0, 80.0, 20.0, 20.0]
 
 
 def test_a_pod_bound_elsewhere_moves_its_reservation_to_the_bound_node(tmp_path) -> None:
     """kube-scheduler may bind a pod to another node than its clearing's (an in-tree filter or
     score overturned it): the cleared node gets its headroom back and the bound node carries
-    the reservation, valued there — (P_max − P_idle)·c/C plus the wake power, as the node was
-    empty — with its clearing time kept; to a node that cannot be valued it just ends.
+    the reservation, valued there — (P_max − P_idle)·c/C, not the empty node's idle power,
+    which its reading shows — with its clearing time kept; to a node that cannot be valued it
+    just ends.
     (No kube-scheduler runs here: the binding is the watch's ``observe_placed``.)"""
     from eams.calibrate.calfile import load_calibration
     from eams.kube.requests import PodRequest
@@ -75,8 +76,8 @@ def test_a_pod_bound_elsewhere_moves_its_reservation_to_the_bound_node(tmp_path)
         extender.observe_placed(pod, bound_to, request)
         assert reserved_w("cheap") == 0.0
         if bound_to == "dear":
-            # dynamic share + wake (the node was empty); the fitted line's rounding aside
-            expected_w = pytest.approx((260.0 - 60.0) * 2 / 8 + 60.0, rel=1e-9)
+            # the dynamic share alone; the fitted line's rounding aside
+            expected_w = pytest.approx((260.0 - 60.0) * 2 / 8, rel=1e-9)
             assert extender.herd.held_by(pod) == ("dear", expected_w)
             assert reserved_w("dear") == expected_w
             assert table.cols["reserved_bound_w"][table.index["dear"]] == expected_w
@@ -85,7 +86,7 @@ def test_a_pod_bound_elsewhere_moves_its_reservation_to_the_bound_node(tmp_path)
             assert extender.herd.held_by(pod) is None
     assert extender.metrics.reservations_moved._value.get() == 2
     extender.observe_placed("ns/a", "dear", request)  # seen again on the same node: unchanged
-    assert reserved_w("dear") == pytest.approx((260.0 - 60.0) * 2 / 8 + 60.0, rel=1e-9)
+    assert reserved_w("dear") == pytest.approx((260.0 - 60.0) * 2 / 8, rel=1e-9)
 
 
 def test_a_pod_cleared_again_onto_no_node_ends_its_reservation(tmp_path) -> None:

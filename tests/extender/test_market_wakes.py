@@ -292,3 +292,26 @@ async def test_a_held_pod_leaves_no_reservation_on_the_awake_node_its_window_cho
     answer = await filter_(client, picky, ["busy"])
     assert answer["NodeNames"] == ["busy"] and answer["FailedNodes"] == {}
     assert extender.herd.held_by("default/a") is None
+
+
+async def test_a_window_reserves_no_idle_power_on_an_awake_empty_node(
+    make_client, clock, folder
+) -> None:
+    """spare is awake and empty, its reading shows its 50 W idle (cap 120 W: headroom 0.58);
+    busy's gate is shut (headroom 0.10). The window clears pod a onto spare: its reservation is
+    a 1-core pod's dynamic power, 90 W / 8 = 11.25 W (−0.094 of headroom). With spare's idle
+    50 W counted again (−0.51), pod b saw spare at 0.07, its gate shut (σ(25·(0.07 − 0.225))
+    = 0.02), and was held for asleep frugal; the single-pod path, which reserves nothing,
+    places it on spare."""
+    client, requests = await start(
+        make_client, clock, folder, 0.10, asleep("frugal"), window_ms=200
+    )
+    extender = client.app.state.extender
+    await post_json(client, "/nodes", {"items": [node_object("spare")]})
+    idle = sample("spare", clock() - 1.0, 1.0 - 50.0 / 120.0, power_cap_w=120.0, utilisation=0.0)
+    await post_json(client, "/telemetry", {"samples": [idle]})
+    await _cleared(client, hour_pod("a"))
+    node, reserved_w = extender.herd.held_by("default/a")
+    assert node == "spare" and reserved_w == pytest.approx(90.0 / 8, rel=1e-6)
+    answer = await filter_(client, hour_pod("b"), ["busy", "spare"])
+    assert answer["NodeNames"] == ["busy", "spare"] and requests == []
