@@ -62,6 +62,36 @@ def test_a_clearing_onto_an_asleep_node_wakes_exactly_that_node() -> None:
     assert out.wake_wait_s == {1: pytest.approx(10.4)}
 
 
+def test_a_bound_pods_reservation_ends_with_the_sample_that_shows_it() -> None:
+    """eams-batch: pod 2 (4 cores) is cleared onto n0 (n1, awake too, draws twice as much) and
+    bound there at once; the agent's next sample (3 s later, when pod 3 comes) shows its 200 W
+    (headroom 1/3 of the 300 W cap). Its reservation (100 W, −1/3) still counted beside that
+    sample put n0 at headroom 0, under the floor, and pod 3, which only n0 fits (its memory),
+    was held for the asleep n2 and waited for its wake; the single-pod path places it on n0 at
+    once. (Pod 1 at 995 s has the agents report, so pod 2's window clears on fresh readings.)"""
+    cluster = tiny_cluster(
+        [8, 8, 8], points_w=[HUNGRY, [2 * w for w in HUNGRY], HUNGRY], mem_mib=[1e6, 1e3, 1e6]
+    )
+    workload = tiny_workload(
+        [0.0, ARRIVAL_S - 5.0, ARRIVAL_S, ARRIVAL_S + 3.0],
+        [1.0, 1.0, 4.0, 2.0],
+        [10.0, 1.0, 3600.0, 3600.0],
+        mem_mib=[100.0, 100.0, 100.0, 2000.0],
+    )
+    model = SleepModel.from_spec(SLEEP, cluster)
+    cluster.power_states = model.records()
+    masks = static_masks(workload.profiles, cluster.meta)
+    power = SimPowerManager(cluster, workload, masks, model, CONFIG, seed=1, no_sleep_nodes=2)
+    policy = load("eams-batch").make(cluster, Params(), 0)
+    try:
+        out = simulate(cluster, workload, policy, seed=0, power=power)
+    finally:
+        policy.close()
+    assert out.node[2:].tolist() == [0, 0] and out.market_held_pods == 0
+    assert out.start_s[3] == pytest.approx(ARRIVAL_S + 3.0 + 0.2)
+    assert out.power["wakes"] == 0
+
+
 def test_without_market_wakes_the_pod_takes_the_awake_node() -> None:
     out, _ = replay([HUNGRY, FRUGAL, HUNGRY], duration_s=3600.0, scheduler="eams-no-wakes")
     assert out.node[1] == 0 and out.start_s[1] == pytest.approx(ARRIVAL_S + 0.2)
