@@ -21,9 +21,9 @@ at once, a batch cleared onto a node that its own pods put under the floor would
 that node before those pods' cycles ran, and kube-scheduler would have bound them elsewhere
 (the clearing not honoured). Their reservations count once they are bound (the taint is then
 planned again); meanwhile they still lower the node's headroom for later clearings and for
-``/filter``, which counts every reservation but the asking pod's own
-(:meth:`HeadroomFloor.below_for`). Under the floor and recovered are read with the same
-reservations, so the hysteresis holds.
+``/filter``, which counts every reservation but those the asking pod's clearing left on the node
+it put the pod on (:meth:`HeadroomFloor.below_for`). Under the floor and recovered are read with
+the same reservations, so the hysteresis holds.
 
 Each set is computed over every node at once (numpy) and kept until a sample arrives, the
 reservations it counts change (added, bound, ended or expired) or a node under the floor
@@ -153,17 +153,21 @@ class HeadroomFloor:
         return self._refresh(self._all, self.herd.version, now_s).below
 
     def below_for(self, pod: str, now_s: float) -> frozenset[str]:
-        """Nodes under the floor now as ``pod`` sees them: its own reservation does not count
-        against the node it was cleared onto (the floor keeps *other* pods off a node the
-        clearing filled; without this the pod's own /filter would refuse its cleared node, and
-        kube-scheduler would bind it elsewhere whenever its batch cleared before the call)."""
+        """Nodes under the floor now as ``pod`` sees them: neither its own reservation nor those
+        of the pods its clearing put on the same node count against the node it was cleared onto
+        (:meth:`.herding.HerdGuard.cleared_with`; the floor keeps *other* pods off a node the
+        clearing filled). Without this the pod's own /filter would refuse its cleared node, and
+        kube-scheduler would bind it elsewhere whenever its batch cleared before the call; and
+        of two pods a window cleared onto one node, under the floor only with both
+        reservations, the first asked would be refused it through the other's (and held for an
+        asleep node by the wake market)."""
         below = self.below(now_s)
-        held = self.herd.held_by(pod) if below else None
+        held = self.herd.cleared_with(pod) if below else None
         if held is None or held[0] not in below:
             return below
-        node, own_w = held
+        node, together_w, _ = held
         i = self.table.index[node]
-        if self._row_headroom(i, self.table.cols["reserved_w"][i] - own_w) < self.floor:
+        if self._row_headroom(i, self.table.cols["reserved_w"][i] - together_w) < self.floor:
             return below
         return below - {node}
 

@@ -37,6 +37,10 @@ class Reservation:
         Expected extra power of the node, W.
     cleared_at_s : float
         Clearing time, epoch seconds.
+    clearing : int or None
+        The clearing that made it (:meth:`.market.Market.apply` numbers them): the pods it put
+        on one node together do not count against each other there
+        (:meth:`HerdGuard.cleared_with`); ``None``: a clearing of its own.
     bound : bool
         The pod no longer waits for its scheduling cycle (:meth:`HerdGuard.bind`).
     """
@@ -44,6 +48,7 @@ class Reservation:
     pod: str
     power_w: float
     cleared_at_s: float
+    clearing: int | None = None
     bound: bool = False
 
 
@@ -99,12 +104,15 @@ class HerdGuard:
             self.table.add_reserved_bound(node, reservation.power_w)
             self.bound_version += 1
 
-    def reserve(self, node: str, pod: str, power_w: float, now_s: float) -> None:
-        """Record that ``pod`` was cleared onto ``node``; a re-clearing replaces the old one."""
+    def reserve(
+        self, node: str, pod: str, power_w: float, now_s: float, clearing: int | None = None
+    ) -> None:
+        """Record that ``pod`` was cleared onto ``node`` by clearing number ``clearing``; a
+        re-clearing replaces the old one."""
         old = self._node_of.get(pod)
         if old is not None:
             self._end(old, pod)
-        self._hold(node, Reservation(pod, power_w, now_s))
+        self._hold(node, Reservation(pod, power_w, now_s, clearing))
 
     def release(self, pod: str) -> None:
         """``pod``'s reservation ends: it was cleared again onto no node, or the market holds
@@ -177,6 +185,20 @@ class HerdGuard:
         """``(node, power_w)`` of ``pod``'s reservation (W), ``None`` when it holds none."""
         node = self._node_of.get(pod)
         return None if node is None else (node, self._by_node[node][pod].power_w)
+
+    def cleared_with(self, pod: str) -> tuple[str, float, int] | None:
+        """``(node, power_w, count)``: the node of ``pod``'s reservation, and the power (W) and
+        number of the reservations that ``pod``'s clearing left there, its own included (the
+        pods that clearing put on that node together); ``None`` when ``pod`` holds none."""
+        node = self._node_of.get(pod)
+        if node is None:
+            return None
+        held = self._by_node[node]
+        clearing = held[pod].clearing
+        if clearing is None:
+            return node, held[pod].power_w, 1
+        together = [r.power_w for r in held.values() if r.clearing == clearing]
+        return node, sum(together), len(together)
 
     def count(self, node: str) -> int:
         """Number of reservations held for ``node`` (expired ones included until :meth:`expire`)."""

@@ -20,6 +20,7 @@ Per pod (a :class:`~eams.scheduler.extender.pending.PendingPod`, sized in ``pend
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -103,6 +104,7 @@ class Market:
         # (table.capacity_version, names, keep) they were last found equal for
         self._checked_for: tuple[int, list[str], np.ndarray | slice] | None = None
         self._one_pod: tuple[tuple[int, float, float], Pods] | None = None
+        self._clearings = itertools.count()  # numbers each reserving clearing (``apply``)
 
     def view(self, names: list[str], now_s: float, own: str | None = None) -> dict[str, np.ndarray]:
         """Columns for ``names`` plus the derived ones, each (N,):
@@ -112,19 +114,21 @@ class Market:
         ``reserved`` (live reservation count), ``valued`` (calibrated and allocatable CPU known:
         the auction can price it) and ``slots`` (free slots).
 
-        ``own``: the key of the one pod the view prices, whose own herding reservation (W, and
-        its count) is left out: a pod does not compete with itself for the node its clearing
-        put it on (:meth:`.floor.HeadroomFloor.below_for` reads the floor the same way).
+        ``own``: the key of the one pod the view prices, whose own herding reservation and those
+        of the pods its clearing put on the same node (W, and their count,
+        :meth:`.herding.HerdGuard.cleared_with`) are left out: a pod does not compete with
+        itself, nor with the pods its clearing valued beside it, for the node that clearing put
+        it on (:meth:`.floor.HeadroomFloor.below_for` reads the floor the same way).
         """
         self.herd.expire(now_s)
         rows = self.table.rows(names)
         view = self.table.take(rows)
-        held = None if own is None else self.herd.held_by(own)
+        held = None if own is None else self.herd.cleared_with(own)
         if held is not None:
-            node, own_w = held
+            node, together_w, count = held
             at = np.asarray(rows) == self.table.index[node]
-            view["reserved_w"] = view["reserved_w"] - np.where(at, own_w, 0.0)
-            view["reserved_pods"] = view["reserved_pods"] - at
+            view["reserved_w"] = view["reserved_w"] - np.where(at, together_w, 0.0)
+            view["reserved_pods"] = view["reserved_pods"] - count * at
         return self._derived(view, now_s)
 
     def _derived(self, view: dict[str, np.ndarray], now_s: float) -> dict[str, np.ndarray]:
@@ -353,8 +357,9 @@ class Market:
         reserve: bool = True,
     ) -> list[Cleared]:
         """Turn a clearing into table rows; with ``reserve``, leave a herding reservation of
-        each assigned pod's expected power on its node (shadow mode places nothing); a pod
-        cleared again replaces its earlier reservation, or ends it when assigned no node.
+        each assigned pod's expected power on its node, numbered with the clearing (shadow mode
+        places nothing); a pod cleared again replaces its earlier reservation, or ends it when
+        assigned no node.
 
         Expected power (study §5.1, :meth:`eams.calibrate.energy.EnergyModel.dynamic_power_w`):
         ``(P_max − P_idle)·c_j/C_n`` with ``c_j = slots × cores_per_slot`` clipped to ``C_n``
@@ -363,6 +368,7 @@ class Market:
         rows = []
         fell_back = bool(clearing.fell_back)
         expected_w = self.expected_power_w(snapshot, clearing) if reserve else None
+        number = next(self._clearings) if reserve else None
         columns = self.columns(snapshot.names)
         compact = scores.astype(np.int8)
         for j, pod in enumerate(snapshot.pods):
@@ -375,7 +381,8 @@ class Market:
                 )
                 continue
             if expected_w is not None:
-                self.herd.reserve(snapshot.names[n], pod.key, float(expected_w[j]), now_s)
+                power_w = float(expected_w[j])
+                self.herd.reserve(snapshot.names[n], pod.key, power_w, now_s, number)
             price = float(clearing.prices[n])
             node = snapshot.names[n]
             rows.append(Cleared(pod.key, node, price, now_s, fell_back, compact[j], columns, pod))

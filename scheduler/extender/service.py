@@ -8,12 +8,12 @@ the only nodes kept off are those whose fresh, discounted, herding-adjusted head
 the hard floor (``floor.py``). With ``--watch`` that is a ``NoSchedule`` taint which
 kube-scheduler enforces itself (counting the reservations of bound pods only, so a batch does
 not taint its own node before its pods' cycles); ``/filter``, for configurations that call it,
-removes those nodes (counting every reservation but the asking pod's own), each listed in
-``FailedNodes`` with one stable reason (short, no per-node detail, so kube-scheduler's "0/N
-nodes are available" message aggregates them — pitfall P11). A node without fresh telemetry is
-never kept off: scores rank it down instead. The filter answer fills exactly the fields the
-request filled (``NodeNames`` and/or ``Nodes`` with the received objects unchanged), so a
-``null`` never rejects every node (pitfall P2).
+removes those nodes (counting every reservation but those the asking pod's clearing left on
+its cleared node), each listed in ``FailedNodes`` with one stable reason (short, no per-node
+detail, so kube-scheduler's "0/N nodes are available" message aggregates them — pitfall P11).
+A node without fresh telemetry is never kept off: scores rank it down instead. The filter answer
+fills exactly the fields the request filled (``NodeNames`` and/or ``Nodes`` with the received
+objects unchanged), so a ``null`` never rejects every node (pitfall P2).
 
 Stepping aside (issue 15): in active mode an extender that does not know the nodes — its
 watch is down or has not listed them yet, no node was ever learnt, or none of a request's
@@ -612,7 +612,7 @@ class Extender:
     def _pin_holds(self, pod: PendingPod, node: str | None) -> bool:
         """Whether ``pod`` may be pinned to ``node`` now: the market judges all it asks
         (``pinnable``), the node as last seen admits it, and it is not under the headroom floor
-        counting every reservation but the pod's own (what ``/filter`` would say)."""
+        counting every reservation but its clearing's there (what ``/filter`` would say)."""
         if node is None or not pod.pinnable:
             return False
         seen = self.nodes.node(node)

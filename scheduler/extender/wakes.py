@@ -43,7 +43,8 @@ held pod (issue 33: ~1,000 holds for one node before).
 
 With a batch window, the pod's batch may have cleared it onto an awake candidate before its
 ``/filter`` and left a herding reservation there (``herding.py``): the pod's awake bid leaves
-its own reservation out (as the single-pod path, which clears nothing first, prices it), and a
+its own reservation and those of the pods its clearing put on the same node out (as its clearing
+valued the node, and the single-pod path, which clears nothing first, prices it), and a
 held pod's reservation ends (``service.Extender._wake_answer``): it lands on no awake node
 while it waits, and the reservation would keep that node under the floor for every other pod.
 """
@@ -275,9 +276,11 @@ class WakeMarket:
 
     def _awake_bid(self, pod: PendingPod, candidates: list[str], now_s: float) -> float:
         """The pod's best bid on an awake candidate with room (0 when none): the market's own
-        (its clearing values them so, headroom gate included), its own herding reservation
-        left out (a pod its batch cleared onto a candidate does not bid against itself there:
-        the single-pod path, which clears nothing first, prices that node without it)."""
+        (its clearing values them so, headroom gate included), its own herding reservation and
+        its clearing's others on the same node left out (a pod its batch cleared onto a
+        candidate bids against neither itself nor the pods cleared there beside it: the
+        clearing valued the node before them, and the single-pod path, which clears nothing
+        first, prices it without them)."""
         if not candidates:
             return 0.0
         usable = Market.usable(self.market.snapshot([pod], candidates, now_s, own=pod.key))

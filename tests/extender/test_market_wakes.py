@@ -315,3 +315,29 @@ async def test_a_window_reserves_no_idle_power_on_an_awake_empty_node(
     assert node == "spare" and reserved_w == pytest.approx(90.0 / 8, rel=1e-6)
     answer = await filter_(client, hour_pod("b"), ["busy", "spare"])
     assert answer["NodeNames"] == ["busy", "spare"] and requests == []
+
+
+async def test_pods_one_window_cleared_onto_a_node_do_not_floor_each_other_there(
+    make_client, clock, folder
+) -> None:
+    """spare (awake, drawing 135 W of its 150 W cap: headroom 0.10) is the better price for two
+    one-core pods; one window clears both onto it, each reserving 11.25 W (−0.075). Counting
+    the other's reservation, each pod saw spare under the floor (0.025 < 0.05) and, with busy's
+    gate shut, was held for asleep frugal. The clearing filled spare with both; a pod outside
+    it still finds spare under the floor."""
+    client, requests = await start(
+        make_client, clock, folder, 0.10, asleep("frugal"), window_ms=200
+    )
+    extender = client.app.state.extender
+    await post_json(client, "/nodes", {"items": [node_object("spare")]})
+    full = sample("spare", clock() - 1.0, 0.10, power_cap_w=150.0, utilisation=0.9)
+    await post_json(client, "/telemetry", {"samples": [full]})
+    await post_json(client, "/pending", {"items": [hour_pod("a"), hour_pod("b")]})
+    extender.batcher.clear_pending()
+    assert [extender.herd.held_by(f"default/{p}")[0] for p in "ab"] == ["spare", "spare"]
+    for name in "ab":
+        answer = await filter_(client, hour_pod(name), ["busy", "spare"])
+        assert answer["NodeNames"] == ["busy", "spare"] and answer["FailedNodes"] == {}
+    assert requests == []
+    other = await filter_(client, hour_pod("c"), ["busy", "spare"])
+    assert "spare" in other["FailedNodes"]
