@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -58,6 +58,23 @@ def tracebacks(records: list[logging.LogRecord]) -> list[str]:
         for r in records
         if r.exc_info or "Traceback" in r.getMessage() or "destroyed but it is pending" in r.msg
     ]
+
+
+def read_in_two_threads_at_once(read: Callable[[], Reading]) -> list[float | None]:
+    """Outlet 1's power as ``read`` returns it in two threads started together."""
+    start = threading.Barrier(2)
+    powers: list[float | None] = []
+
+    def at_once() -> None:
+        start.wait()
+        powers.append(read().outlet(1).power_w)
+
+    threads = [threading.Thread(target=at_once) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return powers
 
 
 def test_a_meter_read_in_a_second_event_loop_says_what_to_do(sim: PduSimulator) -> None:
@@ -107,20 +124,9 @@ def test_two_threads_first_read_of_a_blocking_meter_build_one_engine(
     proxy: UdpDelayProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     meter = BlockingMeter(proxy_url(proxy), timeout_s=TIMEOUT_S)
-    start = threading.Barrier(2)
-    powers: list[float | None] = []
-
-    def first_read() -> None:
-        start.wait()
-        powers.append(meter.read().outlet(1).power_w)
-
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
         warnings.simplefilter("always", ResourceWarning)
-        threads = [threading.Thread(target=first_read) for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+        powers = read_in_two_threads_at_once(meter.read)
         meter.close()
         gc.collect()  # an orphaned engine's task and socket are reported when collected
     assert powers == [pytest.approx(60.0, abs=0.5)] * 2
@@ -145,19 +151,12 @@ def test_two_meters_first_reads_in_two_threads_build_no_mib_compiler(
         real_init(self, *args, **kwargs)
 
     monkeypatch.setattr(SmiV2Parser, "__init__", counted)
-    start = threading.Barrier(2)
-    powers: list[float | None] = []
-
-    def first_read() -> None:
-        with BlockingMeter(sim.url, timeout_s=TIMEOUT_S) as meter:
-            start.wait()
-            powers.append(meter.read().outlet(1).power_w)
-
-    threads = [threading.Thread(target=first_read) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    with (
+        BlockingMeter(sim.url, timeout_s=TIMEOUT_S) as first,
+        BlockingMeter(sim.url, timeout_s=TIMEOUT_S) as second,
+    ):
+        meters = iter([first, second])
+        powers = read_in_two_threads_at_once(lambda: next(meters).read())
     assert powers == [pytest.approx(60.0, abs=0.5)] * 2
     assert built == [], "pysmi's MIB parser was built for a numeric-OID meter"
 
@@ -289,17 +288,6 @@ def test_a_serial_meter_reads_in_any_event_loop_and_from_two_threads(
         loops = [asyncio.run(meter.read()).outlet(1).power_w for _ in range(2)]
         asyncio.run(meter.close())
         with BlockingMeter(url, timeout_s=TIMEOUT_S) as blocking:
-            start = threading.Barrier(2)
-            powers: list[float | None] = []
-
-            def read() -> None:
-                start.wait()
-                powers.append(blocking.read().outlet(1).power_w)
-
-            threads = [threading.Thread(target=read) for _ in range(2)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(60)
+            powers = read_in_two_threads_at_once(blocking.read)
     assert loops == [pytest.approx(60.0, rel=1e-6)] * 2
     assert powers == [pytest.approx(60.0, rel=1e-6)] * 2
