@@ -21,6 +21,7 @@ the monotonic window of the last step that changed a node (the transition's ``ac
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from typing import TypedDict
 
@@ -75,8 +76,18 @@ class StepKit:
         self._switch_wait_s = switch_wait_s
         self._meter_kwargs = {"timeout_s": meter_timeout_s, "retries": meter_retries}
         self._ssh_timeout_s = ssh_timeout_s
-        self.acted: tuple[float, float] | None = None
-        """Monotonic window of the last step that changed a node (``None``: none yet)."""
+        self._acted = threading.local()
+
+    @property
+    def acted(self) -> tuple[float, float] | None:
+        """Monotonic window of the last step this thread ran that changed a node (``None``:
+        none yet). Per thread: one façade acting from several threads at once (the demo
+        measures five nodes together) gives each transition its own step's window."""
+        return getattr(self._acted, "window", None)
+
+    @acted.setter
+    def acted(self, window: tuple[float, float] | None) -> None:
+        self._acted.window = window
 
     @property
     def inventory(self) -> PowerInventory:
@@ -234,9 +245,8 @@ class StepKit:
         assert entry.outlet is not None
         with self._meter() as meter:
             meter.read()  # detect the family and learn the outlets before the clock starts
-            called = time.monotonic()
             result = meter.switch(entry.outlet, action, wait_s=self._switch_wait_s)
-            self.acted = (called, time.monotonic())
+            self.acted = result.set_s  # the SETs, not the plan's read nor the read-back
         return (
             f"outlet {entry.outlet} {action}: state read back {result.state} after "
             f"{result.elapsed_s:.1f} s ({result.plan.state_oid})"

@@ -96,12 +96,18 @@ class SwitchResult:
         The state read back last (before, for a dry run).
     elapsed_s : float
         From the first SET to the confirming read (0 for a dry run).
+    set_s : (float, float) or None
+        Monotonic window from before the last phase's first SET was sent to after its last
+        SET was answered: the agent switched the relay within it, not during the plan's read
+        or the read-back (the instant a power-state measurement starts from). ``None`` for a
+        dry run.
     """
 
     plan: SwitchPlan
     sent: bool
     state: str | None
     elapsed_s: float
+    set_s: tuple[float, float] | None = None
 
 
 def _phases(spec: SwitchSpec, action: str, index: tuple[int, ...]) -> tuple[SwitchPhase, ...]:
@@ -234,8 +240,13 @@ async def switch_outlet(
         return SwitchResult(plan, sent=False, state=plan.state_before, elapsed_s=0.0)
     started = time.monotonic()
     state: str | None = plan.state_before
+    set_s = None
     for phase in plan.phases:
+        set_from = time.monotonic()
         for oid, value in phase.sets:
             await meter.client.set(oid, value)
+        set_s = (set_from, time.monotonic())
         state = await _read_back(meter, spec, plan, phase, wait_s, poll_s)
-    return SwitchResult(plan, sent=True, state=state, elapsed_s=time.monotonic() - started)
+    return SwitchResult(
+        plan, sent=True, state=state, elapsed_s=time.monotonic() - started, set_s=set_s
+    )

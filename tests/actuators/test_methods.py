@@ -3,6 +3,7 @@ and the help of ``eams power suspend`` all read it."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 from eams.actuators.errors import InventoryError
 from eams.actuators.inventory import parse_inventory
 from eams.actuators.methods import METHODS, suspends
+from eams.actuators.steps import StepKit
 from eams.actuators.transitions import STATES
 from eams.cli import cli
 
@@ -54,3 +56,33 @@ def test_the_suspend_help_is_the_tables() -> None:
     assert result.exit_code == 0
     for name, method in METHODS.items():
         assert f"{method.sleeps_by} (method {name})" in result.output
+
+
+def test_a_step_s_window_is_its_own_thread_s_when_threads_act_at_once() -> None:
+    """One façade acting from several threads at once (the demo measures five nodes
+    together): the window a transition records is the step its own thread ran, never the one
+    another thread ran meanwhile (it was one shared attribute before: a boot's energy window
+    could start at another node's switch)."""
+    kit = StepKit(None)
+    first_acted, second_acted = threading.Event(), threading.Event()
+    seen: dict[str, tuple[float, float] | None] = {}
+
+    def first() -> None:
+        kit.acted = (1.0, 2.0)
+        first_acted.set()
+        second_acted.wait(5)
+        seen["first"] = kit.acted
+
+    def second() -> None:
+        first_acted.wait(5)
+        kit.acted = (3.0, 4.0)
+        second_acted.set()
+        seen["second"] = kit.acted
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert seen == {"first": (1.0, 2.0), "second": (3.0, 4.0)}
+    assert kit.acted is None  # this thread ran no step

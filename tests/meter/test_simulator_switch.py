@@ -9,6 +9,7 @@ import asyncio
 import json
 import shutil
 import subprocess
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -21,6 +22,7 @@ from eams.meter.simulator.apc_rpdu2 import CONTROL_COMMAND, RPDU2_OUTLET_SWITCHE
 from eams.meter.snmp.client import SnmpClient
 from eams.meter.url import parse_meter_url
 from tests.meter.test_simulator_agent import ManualClock
+from tests.servers.udp_delay_proxy import UdpDelayProxy
 
 pytestmark = pytest.mark.integration
 
@@ -172,3 +174,34 @@ def test_a_reboot_reads_off_then_on_and_the_node_boots() -> None:
         assert result.state == "on" and result.plan.phases[0].expect == ("off", "on")
         assert sim.state(1).node == "booting"  # powered again, booting for boot_s
         assert [sim.state(n).node for n in (2, 3)] == ["running", "running"]
+
+
+def test_the_switch_is_timed_by_its_set_not_by_the_plan_or_the_read_back(monkeypatch) -> None:
+    """``set_s`` is where a power-state measurement starts a boot's energy window: it holds the
+    instant the simulator's relay switched, and leaves out the plan's read before and the
+    read-back after, each an SNMP round trip held 0.2 s by a proxy (the whole call, the window
+    before, started a boot's window up to 0.6 s early on a busy machine: issue 35)."""
+    delay_s = 0.2
+    with (
+        _sim() as sim,
+        UdpDelayProxy(("127.0.0.1", sim.port), delay_s) as proxy,
+        BlockingMeter(f"snmp://sim-rw@127.0.0.1:{proxy.port}", timeout_s=3.0) as meter,
+    ):
+        meter.read()  # the family and the outlets learnt, as the product's switch step does
+        switched: list[float] = []
+        relay = sim.switch_outlet
+
+        def timed(outlet: int, action: str) -> None:
+            switched.append(time.monotonic())
+            relay(outlet, action)
+
+        monkeypatch.setattr(sim, "switch_outlet", timed)
+        called = time.monotonic()
+        result = meter.switch(1, "off", poll_s=0.05)
+        returned = time.monotonic()
+    assert result.state == "off" and result.set_s is not None and len(switched) == 1
+    set_from, set_to = result.set_s
+    assert set_from <= switched[0] <= set_to
+    assert set_from - called >= delay_s  # the plan's read came first
+    assert returned - set_to >= delay_s  # the read-back came after
+    assert set_to - set_from < 2 * delay_s  # one SET's round trip
