@@ -13,9 +13,12 @@ Speeds are relative to a virtual reference node of speed 1 (4 cores at
 Then every node that may sleep has its power states measured (:func:`measure_power_states`)
 by the product's :class:`~eams.calibrate.powerstates.measure.PowerStateMeasurement`, as
 ``eams calibrate power-states`` measures a real node: soft-off, outlet off, outlet on over
-SNMP, each repeated three times, the outlet read as fast as it answers; the result goes into
-the node's calibration file (schema 2's ``power_states``), from which the power manager and the
-extender's wake prices both read the sleep state (one cost model). The virtual node has no
+SNMP, each repeated three times, the PDU read as fast as it answers by one poller whose every
+reading goes to every measured node's trace (``TracePoller``: no node waits on another's
+read), each action timed by its own step (the outlet's SET, not its read-back:
+``SwitchResult.set_s``); the result goes into the node's calibration file (schema 2's
+``power_states``), from which the power manager and the extender's wake prices both read the
+sleep state (one cost model). The virtual node has no
 SSH: its ``systemctl poweroff`` is the simulator's soft-off (:class:`VirtualPowerActions`), and
 its agent answers while its virtual OS runs (its ``/proc/stat`` reads).
 """
@@ -25,9 +28,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from eams.actuators.actions import PowerActions
 from eams.actuators.errors import PowerActionFailed
@@ -36,7 +39,7 @@ from eams.actuators.steps import Steps
 from eams.actuators.transitions import Transition
 from eams.calibrate.calfile import Calibration, load_calibration, save_calibration
 from eams.calibrate.powerstates.measure import MeasurePlan, PowerStateMeasurement
-from eams.calibrate.powerstates.trace import PowerTrace
+from eams.calibrate.powerstates.trace import PowerTrace, TracePoller
 from eams.calibrate.run import SpeedReferenceSpec, fit_and_save
 from eams.calibrate.sweep import SweepPlan, SweepProgress, run_sweep
 from eams.demo.cluster import EmulatedCluster
@@ -232,15 +235,19 @@ class VirtualPowerActions(PowerActions):
         self._switcher.close()
 
     def _act(
-        self, node: str, to: str, step: str, stops: bool, act: Callable[[], str]
+        self,
+        node: str,
+        to: str,
+        step: str,
+        stops: bool,
+        act: Callable[[], tuple[str, tuple[float, float] | None]],
     ) -> Transition:
         """One action through the façade's machinery (safety when it ``stops`` the node, one
-        transition recorded), its ``acted_s`` the window of ``act``."""
+        transition recorded); ``act`` returns its step's words and the monotonic window in
+        which it changed the node, the transition's ``acted_s``."""
 
         def run(done: Steps) -> None:
-            called = time.monotonic()
-            words = act()
-            self._kit.acted = (called, time.monotonic())
+            words, self._kit.acted = act()
             done.append(words)
 
         return self._do(node, Action(to, lambda: [step], run, stops=stops))
@@ -262,12 +269,13 @@ class VirtualPowerActions(PowerActions):
         assert outlet is not None
         step = f"virtual OS of {node}: systemctl poweroff (the simulator's soft-off)"
 
-        def act() -> str:
+        def act() -> tuple[str, tuple[float, float]]:
+            called = time.monotonic()
             try:
                 self.testbed.simulator.soft_off(outlet)
             except SimulatorError as exc:
                 raise PowerActionFailed(f"node {node}: poweroff failed: {exc}") from exc
-            return step
+            return step, (called, time.monotonic())
 
         return self._act(node, "soft_off", step, True, act)
 
@@ -294,7 +302,7 @@ class VirtualPowerActions(PowerActions):
         outlet = self.inventory.node(node).outlet
         assert outlet is not None
 
-        def act() -> str:
+        def act() -> tuple[str, tuple[float, float] | None]:
             try:
                 done = self._switcher.switch(outlet, action, wait_s=SWITCH_WAIT_S)
             except MeterError as exc:
@@ -303,10 +311,8 @@ class VirtualPowerActions(PowerActions):
                 raise PowerActionFailed(
                     f"node {node}: outlet {outlet} reads {done.state} after {action}"
                 )
-            return (
-                f"outlet {outlet} {action}: state read back {done.state} after "
-                f"{done.elapsed_s:.1f} s"
-            )
+            words = f"outlet {outlet} {action}: state read back {done.state} after "
+            return words + f"{done.elapsed_s:.1f} s", done.set_s  # the SETs' window
 
         to = "running" if action == "on" else "off"
         return self._act(node, to, f"outlet {outlet} {action}", action == "off", act)
@@ -323,18 +329,12 @@ def _answers(node: VirtualNode) -> bool:
 
 
 def _measure_one(
-    actions: VirtualPowerActions, meter: SharedMeter, outlet: int, node: VirtualNode, out_dir: Path
+    actions: VirtualPowerActions, trace: PowerTrace, node: VirtualNode, out_dir: Path
 ) -> Calibration:
     name = node.spec.name
-    plan = POWER_STATES_PLAN
-    # the trace reads through the shared meter: BlockingMeter's read and meter, the two it uses
-    trace = PowerTrace(cast(BlockingMeter, meter), outlet, plan.lag_s).start(plan.sample_s)
-    try:
-        states = PowerStateMeasurement(
-            name, actions, trace, lambda: _answers(node), plan=plan
-        ).run()
-    finally:
-        trace.stop()
+    states = PowerStateMeasurement(
+        name, actions, trace, lambda: _answers(node), plan=POWER_STATES_PLAN
+    ).run()
     path = out_dir / f"{name}.json"
     updated = load_calibration(path, expect_node=name).with_power_states(states)
     save_calibration(updated, path)
@@ -375,13 +375,21 @@ def measure_power_states(
         ) as blocking,
         ThreadPoolExecutor(len(testbed.nodes), thread_name_prefix="eams-demo-states") as pool,
     ):
-        # one reading of the PDU serves every node's trace within half a sample interval
-        meter = SharedMeter(blocking, POWER_STATES_PLAN.sample_s / 2)
-        for outlet, node in enumerate(testbed.nodes, start=1):
-            if actions.inventory.node(node.spec.name).never_sleeps():
-                continue
-            cluster.taint(node.spec.name, ASLEEP_TAINT, cordon=True)  # as the manager marks it
-            measured[outlet] = pool.submit(_measure_one, actions, meter, outlet, node, out_dir)
+        nodes = {
+            outlet: node
+            for outlet, node in enumerate(testbed.nodes, start=1)
+            if not actions.inventory.node(node.spec.name).never_sleeps()
+        }
+        traces = {i: PowerTrace(blocking, i, POWER_STATES_PLAN.lag_s) for i in nodes}
+        # every reading of the PDU goes to every node's trace
+        poller = TracePoller(blocking, list(traces.values())).start(POWER_STATES_PLAN.sample_s)
+        try:
+            for outlet, node in nodes.items():
+                cluster.taint(node.spec.name, ASLEEP_TAINT, cordon=True)  # as the manager does
+                measured[outlet] = pool.submit(_measure_one, actions, traces[outlet], node, out_dir)
+            wait(measured.values())  # every node done before its trace stops
+        finally:
+            poller.stop()
         return [
             measured[i].result() if i in measured else cal
             for i, cal in enumerate(calibrations, start=1)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from eams.actuators.errors import PowerActionFailed
-from eams.calibrate.powerstates.trace import PowerTrace, Sample
+from eams.calibrate.powerstates.trace import PowerTrace, Sample, TracePoller
 from eams.meter.blocking import BlockingMeter
 from eams.meter.errors import MeterTimeout
 from eams.meter.reading import Reading
@@ -95,3 +95,26 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the trace did not get there"
         time.sleep(0.01)
+
+
+@pytest.mark.integration
+def test_one_poller_gives_every_outlet_s_trace_every_reading(sim: PduSimulator) -> None:
+    """The demo measures five nodes at once: one reading of the PDU goes to every trace, at
+    the same instants (none waits on another's read: issue 35, a trace starved through a whole
+    boot), each with its own outlet's value; a trace whose outlet the PDU lacks fails alone."""
+    sim.set_load(2, 1.0)
+    with BlockingMeter(sim.url, timeout_s=2.0, retries=1) as meter:
+        traces = [PowerTrace(meter, outlet, lag_s=0.05) for outlet in (1, 2, 9)]
+        poller = TracePoller(meter, traces).start(0.02)
+        try:
+            _wait_for(lambda: len(traces[0].samples) >= 5)
+        finally:
+            poller.stop()
+    idle, busy, missing = traces
+    instants = [(s.sent_s, s.answered_s) for s in idle.samples]
+    assert instants == [(s.sent_s, s.answered_s) for s in busy.samples]
+    assert [s.power_w for s in idle.samples] == [pytest.approx(40.0, abs=0.5)] * len(instants)
+    assert [s.power_w for s in busy.samples] == [pytest.approx(90.0, abs=0.5)] * len(instants)
+    assert missing.samples == [] and idle.error is None and busy.error is None
+    with pytest.raises(PowerActionFailed, match="no outlet 9"):
+        missing.check()
