@@ -6,8 +6,9 @@ One repeat, for a node of method wol (the others skip what they cannot do)::
     running ─systemctl suspend─▶ suspended: P_suspend ─magic packet─▶ running (agent back)
     running ─systemctl poweroff─▶ soft-off: P_off ─outlet off, on (or magic packet)─▶ running
 
-- An action's instant is the middle of its call (SSH connect and ``systemctl``, the SNMP SET
-  and read-back, the datagram), its half-width half the call.
+- An action's instant is the middle of its state-changing step (``systemctl`` over the open
+  SSH connection, the SNMP SET without the plan's read or the read-back, the datagram), its
+  half-width half the step.
 - A suspend or a shutdown ends when the outlet's power has settled below the running draw
   (:meth:`~.trace.PowerTrace.settled_low`); the level is then averaged over ``measure_s``:
   P_suspend, P_off.
