@@ -36,10 +36,10 @@ class Sample:
 
 @dataclass
 class PowerTrace:
-    """The samples of one outlet, appended by :meth:`read`, or between :meth:`start` and
-    :meth:`stop` by a :class:`TracePoller` of its own (so power is read while an action is
-    under way) or one it shares with other outlets' traces; the poller's reads that got no
-    answer in time are counted in ``missed_reads``.
+    """The samples of one outlet, kept (:meth:`keep`) between :meth:`start` and :meth:`stop`
+    by a :class:`TracePoller` of its own (so power is read while an action is under way) or
+    by one it shares with other outlets' traces; the poller's reads that got no answer in time
+    are counted in ``missed_reads``.
 
     Parameters
     ----------
@@ -73,21 +73,6 @@ class PowerTrace:
         """Raise the poller's failure for this outlet, if it had one (PowerActionFailed)."""
         if self.error is not None:
             raise self.error
-
-    def read(self) -> Sample:
-        """Read the outlet once and keep the sample.
-
-        Raises
-        ------
-        PowerActionFailed
-            The meter failed, or has no such outlet.
-        """
-        sent = time.monotonic()
-        try:
-            reading = self.meter.read()
-        except MeterError as exc:
-            raise PowerActionFailed(f"outlet {self.outlet}: meter read failed: {exc}") from exc
-        return self.keep(reading, sent, time.monotonic())
 
     def keep(self, reading: Reading, sent_s: float, answered_s: float) -> Sample:
         """Keep this outlet's value in ``reading``, asked at ``sent_s`` and answered at
