@@ -17,6 +17,26 @@ from eams.cli import FiniteFloatRange, ValueType
 EXIT_FAIL = 3
 
 
+def _why_unresolved(result: SavingCheck) -> str:
+    """Why the difference's 2σ is wider than the band: the metered data's gaps when a node
+    has any (readings lost, bridged and charged to the uncertainty; the most any node lost is
+    named), else the run's length (too few samples to average the sampling noise away)."""
+    lost_s, run_s = max(
+        (
+            (sum(gap.length_s for gap in n.gaps), run.duration_s)
+            for run in (result.a, result.b)
+            for n in run.nodes.values()
+        ),
+        default=(0.0, 0.0),
+    )
+    if lost_s > 0:
+        return (
+            f"gaps in the metered data (up to {lost_s:.1f} s of a node's {run_s:.1f} s run) "
+            "widen its uncertainty"
+        )
+    return "the run is too short to tell"
+
+
 def summary_lines(result: SavingCheck) -> list[str]:
     """The check's outcome as a few plain lines (CLI and demo).
 
@@ -36,7 +56,7 @@ def summary_lines(result: SavingCheck) -> list[str]:
     shown = shown_verdict(r)
     if shown == NOT_RESOLVED:
         outcome = "within" if r.passed else "outside"
-        shown += f" (the difference is {outcome} the band, but the run is too short to tell)"
+        shown += f" (the difference is {outcome} the band, but {_why_unresolved(r)})"
     lines = [
         f"VT-5 {shown} — does the model agree with the wall? "
         f"metered saving {r.saving_metered * 100:.2f} % vs modelled "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -15,9 +16,9 @@ from eams.calibrate.wallpower import (
     parse_run_spec,
     write_report,
 )
-from eams.calibrate.wallpower.cli import EXIT_FAIL
+from eams.calibrate.wallpower.cli import EXIT_FAIL, summary_lines
 from eams.cli import cli
-from tests.wallpower.synth import write_calibrations
+from tests.wallpower.synth import CURVES, RunPlan, simulate, spread, write_calibrations
 
 
 def _runs(two_runs: tuple) -> tuple:
@@ -93,3 +94,41 @@ def test_report_shows_each_nodes_share_once_and_the_callers_note(
     for name, points in result.disagreement_pts.items():
         assert f"<td class=l>{name}</td><td>{points:+.2f}</td>" in html
     assert "<p>played 32× faster &lt;than&gt; the trace</p>" in html
+
+
+SWINGING = {n: (lambda t: np.where(np.sin(t * 1.3) > 0, 0.95, 0.05)) for n in CURVES}
+
+
+@pytest.mark.parametrize(
+    ("run_b", "why"),
+    [
+        # every outlet's readings lost twice for 5 s of a 30 s run while the load swings
+        (
+            RunPlan(
+                SWINGING,
+                duration_s=30,
+                seed=2,
+                counter=False,
+                gaps={n: [(4.0, 9.0), (14.0, 19.0)] for n in CURVES},
+            ),
+            "gaps in the metered data (up to 10.0 s of a node's 30.0 s run)",
+        ),
+        # no gap: a 6 s run's sampling noise, which it is too short to average away
+        (RunPlan(spread(0.3), duration_s=6, seed=2, counter=False, noise_w=6.0), "too short"),
+    ],
+)
+def test_an_unresolved_verdict_names_its_cause(
+    run_b: RunPlan, why: str, fleet_dir, tmp_path: Path
+) -> None:
+    """A NOT RESOLVED verdict says why the measurement cannot tell: the metered data's gaps
+    when readings were lost (an overloaded host's demo lost ~1.7 s twice a run and was told
+    its run was "too short"), the run's length only when none was."""
+    run_a = RunPlan(spread(0.5), duration_s=run_b.duration_s, counter=False, noise_w=run_b.noise_w)
+    runs = []
+    for label, plan in (("a", run_a), ("b", run_b)):
+        simulate(plan, tmp_path / label)
+        runs.append(load_run(parse_run_spec(f"jsonl:{tmp_path / label}"), label))
+    result = check_runs(*runs, load_fleet(fleet_dir))
+    assert not result.resolvable
+    verdict = summary_lines(result)[0]
+    assert verdict.startswith("VT-5 NOT RESOLVED") and why in verdict
