@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from eams.agent.metrics import AgentMetrics
@@ -39,6 +40,9 @@ class MeterPoller:
     meter goes from working to failing (and back), not on every period; an unexpected
     exception (not a :class:`~eams.meter.errors.MeterError`) is logged with its traceback
     each time and polling goes on.
+
+    ``on_reading``, when set before :meth:`start`, is called in the poller's thread with each
+    successful reading (as :meth:`latest` returns it): how regularly the meter was read.
     """
 
     def __init__(self, meter: SyncMeter, period_s: float, metrics: AgentMetrics):
@@ -46,6 +50,7 @@ class MeterPoller:
         self._period_s = period_s
         self._metrics = metrics
         self._latest: TimedReading | None = None
+        self.on_reading: Callable[[TimedReading], None] | None = None
         self._failing = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="meter-poller", daemon=True)
@@ -80,6 +85,8 @@ class MeterPoller:
                 self._failing = True
             else:
                 self._latest = measured(reading, time.time_ns(), time.monotonic_ns())
+                if self.on_reading is not None:
+                    self.on_reading(self._latest)
                 if self._failing:
                     log.info("meter reads again")
                 self._failing = False

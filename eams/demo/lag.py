@@ -1,7 +1,7 @@
 """How far the demo's live loop ran behind its schedule, and how far the results allow.
 
 The demo is an experiment in real time on a shared host: a busy machine (another job on both
-cores) delays every timer of the run. Four kinds of event have a schedule (:data:`KINDS`):
+cores) delays every timer of the run. Five kinds of event have a schedule (:data:`KINDS`):
 
 * ``arrival`` — a pod offered to the emulated kube-scheduler's queue, against its trace arrival
   compressed by the speedup;
@@ -11,6 +11,9 @@ cores) delays every timer of the run. Four kinds of event have a schedule (:data
   busy one);
 * ``sample`` — an agent's sample, against its period (the interval since its previous sample
   less one period: a skipped sample is a period late);
+* ``meter`` — a reading of the PDU (every outlet at once, by the PDU owner's poller), against
+  the same period: a reading lost or late leaves a gap in every node's metered power, the
+  wall-power check's input, while the agents' samples may keep their time;
 * ``end`` — a pod's end (its node unloaded), against its bind time plus its run time.
 
 Each late time is kept (never negative: early is on time). :meth:`LagLog.summary` gives, per
@@ -32,12 +35,13 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("arrival", "tick", "sample", "end")
+KINDS = ("arrival", "tick", "sample", "meter", "end")
 """The scheduled events of a live run (module docstring), in the order they are stated."""
 KIND_WORDS = {
     "arrival": "pod arrivals",
     "tick": "manager ticks",
     "sample": "agent samples",
+    "meter": "meter readings",
     "end": "pod ends",
 }
 
@@ -152,10 +156,10 @@ def lag_sentence(runs: dict[str, dict[str, Any]]) -> str:
     margin = next(iter(runs.values()))["margin_s"]
     over = [label for label, r in runs.items() if r["exceeded"]]
     head = (
-        f"The live loop (pod arrivals, power-manager ticks, agent samples, pod ends) ran late "
-        f"by at most {runs[worst]['max_s']:.2f} s (run {worst}; p95 at most {p95:.3f} s); the "
-        f"results need ≤ {margin:g} s at p95 (one agent period, the resolution every decision "
-        "and energy figure is taken at)"
+        "The live loop (pod arrivals, power-manager ticks, agent samples, meter readings, pod "
+        f"ends) ran late by at most {runs[worst]['max_s']:.2f} s (run {worst}; p95 at most "
+        f"{p95:.3f} s); the results need ≤ {margin:g} s at p95 (one agent period, the "
+        "resolution every decision and energy figure is taken at)"
     )
     if not over:
         return f"{head}: every run stayed within it."

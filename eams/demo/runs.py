@@ -313,6 +313,9 @@ def live_run(
             )
             for times in agents.sample_times(live.started_s, time.monotonic()):
                 live.lag.periodic("sample", times, period_s)
+            live.lag.periodic(
+                "meter", agents.meter_times(live.started_s, time.monotonic()), period_s
+            )
             time.sleep(WARMUP_PERIODS * period_s)
     finally:
         if recorder is not None:

@@ -22,8 +22,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from eams.agent.config import parse_config
 from eams.agent.runner import Agent
+from eams.agent.sampler import TimedReading
 from eams.demo.errors import DemoError
-from eams.demo.testbed import DRIVER, Testbed
+from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
 from eams.errors import EamsError
 from eams.scheduler.extender.app import create_app
 from eams.scheduler.extender.decisions import record_settings
@@ -221,12 +222,19 @@ class ExtenderServer:
 
 
 class TimedAgent(Agent):
-    """The product's agent, noting when each of its samples was taken (monotonic s): how
-    late the live loop's samples came (:mod:`eams.demo.lag`)."""
+    """The product's agent, noting when each of its samples was taken and, on the PDU owner,
+    when each meter reading was measured (monotonic s): how late the live loop's samples and
+    readings came (:mod:`eams.demo.lag`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.ticked_s: list[float] = []
+        self.metered_s: list[float] = []
+        if self.poller is not None:
+            self.poller.on_reading = self._note_reading
+
+    def _note_reading(self, reading: TimedReading) -> None:
+        self.metered_s.append(reading.measured_mono_ns / 1e9)
 
     def tick(self) -> None:
         """Note the time, then :meth:`Agent.tick`."""
@@ -295,6 +303,8 @@ class Agents:
                 data["meter"] = {
                     "url": testbed.url,
                     "driver": DRIVER,
+                    "timeout_s": METER_TIMEOUT_S,
+                    "retries": METER_RETRIES,
                     "stale_after_s": 3 * period_s,
                 }
                 data["outlets"] = {
@@ -341,6 +351,11 @@ class Agents:
     def sample_times(self, since_s: float, until_s: float) -> list[list[float]]:
         """Each agent's sample times (monotonic s) from ``since_s`` to ``until_s``."""
         return [[t for t in a.ticked_s if since_s <= t <= until_s] for a in self.agents]
+
+    def meter_times(self, since_s: float, until_s: float) -> list[float]:
+        """When each of the PDU owner's meter readings from ``since_s`` to ``until_s`` was
+        measured (monotonic s; every outlet is read at once)."""
+        return [t for t in self.agents[0].metered_s if since_s <= t <= until_s]
 
     def stop(self) -> None:
         """Stop every agent; each flushes its sinks and closes its spool (idempotent).

@@ -84,6 +84,7 @@ def test_demo_quick_runs_to_the_end(tmp_path: Path, data: str) -> None:
         assert figures["margin_s"] == 0.25  # one agent period of the quick demo
         assert figures["arrival"]["n"] == 40 and figures["end"]["n"] == 40
         assert figures["sample"]["n"] > 0
+        assert figures["meter"]["n"] > 0  # the PDU owner's readings, every outlet at once
         assert (figures["tick"]["n"] > 0) is (run != "default")  # no manager there
         assert isinstance(figures["exceeded"], bool)
     assert stdout.count("late: pod arrivals p95") == 4 * repeats
