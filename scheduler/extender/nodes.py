@@ -12,7 +12,8 @@ Capacity follows NodeResourcesFit: the node's allocatable resources
 A node the power manager put to sleep carries its ``eams.io/asleep`` taint and its
 ``eams.io/power-state`` annotation (``suspending``, ``asleep``, ``waking``, ``asleep-suspect``;
 the taint alone reads ``asleep``): :attr:`NodeCache.sleeping` keeps that state per node, which
-the market's wake pricing reads (``wakes.py``).
+the market's wake pricing reads (``wakes.py``), and :meth:`NodeCache.awake_names` leaves out
+of a batch window's clearing (kube-scheduler never offers them).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class NodeCache:
         self._rules: dict[str, tuple[Any, Any, Any]] = {}
         self.tainted: set[str] = set()  # nodes carrying names.HEADROOM_TAINT
         self.sleeping: dict[str, str] = {}  # nodes carrying names.ASLEEP_TAINT → power state
+        self._awake: list[str] | None = None  # names() without the sleeping ones, while it holds
 
     def learn(self, items: Iterable[Any], field: str) -> list[str]:
         """Add or refresh node objects (a ``NodeList``'s items); returns their names in order.
@@ -88,7 +90,7 @@ class NodeCache:
                 with bad_request():
                     capacity = node_capacity(item, where)
                 if name not in self._capacity:
-                    self._names, self.version = None, self.version + 1
+                    self._names, self._awake, self.version = None, None, self.version + 1
                 self._capacity[name] = capacity
                 self._version[name] = version
                 self.table.set_capacity(
@@ -105,9 +107,11 @@ class NodeCache:
                 self.tainted.discard(name)
             if has_taint(item, ASLEEP_TAINT):
                 annotations = item["metadata"].get("annotations") or {}
+                if name not in self.sleeping:
+                    self._awake = None
                 self.sleeping[name] = str(annotations.get(POWER_STATE_ANNOTATION) or "asleep")
-            else:
-                self.sleeping.pop(name, None)
+            elif self.sleeping.pop(name, None) is not None:
+                self._awake = None
             names.append(name)
         return names
 
@@ -117,9 +121,10 @@ class NodeCache:
         if self._rules.pop(name, None) is not None:
             self.rules_version += 1
         self.tainted.discard(name)
-        self.sleeping.pop(name, None)
+        if self.sleeping.pop(name, None) is not None:
+            self._awake = None
         if self._capacity.pop(name, None) is not None:
-            self._names, self.version = None, self.version + 1
+            self._names, self._awake, self.version = None, None, self.version + 1
             self._version.pop(name, None)
             self.table.set_capacity(name, None, None, None)
 
@@ -133,6 +138,17 @@ class NodeCache:
         if self._names is None:
             self._names = list(self._capacity)
         return self._names
+
+    def awake_names(self) -> list[str]:
+        """The known nodes kube-scheduler can offer a pod: :meth:`names` without those carrying
+        the asleep taint (:attr:`sleeping`, in any power state), in the same order; ``names()``
+        itself while none sleeps, else one list object while neither set changes (the market
+        keeps derived columns while it repeats)."""
+        if not self.sleeping:
+            return self.names()
+        if self._awake is None:
+            self._awake = [name for name in self.names() if name not in self.sleeping]
+        return self._awake
 
     def known(self) -> KeysView[str]:
         """The known node names, as a set-like view."""

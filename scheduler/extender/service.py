@@ -543,9 +543,18 @@ class Extender:
             raise
 
     def _clear_batch(self, batch: list[PendingPod]) -> list[Cleared]:
+        """Clear a batch over the nodes kube-scheduler can offer its pods: the awake ones
+        (:meth:`.nodes.NodeCache.awake_names`) and any candidate the cache does not know
+        (unvalued, it scores 0).
+
+        Never over an asleep node: the auction would price it with the awake model (an empty
+        node with unknown headroom, no wake energy, no wait) and could clear a pod onto a node
+        kube-scheduler will not offer, its herding reservation left there and the pod cleared
+        again at its ``/prioritize``. Asleep nodes have one price, the wake market's at
+        ``/filter`` (``wakes.py``)."""
         started = time.perf_counter()
         now_s = self.clock()
-        names = self.nodes.names()
+        names = self.nodes.awake_names()
         named = self.candidates.unknown(batch)
         if named:
             names = names + sorted(named)

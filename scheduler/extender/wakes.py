@@ -47,6 +47,8 @@ its own reservation and those of the pods its clearing put on the same node out 
 valued the node, and the single-pod path, which clears nothing first, prices it), and a
 held pod's reservation ends (``service.Extender._wake_answer``): it lands on no awake node
 while it waits, and the reservation would keep that node under the floor for every other pod.
+The window clears over the awake nodes only (``service.Extender._clear_batch``): the asleep
+ones are priced here alone, with their wake.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ from eams.calibrate.powerstates.record import PowerStates, TransitionCost
 from eams.kube.names import ASLEEP_TAINT, POWER_STATE_ANNOTATION, WORK_ANNOTATION
 from eams.kube.wakerequest import WakeRequest
 from eams.scheduler.extender.decisions import record_settings
+from eams.scheduler.extender.nodes import NodeCache
+from eams.scheduler.extender.table import NodeTable
 from eams.scheduler.extender.wakes import HOLD_REASON
 from eams.scheduler.record import Query, Wake, read_records
 from eams.scheduler.record.explain import explain_pod, render_pod
@@ -341,3 +343,53 @@ async def test_pods_one_window_cleared_onto_a_node_do_not_floor_each_other_there
     assert requests == []
     other = await filter_(client, hour_pod("c"), ["busy", "spare"])
     assert "spare" in other["FailedNodes"]
+
+
+async def test_a_window_never_clears_a_pod_onto_an_asleep_node(make_client, clock, folder) -> None:
+    """busy's gate is nearly shut (headroom 0.05: σ(25·(0.05 − 0.225)) = 0.012, a bid of
+    ≈ 0.00044); ``unmeasured`` is asleep and never reported, so on the awake model it is an
+    empty node of unknown headroom (its gate at 0.10: 0.042) and the better bid (20 W idle
+    + 5 W for the core: ≈ 0.0017). kube-scheduler never offers it (its ``eams.io/asleep``
+    taint), and with no measured wake the wake market never holds a pod for it. Its window
+    cleared the pod onto ``unmeasured`` anyway, left its herding reservation there, and the
+    pod was cleared again at its ``/prioritize``. The window clears over the awake nodes: onto
+    busy, the node it binds to; asleep nodes are priced by the wake market alone
+    (``wakes.py``), which still holds an hour's pod for frugal once it sleeps."""
+    client, requests = await start(
+        make_client, clock, folder, 0.05, asleep("unmeasured"), window_ms=200
+    )
+    extender = client.app.state.extender
+    await _cleared(client, hour_pod("a"))
+    assert extender.batcher.row("default/a").node == "busy"
+    assert extender.herd.held_by("default/a")[0] == "busy"
+    answer = await filter_(client, hour_pod("a"), ["busy"])
+    assert answer["NodeNames"] == ["busy"] and requests == []
+    scores = await post_json(client, "/prioritize", args_names(hour_pod("a"), ["busy"]))
+    assert scores.json() == [{"Host": "busy", "Score": 10}]
+    registry = extender.metrics.registry
+    assert registry.get_sample_value("eams_extender_reclearings_total") == 0.0
+    await post_json(client, "/nodes", {"items": [asleep("frugal")]})
+    await _cleared(client, hour_pod("b"))
+    assert extender.batcher.row("default/b").node is None  # busy capped by a's reservation
+    assert (await filter_(client, hour_pod("b"), ["busy"]))["NodeNames"] == []
+    assert [r.node for r in requests] == ["frugal"]
+
+
+def test_the_awake_names_follow_the_asleep_taint() -> None:
+    """What a window clears over: one list object while no node sleeps, wakes, comes or goes
+    (the market's column caches hold by identity), a new one as soon as one does."""
+    nodes = NodeCache(NodeTable())
+    nodes.learn([node_object("busy"), node_object("frugal")], "items")
+    assert nodes.awake_names() is nodes.names()
+    nodes.learn([asleep("frugal")], "items")
+    awake = nodes.awake_names()
+    assert awake == ["busy"] and nodes.awake_names() is awake
+    nodes.learn([asleep("frugal", "waking")], "items")  # still tainted: not offered
+    assert nodes.awake_names() is awake
+    nodes.learn([node_object("spare")], "items")
+    assert nodes.awake_names() == ["busy", "spare"]
+    nodes.learn([node_object("frugal")], "items")  # released
+    assert nodes.awake_names() == ["busy", "frugal", "spare"]
+    nodes.learn([asleep("spare")], "items")
+    nodes.forget("spare")
+    assert nodes.awake_names() == ["busy", "frugal"]
