@@ -17,22 +17,42 @@ from eams.cli import FiniteFloatRange, ValueType
 EXIT_FAIL = 3
 
 
+_LARGEST_TERM = {
+    ("metered", "meter_gain"): "the meter's stated accuracy is the largest part of it",
+    ("metered", "meter_readings"): "the meter's reading noise is the largest part of it",
+    ("modelled", "calibration"): "the fitted power models' uncertainty is the largest part of it",
+    (
+        "modelled",
+        "sampling",
+    ): "the utilisation samples (too few, or gaps) are the largest part of it",
+}
+"""What the reader is told when a term other than the metered sampling dominates the
+difference's uncertainty (:attr:`SavingCheck.sd_metered`, :attr:`SavingCheck.sd_modelled`)."""
+
+
 def _why_unresolved(result: SavingCheck) -> str:
-    """Why the difference's 2σ is wider than the band: the metered data's gaps when a node
-    has any (readings lost, bridged and charged to the uncertainty; the most any node lost is
-    named), else the run's length (too few samples to average the sampling noise away)."""
+    """Why the difference's 2σ is wider than the band, named by its largest term. The metered
+    sampling term is the run's: its readings lost (gaps in power-integrated nodes, bridged and
+    charged to it; the most one node lost is named) or too few of them to average the noise
+    away (the run is too short); any other term says what it is."""
+    terms = {("metered", k): v for k, v in result.sd_metered.items()}
+    terms |= {("modelled", k): v for k, v in result.sd_modelled.items()}
+    largest = max(terms, key=lambda k: terms[k])
+    if largest in _LARGEST_TERM:
+        return _LARGEST_TERM[largest]
     lost_s, run_s = max(
         (
             (sum(gap.length_s for gap in n.gaps), run.duration_s)
             for run in (result.a, result.b)
             for n in run.nodes.values()
+            if n.method != "counter"  # a counter counts through a gap: it adds nothing there
         ),
         default=(0.0, 0.0),
     )
     if lost_s > 0:
         return (
             f"gaps in the metered data (up to {lost_s:.1f} s of a node's {run_s:.1f} s run) "
-            "widen its uncertainty"
+            "widen it"
         )
     return "the run is too short to tell"
 
@@ -56,7 +76,8 @@ def summary_lines(result: SavingCheck) -> list[str]:
     shown = shown_verdict(r)
     if shown == NOT_RESOLVED:
         outcome = "within" if r.passed else "outside"
-        shown += f" (the difference is {outcome} the band, but {_why_unresolved(r)})"
+        why = _why_unresolved(r)
+        shown += f" (the difference is {outcome} the band, but its uncertainty is wider: {why})"
     lines = [
         f"VT-5 {shown} — does the model agree with the wall? "
         f"metered saving {r.saving_metered * 100:.2f} % vs modelled "
