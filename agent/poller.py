@@ -85,12 +85,19 @@ class MeterPoller:
                 self._failing = True
             else:
                 self._latest = measured(reading, time.time_ns(), time.monotonic_ns())
-                if self.on_reading is not None:
-                    self.on_reading(self._latest)
                 if self._failing:
                     log.info("meter reads again")
                 self._failing = False
+                self._notify(self._latest)
             self._stop.wait(max(0.0, self._period_s - (time.monotonic() - started)))
+
+    def _notify(self, latest: TimedReading) -> None:
+        if self.on_reading is None:
+            return
+        try:
+            self.on_reading(latest)
+        except Exception:  # the caller's bug must not end polling either
+            log.exception("meter read: on_reading failed")
 
     def stop(self, timeout_s: float) -> None:
         """Stop polling and close the meter."""

@@ -134,17 +134,25 @@ def test_a_full_collection_during_a_run_does_not_walk_the_heap_made_before_it() 
 
 def test_meter_readings_lost_while_the_agents_keep_time_exceed_the_margin() -> None:
     """The overloaded host of 7 Dec: every agent sampled on time, but the PDU owner's poller
-    lost ~1.7 s of readings twice a run, a gap in every node's metered power that made VT-5
-    unresolvable while the lag said "within". The meter's readings are a kind of their own."""
-    log = LagLog()
-    samples = [j * PERIOD for j in range(40)]
-    readings = [t for t in samples if not 2.0 < t < 3.7 and not 6.0 < t < 7.7]  # 2 gaps
-    log.periodic("sample", samples, PERIOD)
-    log.periodic("meter", readings, PERIOD)
-    lag = log.summary(margin_s(PERIOD), speedup=1.0)
-    assert lag["sample"]["max_s"] == pytest.approx(0.0)
-    assert lag["meter"]["max_s"] == pytest.approx(1.5)  # 1.75 s between readings, less a period
-    assert lag["exceeded_kinds"] == ["meter"]
-    assert "meter readings p95" in lag_line(lag)
-    assert "EXCEEDED by meter readings" in lag_line(lag)
-    assert "exceeded it (meter readings)" in lag_sentence({"eams+pm": lag})
+    lost ~1.7 s of readings twice in a 24.7 s run, a gap in every node's metered power that
+    made VT-5 unresolvable while the lag said "within". The meter's readings are a kind of
+    their own, judged by their worst interval too: two gaps are 4 % of a run's readings, under
+    any p95, and one is enough to widen VT-5. One reading lost is not a gap there."""
+    period = 0.5  # the full demo's
+    samples = [j * period for j in range(50)]
+    lost_twice = [t for t in samples if not 7.6 < t < 9.3 and not 21.1 < t < 22.8]
+    lost_once = [t for t in samples if t != 10.0]
+    verdicts = {}
+    for name, readings in (("lost twice", lost_twice), ("lost once", lost_once)):
+        log = LagLog()
+        log.periodic("sample", samples, period)
+        log.periodic("meter", readings, period)
+        verdicts[name] = log.summary(margin_s(period), speedup=1.0)
+    twice, once = verdicts["lost twice"], verdicts["lost once"]
+    assert twice["meter"]["p95_s"] < twice["margin_s"]  # a p95 alone would call it within
+    assert twice["meter"]["max_s"] == pytest.approx(1.5)  # 2 s between readings, less a period
+    assert twice["exceeded_kinds"] == ["meter"]
+    assert "meter readings p95" in lag_line(twice)
+    assert "EXCEEDED by meter readings" in lag_line(twice)
+    assert "exceeded it (meter readings)" in lag_sentence({"eams+pm": twice})
+    assert once["meter"]["max_s"] == pytest.approx(0.5) and not once["exceeded"]
