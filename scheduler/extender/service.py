@@ -282,11 +282,10 @@ class Extender:
             self.observe_pending(pending_pod(pod))
 
     def observe_pending(self, pod: PendingPod) -> None:
-        """A pod of this scheduler waits for a node: it joins the pending batch unless the
-        market holds it for a wake (:meth:`_wake_answer`), and the market wakes' pods. A gated
-        one (``gates.py``), with a releaser, joins it with the nodes that admit it as its
-        candidates, or, when the market cannot judge it (or does not batch), is released
-        unpinned at once."""
+        """A pod of this scheduler waits for a node: it joins the pending batch (and the market
+        wakes' pods). A gated one (``gates.py``), with a releaser, joins it with the nodes
+        that admit it as its candidates, or, when the market cannot judge it (or does not
+        batch), is released unpinned at once."""
         releaser = self.releaser
         if pod.gated and releaser is not None:
             if not pod.pinnable or self.batcher is None:
@@ -294,8 +293,8 @@ class Extender:
                 return
             pod = replace(pod, candidates=self.static_candidates.of(pod))
             self.gated_waiting.add(pod.key)
-        if self.batcher is not None and not self.wakes.holds(pod.key):
-            self.batcher.submit(pod)  # a held pod waits for its wake, not a clearing
+        if self.batcher is not None:
+            self.batcher.submit(pod)
         if self.market_wakes:
             self.wakes.remember(pod)
 
@@ -371,13 +370,10 @@ class Extender:
         return low
 
     def announced(self, key: str, uid: str | None) -> bool:
-        """Whether the pod is known without reading it: pending in a batch, cleared, or held
-        for a market wake (it was read, and checked, when the watch or an earlier request
-        announced it)."""
+        """Whether the pod is known without reading it: pending in a batch or cleared (it was
+        read, and checked, when the watch or an earlier request announced it)."""
         b = self.batcher
-        if b is None:
-            return False
-        return b.waiting(key) or b.row(key, uid) is not None or self.wakes.holds(key)
+        return b is not None and (b.waiting(key) or b.row(key, uid) is not None)
 
     def filter_names(
         self, key: str, uid: str | None, names: list[str]
@@ -410,10 +406,7 @@ class Extender:
         A held pod's herding reservation ends (``herding.py``): its batch may have cleared it
         onto an awake node, where it will not land while it waits for the wake; left there, the
         reservation would keep that node under the floor and its bids gated for every other
-        pod (which, offered no node, would be held in turn). For the same reason it leaves the
-        batch (and :meth:`observe_pending` does not add it again while it is held): the next
-        window, which knows nothing of the floor, cleared it back onto the node just refused
-        to it, with a new reservation.
+        pod (which, offered no node, would be held in turn).
         """
         if not self.market_wakes:
             return kept, failed
@@ -422,8 +415,6 @@ class Extender:
             return kept, failed
         if answer.hold:
             self.herd.release(key)
-            if self.batcher is not None:
-                self.batcher.forget(key)
             return [], failed | dict.fromkeys(kept, HOLD_REASON)
         others = [n for n in kept if n != answer.node]
         return [answer.node], failed | dict.fromkeys(others, HOLD_REASON)

@@ -158,10 +158,6 @@ class WakeMarket:
         """Node → its standing wake request."""
         return dict(self._requests)
 
-    def holds(self, key: str) -> bool:
-        """Whether pod ``key`` is held for a wake."""
-        return key in self._standing
-
     def held(self) -> dict[str, str]:
         """Pod key → the node it waits for."""
         return {key: s.node for key, s in self._standing.items()}

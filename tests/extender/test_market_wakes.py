@@ -269,18 +269,6 @@ async def test_a_pod_its_window_cleared_onto_an_awake_node_does_not_bid_against_
     assert answer["NodeNames"] == ["busy"] and answer["FailedNodes"] == {} and requests == []
 
 
-async def _window_with_busy_on_ssd(make_client, clock, folder: Path):
-    """An extender with a 200 ms window: busy awake at headroom 0.10 and labelled
-    ``disk=ssd``, frugal asleep; its client, the wake requests made, and the extender."""
-    client, requests = await start(
-        make_client, clock, folder, 0.10, asleep("frugal"), window_ms=200
-    )
-    ssd = node_object("busy")
-    ssd["metadata"]["labels"]["disk"] = "ssd"
-    await post_json(client, "/nodes", {"items": [ssd]})
-    return client, requests, client.app.state.extender
-
-
 async def test_a_held_pod_leaves_no_reservation_on_the_awake_node_its_window_chose(
     make_client, clock, folder
 ) -> None:
@@ -288,7 +276,13 @@ async def test_a_held_pod_leaves_no_reservation_on_the_awake_node_its_window_cho
     before it slept, is too old to bid on), the wake market then holds it for frugal (the
     better price). Its reservation left on busy (0.10 − 0.098 < the floor) would keep busy off
     for pod b, which no asleep node admits, though a will not land on busy while it waits."""
-    client, requests, extender = await _window_with_busy_on_ssd(make_client, clock, folder)
+    client, requests = await start(
+        make_client, clock, folder, 0.10, asleep("frugal"), window_ms=200
+    )
+    extender = client.app.state.extender
+    ssd = node_object("busy")
+    ssd["metadata"]["labels"]["disk"] = "ssd"
+    await post_json(client, "/nodes", {"items": [ssd]})
     slept = sample("frugal", clock() - 300.0, 0.6, power_cap_w=150.0, utilisation=0.0)
     await post_json(client, "/telemetry", {"samples": [slept]})
     await _cleared(client, hour_pod("a"))
@@ -349,36 +343,6 @@ async def test_pods_one_window_cleared_onto_a_node_do_not_floor_each_other_there
     assert requests == []
     other = await filter_(client, hour_pod("c"), ["busy", "spare"])
     assert "spare" in other["FailedNodes"]
-
-
-async def test_a_held_pod_is_not_cleared_again_by_the_next_window(
-    make_client, clock, folder
-) -> None:
-    """busy at headroom 0.10: pod a, first seen at its ``/filter``, is held for frugal there
-    (the better price) but stayed in the pending batch, and the window that closed next
-    cleared it onto busy (the clearing knows nothing of the floor), its reservation
-    (0.10 − 0.098 < the floor 0.05) keeping busy off for pod b, which no asleep node admits
-    and which was held in turn (traced in issue 33's band at 1,000 nodes: 2,236 of the
-    reservations flooring the one awake candidate of a pod held for a wake were of pods
-    already held). A held pod waits for its wake, not for a clearing; once its node is
-    offered it is cleared there."""
-    client, requests, extender = await _window_with_busy_on_ssd(make_client, clock, folder)
-    assert (await filter_(client, hour_pod("a"), ["busy"]))["NodeNames"] == []
-    assert [r.node for r in requests] == ["frugal"]
-    extender.batcher.clear_pending()  # the window closes
-    assert extender.herd.held_by("default/a") is None
-    picky = hour_pod("b", nodeSelector={"disk": "ssd"})
-    await _cleared(client, picky)
-    answer = await filter_(client, picky, ["busy"])
-    assert answer["NodeNames"] == ["busy"] and answer["FailedNodes"] == {}
-    assert (await filter_(client, hour_pod("a"), ["busy"]))["NodeNames"] == []  # still held
-    clock.now_s += WAKE_TIME_S  # frugal woke: released and offered
-    await post_json(client, "/nodes", {"items": [node_object("frugal")]})
-    woken = await filter_(client, hour_pod("a"), ["busy", "frugal"])
-    assert woken["NodeNames"] == ["frugal"]
-    scores = await post_json(client, "/prioritize", args_names(hour_pod("a"), ["frugal"]))
-    assert scores.json() == [{"Host": "frugal", "Score": 10}]
-    assert extender.herd.held_by("default/a")[0] == "frugal"
 
 
 async def test_a_window_never_clears_a_pod_onto_an_asleep_node(make_client, clock, folder) -> None:
