@@ -24,7 +24,7 @@ from eams.agent.config import parse_config
 from eams.agent.runner import Agent
 from eams.agent.sampler import TimedReading
 from eams.demo.errors import DemoError
-from eams.demo.testbed import DRIVER, METER_RETRIES, METER_TIMEOUT_S, Testbed
+from eams.demo.testbed import DRIVER, Testbed
 from eams.errors import EamsError
 from eams.scheduler.extender.app import create_app
 from eams.scheduler.extender.decisions import record_settings
@@ -303,8 +303,6 @@ class Agents:
                 data["meter"] = {
                     "url": testbed.url,
                     "driver": DRIVER,
-                    "timeout_s": METER_TIMEOUT_S,
-                    "retries": METER_RETRIES,
                     "stale_after_s": 3 * period_s,
                 }
                 data["outlets"] = {
