@@ -18,6 +18,8 @@ One repeat, for a node of method wol (the others skip what they cannot do)::
 - Energy is the outlet's power integrated from the action to the end
   (:meth:`~.trace.PowerTrace.energy_j`), its bound the trace's plus the end's and the start's
   uncertainty at the window's highest draw.
+- A repeat timed far more loosely than the others (:data:`RETAKE_FACTOR`: the host stalled) is
+  retaken and left out; the calibration's notes say which.
 
 Every action goes through :class:`~.actions.PowerActions`, so the safety rules hold and each
 is logged and counted. A measurement that fails after the node went to sleep wakes it again
@@ -27,6 +29,7 @@ is logged and counted. A measurement that fails after the node went to sleep wak
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +44,15 @@ from eams.calibrate.powerstates.estimate import estimate
 from eams.calibrate.powerstates.probes import Probe
 from eams.calibrate.powerstates.record import MIN_REPEATS, PowerStates, TransitionCost
 from eams.calibrate.powerstates.trace import PowerTrace
+
+RETAKE_FACTOR = 4.0
+"""A repeat whose transition was timed more than this many times as loosely as the median
+repeat of the same transition (and more loosely than twice the plan's ``sample_s``) stalled:
+the host did not run the probes or the meter's reads for a while (a busy 2-core machine: one
+repeat's boot end timed to ±1.07 s against ±0.1 s, its energy 390 J against the node's 212 J).
+Such a repeat is retaken, up to ``repeats`` times in all, and left out when enough others
+remain. The factor is this project's choice: a probe's spacing varies about twofold with the
+load."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,19 @@ class _Costs:
         self.energy_j.append(energy[0])
         self.energy_res.append(energy[1])
 
+    def stalled(self, floor_s: float) -> list[int]:
+        """Indices of the repeats timed more than :data:`RETAKE_FACTOR` times as loosely as
+        the median repeat, and more loosely than ``floor_s`` (s)."""
+        if not self.time_res:
+            return []
+        limit = max(RETAKE_FACTOR * statistics.median(self.time_res), floor_s)
+        return [i for i, res in enumerate(self.time_res) if res > limit]
+
+    def drop(self, indices: list[int]) -> None:
+        """Leave out the repeats at ``indices`` (their times and energies)."""
+        for values in (self.time_s, self.time_res, self.energy_j, self.energy_res):
+            values[:] = [v for i, v in enumerate(values) if i not in indices]
+
     def cost(self) -> TransitionCost | None:
         if not self.time_s:
             return None
@@ -154,6 +179,7 @@ class PowerStateMeasurement:
         self.clock = clock
         self.entry = actions.inventory.node(node)
         self.notes: list[str] = []
+        self._asleep = False  # whether a failure must wake the node again
 
     def run(self) -> PowerStates:
         """Run every repeat and return the :class:`PowerStates`.
@@ -175,34 +201,86 @@ class PowerStateMeasurement:
                 f"node {self.node}: its agent does not answer: wake it before measuring"
             )
         running_w = self._rest()
-        asleep = False
         try:
-            for _ in range(plan.repeats):
-                if suspends(entry.method):
-                    asleep = True
-                    start = self._act(lambda: self.actions.os_sleep(self.node, "suspend"))
-                    levels["p_suspend_w"].append(self._sleep(start, running_w, costs["suspend"]))
-                    start = self._act(lambda: self.actions.magic_packet(self.node))
-                    self._back(start, costs["wake"])
-                    asleep = False
-                    running_w = self._rest()
-                asleep = True
-                start = self._act(lambda: self.actions.os_sleep(self.node, "poweroff"))
-                levels["p_off_w"].append(self._sleep(start, running_w, costs["shutdown"]))
-                if can_boot_from_off:
-                    self._act(lambda: self.actions.outlet(self.node, "off"))
-                    self._sample_for(plan.boot_off_s)
-                    start = self._act(lambda: self.actions.outlet(self.node, "on"))
-                else:
-                    start = self._act(lambda: self.actions.magic_packet(self.node))
-                self._back(start, costs["boot"])
-                asleep = False
-                running_w = self._rest()
+            cycles = 0
+            while cycles < plan.repeats or self._retake(costs, cycles):
+                running_w = self._repeat(costs, levels, running_w, can_boot_from_off)
+                cycles += 1
         except PowerStateError as exc:
-            if asleep:
+            if self._asleep:
                 raise PowerActionFailed(f"{exc}; {self._wake_again()}") from exc
             raise
-        return self._result(costs, levels, "outlet" if can_boot_from_off else "soft_off")
+        self._drop_stalled(costs)
+        return self._result(costs, levels, "outlet" if can_boot_from_off else "soft_off", cycles)
+
+    def _repeat(
+        self,
+        costs: dict[str, _Costs],
+        levels: dict[str, list[float | None]],
+        running_w: float,
+        can_boot_from_off: bool,
+    ) -> float:
+        """One repeat of every transition the node's method allows (module docstring); the
+        running draw after it (W)."""
+        if suspends(self.entry.method):
+            self._asleep = True
+            start = self._act(lambda: self.actions.os_sleep(self.node, "suspend"))
+            levels["p_suspend_w"].append(self._sleep(start, running_w, costs["suspend"]))
+            start = self._act(lambda: self.actions.magic_packet(self.node))
+            self._back(start, costs["wake"])
+            self._asleep = False
+            running_w = self._rest()
+        self._asleep = True
+        start = self._act(lambda: self.actions.os_sleep(self.node, "poweroff"))
+        levels["p_off_w"].append(self._sleep(start, running_w, costs["shutdown"]))
+        if can_boot_from_off:
+            self._act(lambda: self.actions.outlet(self.node, "off"))
+            self._sample_for(self.plan.boot_off_s)
+            start = self._act(lambda: self.actions.outlet(self.node, "on"))
+        else:
+            start = self._act(lambda: self.actions.magic_packet(self.node))
+        self._back(start, costs["boot"])
+        self._asleep = False
+        return self._rest()
+
+    def _retake(self, costs: dict[str, _Costs], cycles: int) -> bool:
+        """Whether to run one more repeat after ``cycles``: some transition has fewer than
+        ``plan.repeats`` repeats that did not stall (:meth:`_Costs.stalled`), and fewer than
+        ``plan.repeats`` repeats have been retaken."""
+        if cycles >= 2 * self.plan.repeats:
+            return False
+        return any(
+            len(c.time_s) - len(self._stalled(c)) < self.plan.repeats
+            for c in costs.values()
+            if c.time_s
+        )
+
+    def _stalled(self, costs: _Costs) -> list[int]:
+        """The stalled repeats of one transition; none is stalled within twice the probes'
+        spacing (``sample_s``)."""
+        return costs.stalled(2 * self.plan.sample_s)
+
+    def _drop_stalled(self, costs: dict[str, _Costs]) -> None:
+        """Leave out each transition's stalled repeats when enough others remain, and say so;
+        otherwise keep them (their width is the honest answer) and say that."""
+        for kind, c in costs.items():
+            stalled = self._stalled(c)
+            if not stalled:
+                continue
+            widths = ", ".join(f"±{c.time_res[i]:.2f} s" for i in stalled)
+            typical = statistics.median(c.time_res)
+            if len(c.time_s) - len(stalled) >= self.plan.repeats:
+                c.drop(stalled)
+                self.notes.append(
+                    f"{kind}: {len(stalled)} repeat(s) retaken: timed to {widths}, over "
+                    f"{RETAKE_FACTOR:g}× the median ±{typical:.2f} s (the host or its probes "
+                    "stalled)"
+                )
+            else:
+                self.notes.append(
+                    f"{kind}: {len(stalled)} repeat(s) timed to {widths}, over {RETAKE_FACTOR:g}× "
+                    f"the median ±{typical:.2f} s, kept: the retakes stalled too"
+                )
 
     # --- the steps ---------------------------------------------------------------------------
 
@@ -377,6 +455,7 @@ class PowerStateMeasurement:
         costs: dict[str, _Costs],
         levels: dict[str, list[float | None]],
         boot_from: Literal["outlet", "soft_off"],
+        cycles: int,
     ) -> PowerStates:
         half_w = self.trace.resolution_w() / 2
         found = {}
@@ -398,7 +477,7 @@ class PowerStateMeasurement:
             method=self.entry.method,
             meter=self.trace.meter.meter.url.redacted(),
             outlet=self.trace.outlet,
-            repeats=self.plan.repeats,
+            repeats=cycles,
             p_off_w=found["p_off_w"],
             p_suspend_w=found["p_suspend_w"],
             suspend=costs["suspend"].cost(),

@@ -32,7 +32,7 @@ from rich.table import Table
 
 from eams.calibrate.calfile import Calibration
 from eams.calibrate.sweep import SweepProgress
-from eams.demo.calibrate import calibrate_fleet, measure_power_states
+from eams.demo.calibrate import POWER_STATES_PLAN, calibrate_fleet, measure_power_states
 from eams.demo.errors import DemoError
 from eams.demo.fleet import DemoNode, demo_fleet
 from eams.demo.lag import lag_line
@@ -118,7 +118,10 @@ def _calibrate(console: Console, testbed: Testbed, out_dir: Path, quick: bool) -
 def power_states_text(calibrations: list[Calibration]) -> str:
     """The measured power states in one line per node that has them (what the power manager
     and the extender's wake prices both read), and why a node has none."""
-    lines = ["    power states measured (3 repeats, 95 % intervals), asleep = outlet off (0 W):"]
+    planned = POWER_STATES_PLAN.repeats
+    lines = [
+        f"    power states measured ({planned} repeats, 95 % intervals), asleep = outlet off (0 W):"
+    ]
     for cal in calibrations:
         states = cal.power_states
         if states is None or states.boot is None or states.shutdown is None:
@@ -130,9 +133,18 @@ def power_states_text(calibrations: list[Calibration]) -> str:
             f"[{boot.time_s.ci95[0]:.2f}, {boot.time_s.ci95[1]:.2f}] and "
             f"{boot.energy_j.value:.0f} J [{boot.energy_j.ci95[0]:.0f}, "
             f"{boot.energy_j.ci95[1]:.0f}]; sleep {off.time_s.value:.2f} s and "
-            f"{off.energy_j.value:.0f} J"
+            f"{off.energy_j.value:.0f} J" + _retaken(states.repeats - planned)
         )
     return "\n".join(lines)
+
+
+def _retaken(count: int) -> str:
+    """What a node's power-state line adds when repeats were retaken after a stall
+    (:data:`eams.calibrate.powerstates.measure.RETAKE_FACTOR`)."""
+    if count <= 0:
+        return ""
+    repeats = f"{count} repeat{'s' * (count > 1)}"
+    return f"; {repeats} retaken, the host having stalled (its calibration file's notes say which)"
 
 
 def _live(
