@@ -180,6 +180,7 @@ class PowerStateMeasurement:
         self.entry = actions.inventory.node(node)
         self.notes: list[str] = []
         self._asleep = False  # whether a failure must wake the node again
+        self._stalled: dict[str, set[int]] = {}  # transition → its repeats judged stalled
 
     def run(self) -> PowerStates:
         """Run every repeat and return the :class:`PowerStates`.
@@ -245,30 +246,30 @@ class PowerStateMeasurement:
 
     def _retake(self, costs: dict[str, _Costs], cycles: int) -> bool:
         """Whether to run one more repeat after ``cycles``: some transition has fewer than
-        ``plan.repeats`` repeats that did not stall (:meth:`_Costs.stalled`), and fewer than
-        ``plan.repeats`` repeats have been retaken."""
+        ``plan.repeats`` repeats that did not stall, and fewer than ``plan.repeats`` repeats
+        have been retaken. A repeat judged stalled (:meth:`_Costs.stalled`, within twice the
+        probes' spacing ``sample_s`` none is) stays so, whatever the retakes add."""
+        for kind, c in costs.items():
+            self._stalled.setdefault(kind, set()).update(c.stalled(2 * self.plan.sample_s))
         if cycles >= 2 * self.plan.repeats:
             return False
         return any(
-            len(c.time_s) - len(self._stalled(c)) < self.plan.repeats
-            for c in costs.values()
+            len(c.time_s) - len(self._stalled[kind]) < self.plan.repeats
+            for kind, c in costs.items()
             if c.time_s
         )
-
-    def _stalled(self, costs: _Costs) -> list[int]:
-        """The stalled repeats of one transition; none is stalled within twice the probes'
-        spacing (``sample_s``)."""
-        return costs.stalled(2 * self.plan.sample_s)
 
     def _drop_stalled(self, costs: dict[str, _Costs]) -> None:
         """Leave out each transition's stalled repeats when enough others remain, and say so;
         otherwise keep them (their width is the honest answer) and say that."""
         for kind, c in costs.items():
-            stalled = self._stalled(c)
+            stalled = sorted(self._stalled.get(kind, ()))
             if not stalled:
                 continue
             widths = ", ".join(f"±{c.time_res[i]:.2f} s" for i in stalled)
-            typical = statistics.median(c.time_res)
+            typical = statistics.median(
+                r for i, r in enumerate(c.time_res) if i not in self._stalled[kind]
+            )
             if len(c.time_s) - len(stalled) >= self.plan.repeats:
                 c.drop(stalled)
                 self.notes.append(

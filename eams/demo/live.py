@@ -183,8 +183,6 @@ class LiveRun:
         ``wake_failed``, ``suspect``); all 0 without one.
     suspect_nodes : list of str
         Nodes the power manager left asleep and suspect at some point of the run.
-    power_lines : list of str
-        The power manager's decisions as log lines.
     lag : dict
         How late the live loop ran against its schedule (:meth:`eams.demo.lag.LagLog.summary`:
         per kind p50, p95 and max, the margin, ``exceeded``).
@@ -207,7 +205,6 @@ class LiveRun:
     decisions: list[Decision] = field(default_factory=list)
     transitions: dict[str, int] = field(default_factory=dict)
     suspect_nodes: list[str] = field(default_factory=list)
-    power_lines: list[str] = field(default_factory=list)
     lag: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -44,6 +44,7 @@ from eams.demo.live import CLOCK
 from eams.demo.power import failure_text
 from eams.demo.record import Saved, market_share
 from eams.demo.runs import Band
+from eams.demo.sleeps import sleeps_text, slept, wake_energies
 from eams.demo.spread import K_SIGMA, basis_text, over_runs
 from eams.scheduler.power.policy_plan import Reason
 from eams.scheduler.record import Bound, Power, Query, Wake, read_records
@@ -254,22 +255,29 @@ def vt5_text(per_repeat: list[SavingCheck]) -> str:
     return f"The model did not agree on eams+pm (VT-5 FAIL: {figures(full)})."
 
 
-def answer(per_repeat: list[dict[str, SavingCheck]], rho: float, note: str | None = None) -> str:
+def answer(
+    per_repeat: list[dict[str, SavingCheck]],
+    rho: float,
+    note: str | None = None,
+    sleeps: str | None = None,
+) -> str:
     """The report's first sentences: :func:`headline` (which run did best, and by how much
     against default at the wall), the shares (:func:`shares_text`), ``note`` (why the
     placement's share is negative, :func:`placement_note`), each repeat's savings
-    (:func:`per_repeat_text`), then VT-5 (the model's agreement on ``eams+pm``, :func:`vt5_text`).
+    (:func:`per_repeat_text`), ``sleeps`` (the nodes slept in some repeats only,
+    :func:`~eams.demo.sleeps.sleeps_text`), then VT-5 (the model's agreement on ``eams+pm``,
+    :func:`vt5_text`).
 
     Parameters
     ----------
     per_repeat : list of dict of str to SavingCheck, one per repeat of the band
         Per run label other than ``default``: its check against that repeat's ``default``.
     rho : float
-    note : str or None
+    note, sleeps : str or None
     """
     each = [measured(checks) for checks in per_repeat]
     text = f"{headline(each, rho)} {shares_text(shares(each))}"
-    for extra in (note, per_repeat_text(each)):
+    for extra in (note, per_repeat_text(each), sleeps):
         if extra:
             text += f" {extra}"
     return f"{text} {vt5_text([checks['eams+pm'] for checks in per_repeat])}"
@@ -461,8 +469,21 @@ def check_and_report(
         """What a band's answer is over: every repeat from its first's report, else its own."""
         return repeats_of[band.rho] if band.repeat == 1 else [checks]
 
+    def sleeps_of(band: Band) -> str | None:
+        """On a first repeat's report: the nodes its runs' managers slept in some repeats of
+        its offered load and not in others (:func:`sleeps_text`)."""
+        if band.repeat != 1:
+            return None
+        group = [b for b in bands if b.rho == band.rho]
+        return sleeps_text(
+            [slept(power_marks(b, record_root)) for b in group],
+            [wake_energies(b.calibration_dir(calibrations_dir)) for b in group],
+        )
+
     figures = {  # read once per band: its records, its market's wakes
-        band.name: _figures(band, over(band, checks), record_root) for band, checks in results
+        band.name: _figures(band, over(band, checks), record_root)
+        | {"sleeps_explained": sleeps_of(band)}
+        for band, checks in results
     }
     main_band, main_checks = results[0]
     main = main_checks["eams+pm"]
@@ -529,7 +550,9 @@ def check_and_report(
                 setup=SETUP.format(fleet=fleet, power=power) + remeasured(band, calibrations_dir),
                 workload=f"placed live four times: {band.source}",
             ),
-            answer=answer(over(band, checks), band.rho, extra["placement_note"]),
+            answer=answer(
+                over(band, checks), band.rho, extra["placement_note"], extra["sleeps_explained"]
+            ),
             links=links if i == 0 else (),
             links_intro=(
                 f"{of_repeat(band)}{market_text(extra['market'])} "
@@ -545,7 +568,8 @@ def check_and_report(
             main_extra = extra
     colour = "green" if main.passed and main.resolvable and main.saving_metered > 0 else "red"
     console.print(
-        answer(over(main_band, main_checks), main_band.rho, main_extra["placement_note"]),
+        answer(over(main_band, main_checks), main_band.rho, main_extra["placement_note"],
+               main_extra["sleeps_explained"]),
         soft_wrap=False, markup=False,
     )  # fmt: skip
     console.print(f"{of_repeat(main_band)}{market_text(main_extra['market'])} "

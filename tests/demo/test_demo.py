@@ -153,7 +153,10 @@ def _check_repeats(out: Path, stdout: str, repeats: int) -> None:
     assert len(eams["per_repeat"]) == repeats
     assert eams["saving_metered"] == pytest.approx(sum(eams["per_repeat"]) / repeats)
     assert len(summary["vt5_per_repeat"]) == repeats
+    sleeps = summary["sleeps_explained"]  # the nodes slept in some repeats only (or None)
+    assert sleeps is None or sleeps in " ".join(stdout.split())
     if repeats == 1:
+        assert sleeps is None
         assert eams["saving_metered"] == summary["saving_metered"]  # the VT-5 check's run
         assert "repeat" not in stdout.split("4/4", 1)[1]
         return
