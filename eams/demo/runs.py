@@ -160,10 +160,18 @@ class _QuietOffNodes(logging.Filter):
         return "its OS does not run" not in record.getMessage()
 
 
-async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float):
+async def _drive(
+    live: LiveLoop,
+    manager_for,
+    period_s: float,
+    timeout_s: float,
+    metered: Callable[[float], bool],
+):
     """Run ``live`` with the power manager of ``manager_for`` (or none) stepping in a worker
     thread; after the last pod, wait for a step in flight and for the nodes to settle. The
-    heap made before the run (the manager's meter among it) is frozen for the run."""
+    heap made before the run (the manager's meter among it) is frozen for the run. The window
+    closes once ``metered`` (:meth:`Agents.published_after`) says the meter read the nodes
+    steady (:func:`close_window`)."""
     loop = asyncio.get_running_loop()
     step = actuator = failed = None
     busy = threading.Lock()
@@ -186,7 +194,7 @@ async def _drive(live: LiveLoop, manager_for, period_s: float, timeout_s: float)
             start_ns = time.time_ns()
             first_s, last_s = (float(live.workload.arrival_s[i]) / live.speedup for i in (0, -1))
             closer = loop.create_task(
-                close_window(live.cluster.testbed, time.monotonic() + last_s, period_s)
+                close_window(live.cluster.testbed, time.monotonic() + last_s, period_s, metered)
             )
             try:
                 await live.run(step, period_s, timeout_s)
@@ -208,24 +216,39 @@ SETTLE_TIMEOUT_S = 15.0
 """Longest a run's window waits, after its last pod, for a node still in transition."""
 
 
+BLIND_S = 0.4
+"""A pause between two polls of :func:`steady_for` longer than this (s) restarts its hold: a
+transition lasts at least a shutdown (``NODE_POWER``: 0.5 s) or a boot (1 s), so none can
+pass unseen within it."""
+
+
 def _steady(testbed: Testbed) -> bool:
     """Every node running with its outlet on, or off at its outlet: none in transition."""
     states = [testbed.simulator.state(i) for i in range(1, len(testbed.nodes) + 1)]
     return all(s.state == "off" or s.node == "running" for s in states)
 
 
-async def steady_for(testbed: Testbed, hold_s: float) -> None:
+async def steady_for(
+    testbed: Testbed, hold_s: float, metered: Callable[[float], bool] | None = None
+) -> None:
     """Return once no node has been in transition for ``hold_s`` on end (polled every 50 ms),
-    or :data:`SETTLE_TIMEOUT_S` + ``hold_s`` from now at the latest. A transition that starts
-    during the hold (the manager keeps running: a wake, a suspend) starts the hold again."""
+    and, with ``metered``, once ``metered(since)`` says the PDU owner has published a reading
+    taken wholly after the steady state began (monotonic ``since``); or
+    :data:`SETTLE_TIMEOUT_S` + ``hold_s`` from now at the latest. A transition that starts
+    during the hold (the manager keeps running: a wake, a suspend) starts the hold again, and
+    so does a pause between two polls longer than :data:`BLIND_S` (the loop or the process
+    stalled: a transition may have come and gone unseen)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S + hold_s
     steady_since: float | None = None
+    polled: float | None = None
     while (now := time.monotonic()) < deadline:
+        blind = polled is not None and now - polled > BLIND_S
+        polled = now
         if not _steady(testbed):
             steady_since = None
-        elif steady_since is None:
+        elif steady_since is None or blind:
             steady_since = now
-        elif now - steady_since >= hold_s:
+        elif now - steady_since >= hold_s and (metered is None or metered(steady_since)):
             return
         await asyncio.sleep(0.05)
 
@@ -238,16 +261,27 @@ async def settle(testbed: Testbed, period_s: float) -> None:
     await steady_for(testbed, WARMUP_PERIODS * period_s)
 
 
-async def close_window(testbed: Testbed, due_s: float, period_s: float) -> int:
+async def close_window(
+    testbed: Testbed,
+    due_s: float,
+    period_s: float,
+    metered: Callable[[float], bool] | None = None,
+) -> int:
     """When the run's arrival window closes (epoch ns): after its last arrival (``due_s``,
     monotonic s), once no node has been in transition (its agent silent while its OS is down)
     for :data:`WARMUP_PERIODS` agent periods (:func:`steady_for`), in every run alike, so that
     the window's edge holds every node's sample (an agent's first after a boot, a 0 W reading
     after an outlet off): the wall-power check refuses a window whose edge a node's samples miss
     by more than a tenth of it. (Steady once and then a fixed wait was not enough: a wake the
-    market asked for started inside the wait, and the node's agent was silent at the edge.)"""
+    market asked for started inside the wait, and the node's agent was silent at the edge.)
+    With ``metered`` (:meth:`~eams.demo.services.Agents.published_after`) it also waits for
+    the PDU owner to publish a reading of that steady state: a node slept just before had no
+    metered power from its soft-off (1 W, under the APC floor) until the first reading of its
+    outlet off, and a read under way when the outlet opened, then a slow one, left it without
+    any at the window's end (CI: ``mini-3: no metered power in 4.6–5.7 s, at the end of the
+    5.7 s window``)."""
     await asyncio.sleep(max(0.0, due_s - time.monotonic()))
-    await steady_for(testbed, WARMUP_PERIODS * period_s)
+    await steady_for(testbed, WARMUP_PERIODS * period_s, metered)
     return time.time_ns()
 
 
@@ -309,7 +343,13 @@ def live_run(
             time.sleep(WARMUP_PERIODS * period_s)
             live.on_progress = tick
             (result.start_ns, result.end_ns), result.run_s, actuator, failed = asyncio.run(
-                _drive(live, manager_for if with_pm else None, period_s, timeout_s)
+                _drive(
+                    live,
+                    manager_for if with_pm else None,
+                    period_s,
+                    timeout_s,
+                    agents.published_after,
+                )
             )
             for times in agents.sample_times(live.started_s, time.monotonic()):
                 live.lag.periodic("sample", times, period_s)

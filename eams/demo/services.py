@@ -350,6 +350,23 @@ class Agents:
         """Each agent's sample times (monotonic s) from ``since_s`` to ``until_s``."""
         return [[t for t in a.ticked_s if since_s <= t <= until_s] for a in self.agents]
 
+    def published_after(self, since_s: float) -> bool:
+        """Whether the PDU owner has published a meter reading taken wholly after ``since_s``
+        (monotonic s): two readings have returned since (the poller reads one at a time, so
+        the second began after the first returned) and the owner's agent ticked after the
+        second (a tick publishes the newest reading, stamped before it); and whether its
+        newest reading returned less than a period ago (a window closed now ends on a
+        reading, not inside a slow one still under way)."""
+        owner = self.agents[0]
+        after = [t for t in list(owner.metered_s) if t > since_s]
+        ticked = list(owner.ticked_s)
+        return (
+            len(after) >= 2
+            and bool(ticked)
+            and ticked[-1] > after[1]
+            and time.monotonic() - after[-1] < self.period_s
+        )
+
     def meter_times(self, since_s: float, until_s: float) -> list[float]:
         """When each of the PDU owner's meter readings from ``since_s`` to ``until_s`` was
         measured (monotonic s; every outlet is read at once)."""

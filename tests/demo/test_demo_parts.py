@@ -384,3 +384,85 @@ def test_the_window_waits_for_a_transition_that_starts_inside_its_settling_wait(
     end_ns = asyncio.run(close_window(testbed, started, period_s))  # type: ignore[arg-type]
     closed_after_s = end_ns / 1e9 - started_wall
     assert closed_after_s >= waking[1] - started + WARMUP_PERIODS * period_s - 0.06
+
+
+def _running_testbed(on_poll=lambda: None):
+    """Stand-in testbed: one node, running throughout; ``on_poll`` runs at each look."""
+    from types import SimpleNamespace
+
+    def state(_node: int) -> SimpleNamespace:
+        on_poll()
+        return SimpleNamespace(state="on", node="running")
+
+    return SimpleNamespace(nodes=["mini-1"], simulator=SimpleNamespace(state=state))
+
+
+def test_the_window_waits_for_the_meter_to_read_the_steady_state() -> None:
+    """Stand-in for the PDU owner's slow reads (a busy host's, not to be had on cue): every
+    node has been steady for three agent periods, but no reading taken wholly after that has
+    been published yet. The window closes once one has, not before: a node slept just before
+    the end had no metered power from its soft-off to the first reading of its outlet off (CI:
+    ``mini-3: no metered power in 4.6–5.7 s, at the end of the 5.7 s window``)."""
+    import asyncio
+
+    from eams.demo.runs import close_window
+
+    started = time.monotonic()
+    published_at = started + 0.6  # three periods of 0.1 s are over at 0.3 s
+    asked: list[float] = []
+
+    def metered(since_s: float) -> bool:
+        asked.append(since_s)
+        return time.monotonic() >= published_at
+
+    end_ns = asyncio.run(close_window(_running_testbed(), started, 0.1, metered))  # type: ignore[arg-type]
+    assert time.monotonic() >= published_at
+    assert end_ns / 1e9 <= time.time()
+    assert asked and all(started <= s <= started + 0.1 for s in asked)  # steady since the start
+
+
+def test_a_stalled_poll_starts_the_window_s_hold_again() -> None:
+    """Stand-in for a stall of the demo's process (its event loop blocked 0.6 s, longer than
+    a transition can pass unseen): the hold of three agent periods starts again after it,
+    instead of counting the stall as steady time."""
+    import asyncio
+
+    from eams.demo.runs import BLIND_S, WARMUP_PERIODS, close_window
+
+    period_s, stall_s = 0.1, 0.6
+    assert stall_s > BLIND_S
+    polls = 0
+    stalled_until: list[float] = []
+
+    def stall_once() -> None:
+        nonlocal polls
+        polls += 1
+        if polls == 2:
+            time.sleep(stall_s)
+            stalled_until.append(time.monotonic())
+
+    started = time.monotonic()
+    asyncio.run(close_window(_running_testbed(stall_once), started, period_s))  # type: ignore[arg-type]
+    assert time.monotonic() >= stalled_until[0] + WARMUP_PERIODS * period_s
+
+
+def test_a_reading_counts_once_two_returned_and_a_tick_published_them() -> None:
+    """:meth:`Agents.published_after` on the PDU owner's reading and tick times: one reading
+    returned since may have been taken before (it was under way); a second began after it;
+    published once the agent ticked after it, and only while the newest is fresh."""
+    from types import SimpleNamespace
+
+    from eams.demo.services import Agents
+
+    now = time.monotonic()
+    since = now - 1.0
+
+    def published(metered_s: list[float], ticked_s: list[float]) -> bool:
+        owner = SimpleNamespace(metered_s=metered_s, ticked_s=ticked_s)
+        agents = SimpleNamespace(agents=[owner], period_s=0.25)
+        return Agents.published_after(agents, since)  # type: ignore[arg-type]
+
+    assert not published([since - 0.1, since + 0.5], [since + 0.6])  # one after: under way
+    assert not published([since + 0.5, since + 0.9], [since + 0.8])  # no tick after the second
+    assert published([since + 0.5, since + 0.9], [since + 0.95])
+    assert not published([since + 0.2, since + 0.4], [since + 0.5])  # the newest is 0.6 s old
