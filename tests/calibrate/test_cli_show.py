@@ -70,13 +70,20 @@ def test_table_fits_80_columns_without_cutting_a_value(tmp_path: Path) -> None:
     assert f"{cal.p_max_w:.1f}" in result.output and f"±{(high - low) / 2:.1f}" in result.output
 
 
+RETAKEN = (
+    "boot: 1 repeat(s) retaken: timed to ±1.07 s, over 4× the median ±0.10 s (the host or its "
+    "probes stalled)"
+)
+
+
 def test_schema_2_tables_keep_headers_and_node_names_whole_at_80_columns(tmp_path: Path) -> None:
     from tests.calibrate.powerstates.test_record import _states
 
     files = []
     for node in ("duckburg-worker-01", "duckburg-worker-0002-gpu"):  # 18 and 24 characters
         path = _saved(tmp_path, node, 45.0)
-        files.append(save_calibration(load_calibration(path).with_power_states(_states()), path))
+        states = _states().model_copy(update={"notes": [RETAKEN]})
+        files.append(save_calibration(load_calibration(path).with_power_states(states), path))
     result = CliRunner().invoke(cli, ["calibrate", "show", *map(str, files)], terminal_width=80)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -87,6 +94,8 @@ def test_schema_2_tables_keep_headers_and_node_names_whole_at_80_columns(tmp_pat
     for label, value in (("P_suspend W", "3.3 [1.4, 5.3]"), ("wake s", "2.0 [1.7, 2.3]")):
         assert any(line.strip().startswith(label) and value in line for line in lines), label
     assert any("boot s" in line and "75 [68, 82]" in line for line in lines)
+    # the measurement's notes, under each node's figures, folded, never cut
+    assert " ".join(result.output.split()).count(f"note: {RETAKEN}") == 2
 
 
 def test_show_refuses_a_bad_file_naming_the_field(tmp_path: Path) -> None:
