@@ -144,7 +144,7 @@ def _retaken(count: int) -> str:
     if count <= 0:
         return ""
     repeats = f"{count} repeat{'s' * (count > 1)}"
-    return f"; {repeats} retaken, the host having stalled (its calibration file's notes say which)"
+    return f"; {repeats} retaken, the host having stalled (eams calibrate show FILE says which)"
 
 
 def _live(
