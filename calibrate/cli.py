@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from eams.calibrate.calfile import load_calibration
+from eams.calibrate.calfile import Calibration, load_calibration
 from eams.calibrate.csvinput import fit_csv
 from eams.calibrate.errors import SweepError
 from eams.calibrate.fleet import Inventory, run_fleet
@@ -19,6 +19,7 @@ from eams.calibrate.report import (
     contention_notes,
     fit_report,
     fleet_table,
+    power_state_notes,
     power_states_table,
 )
 from eams.calibrate.run import SpeedReferenceSpec, SshOptions, fit_and_save, sweep_node
@@ -229,9 +230,16 @@ def show(files: tuple[Path, ...], plot: Path | None) -> None:
         console.print(line, style="bold red")
     measured = [cal for cal in calibrations if cal.power_states is not None]
     if measured:
-        console.print(power_states_table(measured))
+        _print_power_states(console, measured)
     if plot is not None:
         click.echo(f"plot: {plot_calibrations(calibrations, plot)}")
+
+
+def _print_power_states(console: Console, calibrations: list[Calibration]) -> None:
+    """The power-states table, then the measurement's notes under it."""
+    console.print(power_states_table(calibrations))
+    for line in power_state_notes(calibrations):
+        console.print(f"  note: {line}", markup=False)
 
 
 @calibrate.command()
@@ -364,5 +372,5 @@ def power_states(
         lag_s=meter_lag_s,
     )
     updated, path = measure_node(node, inventory, actions, calibration, plan=plan, out=out)
-    Console().print(power_states_table([updated]))
+    _print_power_states(Console(), [updated])
     click.echo(f"written: {path}")

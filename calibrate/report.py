@@ -151,8 +151,8 @@ def _estimate(value: Estimate | None, fmt: str = ".1f") -> str:
 
 def power_states_table(calibrations: Sequence[Calibration]) -> Table:
     """The measured power states, a section per node: its method and repeats, then P_off,
-    P_suspend and each transition's time and energy, one line each with its 95 % interval,
-    then the measurement's notes (a repeat retaken, readings under the meter's floor).
+    P_suspend and each transition's time and energy, one line each with its 95 % interval
+    (the measurement's notes: :func:`power_state_notes`).
 
     Long rather than wide (a column per quantity needed ~130 columns), so it fits 80 columns
     with node names up to ~40 characters (longer ones fold, never cut).
@@ -184,7 +184,17 @@ def power_states_table(calibrations: Sequence[Calibration]) -> Table:
         for label, cost in transitions:
             energy = "—" if cost is None else _estimate(cost.energy_j, ".0f")
             table.add_row(label, "—" if cost is None else _estimate(cost.time_s), energy)
-        for note in states.notes:  # a repeat retaken, readings under the floor, …
-            table.add_row(Text(f"  note: {note}", style="dim"))
         table.add_section()
     return table
+
+
+def power_state_notes(calibrations: Sequence[Calibration]) -> list[str]:
+    """The power-state measurement's notes, one line each, ``node: note`` (a repeat retaken
+    after a stall, readings under the meter's floor), to print under
+    :func:`power_states_table`; none for a file without power states."""
+    return [
+        f"{cal.node}: {note}"
+        for cal in calibrations
+        if cal.power_states is not None
+        for note in cal.power_states.notes
+    ]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -53,6 +53,10 @@ repeat's boot end timed to ±1.07 s against ±0.1 s, its energy 390 J against th
 Such a repeat is retaken, up to ``repeats`` times in all, and left out when enough others
 remain. The factor is this project's choice: a probe's spacing varies about twofold with the
 load."""
+
+STALL_FLOOR_S = 0.05
+"""No repeat timed within this (s) is stalled, whatever the others: the measurement's own
+polling step (:meth:`PowerStateMeasurement._sample_for` sleeps 0.05 s at a time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,49 +102,118 @@ class MeasurePlan:
 
 
 @dataclass
-class _Costs:
-    """Per-repeat times and energies of one kind of transition, with their half-widths."""
+class RepeatCosts:
+    """One transition's repeats (suspend, wake, shutdown or boot), one entry per repeat in
+    each list: its time (s) and energy (J), each with its half-width, and where Kubernetes is
+    asked its Ready time."""
 
     time_s: list[float] = field(default_factory=list)
     time_res: list[float] = field(default_factory=list)
     energy_j: list[float] = field(default_factory=list)
     energy_res: list[float] = field(default_factory=list)
-    ready_s: list[float] = field(default_factory=list)
-    ready_res: list[float] = field(default_factory=list)
+    ready: list[tuple[float, float] | None] = field(default_factory=list)
+    """Per repeat (where Kubernetes is asked): the Ready time and its half-width, or None."""
 
     def add(
         self, start: tuple[float, float], end: tuple[float, float], energy: tuple[float, float]
     ) -> None:
+        """One repeat: the action's and the end's windows (monotonic s), the energy and its
+        bound (J)."""
         mid_start, mid_end = sum(start) / 2, sum(end) / 2
         self.time_s.append(mid_end - mid_start)
         self.time_res.append((start[1] - start[0] + end[1] - end[0]) / 2)
         self.energy_j.append(energy[0])
         self.energy_res.append(energy[1])
 
-    def stalled(self, floor_s: float) -> list[int]:
-        """Indices of the repeats timed more than :data:`RETAKE_FACTOR` times as loosely as
-        the median repeat, and more loosely than ``floor_s`` (s)."""
-        if not self.time_res:
-            return []
-        limit = max(RETAKE_FACTOR * statistics.median(self.time_res), floor_s)
-        return [i for i, res in enumerate(self.time_res) if res > limit]
+    def stalled(self, floor_s: float, judged: set[int]) -> set[int]:
+        """The repeats timed more than :data:`RETAKE_FACTOR` times as loosely as the median of
+        those not ``judged`` stalled already, and more loosely than ``floor_s`` (s)."""
+        steady = [r for i, r in enumerate(self.time_res) if i not in judged]
+        if not steady:
+            return set()
+        limit = max(RETAKE_FACTOR * statistics.median(steady), floor_s)
+        return {i for i, res in enumerate(self.time_res) if res > limit}
 
-    def drop(self, indices: list[int]) -> None:
-        """Leave out the repeats at ``indices`` (their times and energies)."""
+    def drop(self, indices: set[int]) -> None:
+        """Leave out the repeats at ``indices`` (their times, energies and Ready times)."""
+        keep = [i for i in range(len(self.time_s)) if i not in indices]
         for values in (self.time_s, self.time_res, self.energy_j, self.energy_res):
-            values[:] = [v for i, v in enumerate(values) if i not in indices]
+            values[:] = [values[i] for i in keep]
+        if self.ready:  # none where Kubernetes is not asked
+            self.ready[:] = [self.ready[i] for i in keep]
 
     def cost(self) -> TransitionCost | None:
+        """The transition's :class:`TransitionCost` over its repeats; ``None`` unmeasured."""
         if not self.time_s:
             return None
         ready = None
-        if len(self.ready_s) >= MIN_REPEATS:
-            ready = estimate(self.ready_s, max(self.ready_res))
+        known = [r for r in self.ready if r is not None]
+        if len(known) >= MIN_REPEATS:
+            ready = estimate([v for v, _ in known], max(res for _, res in known))
         return TransitionCost(
             time_s=estimate(self.time_s, max(self.time_res)),
             energy_j=estimate(self.energy_j, max(self.energy_res)),
             kubernetes_ready_s=ready,
         )
+
+
+@dataclass
+class StalledRepeats:
+    """Which repeats of each transition stalled (:data:`RETAKE_FACTOR`), and what to do.
+
+    Attributes
+    ----------
+    repeats : int
+        Repeats each transition needs that did not stall.
+    floor_s : float
+        No repeat timed within this (s) is stalled.
+    judged : dict of str to set of int
+        Transition → the indices of its repeats judged stalled; a repeat judged so stays so,
+        whatever the retakes add.
+    """
+
+    repeats: int
+    floor_s: float
+    judged: dict[str, set[int]] = field(default_factory=dict)
+
+    def judge(self, costs: Mapping[str, RepeatCosts]) -> None:
+        """Judge every transition's repeats against the median of those not judged stalled
+        already (one stall in the list must not raise the bar for the next)."""
+        for kind, c in costs.items():
+            judged = self.judged.setdefault(kind, set())
+            judged |= c.stalled(self.floor_s, judged)
+
+    def short(self, costs: Mapping[str, RepeatCosts]) -> bool:
+        """Whether some measured transition has fewer than ``repeats`` repeats not stalled."""
+        return any(
+            len(c.time_s) - len(self.judged.get(kind, ())) < self.repeats
+            for kind, c in costs.items()
+            if c.time_s
+        )
+
+    def drop(self, costs: Mapping[str, RepeatCosts]) -> list[str]:
+        """Leave out each transition's stalled repeats when ``repeats`` others remain, else
+        keep them (their width is the honest answer); the notes that say which."""
+        notes = []
+        for kind, c in costs.items():
+            stalled = sorted(self.judged.get(kind, ()))
+            if not stalled:
+                continue
+            widths = ", ".join(f"±{c.time_res[i]:.2f} s" for i in stalled)
+            typical = statistics.median([r for i, r in enumerate(c.time_res) if i not in stalled])
+            over = f"over {RETAKE_FACTOR:g}× the median ±{typical:.2f} s"
+            if len(c.time_s) - len(stalled) >= self.repeats:
+                c.drop(set(stalled))
+                notes.append(
+                    f"{kind}: {len(stalled)} repeat(s) retaken: timed to {widths}, {over} (the "
+                    "host or its probes stalled)"
+                )
+            else:
+                notes.append(
+                    f"{kind}: {len(stalled)} repeat(s) timed to {widths}, {over}, kept: the "
+                    "retakes stalled too"
+                )
+        return notes
 
 
 class PowerStateMeasurement:
@@ -180,7 +253,7 @@ class PowerStateMeasurement:
         self.entry = actions.inventory.node(node)
         self.notes: list[str] = []
         self._asleep = False  # whether a failure must wake the node again
-        self._stalled: dict[str, set[int]] = {}  # transition → its repeats judged stalled
+        self._stalls = StalledRepeats(self.plan.repeats, max(STALL_FLOOR_S, 2 * self.plan.sample_s))
 
     def run(self) -> PowerStates:
         """Run every repeat and return the :class:`PowerStates`.
@@ -195,7 +268,7 @@ class PowerStateMeasurement:
         """
         entry, plan = self.entry, self.plan
         can_boot_from_off = entry.outlet is not None and self.actions.inventory.pdu is not None
-        costs = {kind: _Costs() for kind in ("suspend", "wake", "shutdown", "boot")}
+        costs = {kind: RepeatCosts() for kind in ("suspend", "wake", "shutdown", "boot")}
         levels: dict[str, list[float | None]] = {"p_suspend_w": [], "p_off_w": []}
         if not self.agent():
             raise PowerActionFailed(
@@ -211,12 +284,12 @@ class PowerStateMeasurement:
             if self._asleep:
                 raise PowerActionFailed(f"{exc}; {self._wake_again()}") from exc
             raise
-        self._drop_stalled(costs)
+        self.notes += self._stalls.drop(costs)
         return self._result(costs, levels, "outlet" if can_boot_from_off else "soft_off", cycles)
 
     def _repeat(
         self,
-        costs: dict[str, _Costs],
+        costs: dict[str, RepeatCosts],
         levels: dict[str, list[float | None]],
         running_w: float,
         can_boot_from_off: bool,
@@ -244,44 +317,12 @@ class PowerStateMeasurement:
         self._asleep = False
         return self._rest()
 
-    def _retake(self, costs: dict[str, _Costs], cycles: int) -> bool:
-        """Whether to run one more repeat after ``cycles``: some transition has fewer than
-        ``plan.repeats`` repeats that did not stall, and fewer than ``plan.repeats`` repeats
-        have been retaken. A repeat judged stalled (:meth:`_Costs.stalled`, within twice the
-        probes' spacing ``sample_s`` none is) stays so, whatever the retakes add."""
-        for kind, c in costs.items():
-            self._stalled.setdefault(kind, set()).update(c.stalled(2 * self.plan.sample_s))
-        if cycles >= 2 * self.plan.repeats:
-            return False
-        return any(
-            len(c.time_s) - len(self._stalled[kind]) < self.plan.repeats
-            for kind, c in costs.items()
-            if c.time_s
-        )
-
-    def _drop_stalled(self, costs: dict[str, _Costs]) -> None:
-        """Leave out each transition's stalled repeats when enough others remain, and say so;
-        otherwise keep them (their width is the honest answer) and say that."""
-        for kind, c in costs.items():
-            stalled = sorted(self._stalled.get(kind, ()))
-            if not stalled:
-                continue
-            widths = ", ".join(f"±{c.time_res[i]:.2f} s" for i in stalled)
-            typical = statistics.median(
-                r for i, r in enumerate(c.time_res) if i not in self._stalled[kind]
-            )
-            if len(c.time_s) - len(stalled) >= self.plan.repeats:
-                c.drop(stalled)
-                self.notes.append(
-                    f"{kind}: {len(stalled)} repeat(s) retaken: timed to {widths}, over "
-                    f"{RETAKE_FACTOR:g}× the median ±{typical:.2f} s (the host or its probes "
-                    "stalled)"
-                )
-            else:
-                self.notes.append(
-                    f"{kind}: {len(stalled)} repeat(s) timed to {widths}, over {RETAKE_FACTOR:g}× "
-                    f"the median ±{typical:.2f} s, kept: the retakes stalled too"
-                )
+    def _retake(self, costs: dict[str, RepeatCosts], cycles: int) -> bool:
+        """Whether to run one more repeat after ``cycles`` (:class:`StalledRepeats`): some
+        transition is short of ``plan.repeats`` repeats that did not stall, and fewer than
+        ``plan.repeats`` repeats have been retaken."""
+        self._stalls.judge(costs)
+        return cycles < 2 * self.plan.repeats and self._stalls.short(costs)
 
     # --- the steps ---------------------------------------------------------------------------
 
@@ -322,7 +363,9 @@ class PowerStateMeasurement:
             )
         return sum(known) / len(known)
 
-    def _sleep(self, start: tuple[float, float], running_w: float, costs: _Costs) -> float | None:
+    def _sleep(
+        self, start: tuple[float, float], running_w: float, costs: RepeatCosts
+    ) -> float | None:
         """Wait for the draw to settle below ``running_w``, record the transition, then
         average the level over ``measure_s``; the level (W) or ``None`` (under the floor)."""
         since = start[0]
@@ -357,7 +400,7 @@ class PowerStateMeasurement:
                 return None
         return sum(values) / len(values)
 
-    def _back(self, start: tuple[float, float], costs: _Costs) -> None:
+    def _back(self, start: tuple[float, float], costs: RepeatCosts) -> None:
         """Poll the agent (and Ready) while reading the meter, until the agent answers (it was
         seen down before the command, so the wake ends after ``start``)."""
         failed_at = start[0]
@@ -386,7 +429,7 @@ class PowerStateMeasurement:
         energy, bound = self.trace.energy_j(sum(start) / 2, sum(end) / 2)
         costs.add(start, end, (energy, bound + self._edges_j(start, end)))
         if self.ready is not None:
-            self._time_ready(start, costs, not_ready_seen, ready_lo)
+            costs.ready.append(self._time_ready(start, not_ready_seen, ready_lo))
 
     def _read_past(self, instant_s: float, deadline_s: float) -> None:
         """Let the trace read until it has a value read wholly after ``instant_s`` (monotonic
@@ -407,28 +450,27 @@ class PowerStateMeasurement:
             self._sample_for(0.05)
 
     def _time_ready(
-        self, start: tuple[float, float], costs: _Costs, not_ready_seen: bool, lo: float | None
-    ) -> None:
-        """After the agent is back, wait for Ready (when the node went NotReady meanwhile)."""
+        self, start: tuple[float, float], not_ready_seen: bool, lo: float | None
+    ) -> tuple[float, float] | None:
+        """After the agent is back, wait for Ready (when the node went NotReady meanwhile): the
+        Ready time from ``start`` and its half-width (s), or ``None`` (noted why)."""
         assert self.ready is not None
         if not not_ready_seen or lo is None:
             self.notes.append(
                 "Kubernetes kept the node Ready through a sleep (shorter than its node-monitor "
                 "grace period): no Ready time for that repeat"
             )
-            return
+            return None
         deadline = start[0] + self.plan.timeout_s
         while True:
             asked = self.clock()
             if self.ready():
-                mid_start = sum(start) / 2
-                costs.ready_s.append((lo + self.clock()) / 2 - mid_start)
-                costs.ready_res.append((self.clock() - lo + start[1] - start[0]) / 2)
-                return
+                now = self.clock()
+                return (lo + now) / 2 - sum(start) / 2, (now - lo + start[1] - start[0]) / 2
             lo = asked
             if self.clock() > deadline:
                 self.notes.append("the node was not Ready within the timeout: no Ready time")
-                return
+                return None
             self._pause(asked)
 
     def _edges_j(self, start: tuple[float, float], end: tuple[float, float]) -> float:
@@ -453,7 +495,7 @@ class PowerStateMeasurement:
 
     def _result(
         self,
-        costs: dict[str, _Costs],
+        costs: dict[str, RepeatCosts],
         levels: dict[str, list[float | None]],
         boot_from: Literal["outlet", "soft_off"],
         cycles: int,

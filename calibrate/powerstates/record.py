@@ -86,7 +86,8 @@ class PowerStates(StrictModel):
         The meter URL read, redacted.
     outlet : int
     repeats : int
-        Repeats of each transition (≥ 3).
+        Repeats run (≥ 3), retaken ones included: each estimate's ``repeats`` lists the ones
+        it is over (a stalled repeat left out; ``notes`` says which).
     p_off_w : Estimate or None
         Soft-off draw with the outlet on (W): PDUs meter the standby power.
     p_suspend_w : Estimate or None

@@ -69,11 +69,19 @@ def sleeps_text(
     wake_j : sequence of mapping of str to Estimate, one per repeat
         Node → its measured wake energy (J) in that repeat's calibration files; a node missing
         there is named without its figures.
+
+    Raises
+    ------
+    ValueError
+        ``wake_j`` and ``per_repeat`` differ in length.
     """
     if len(per_repeat) < 2:
         return None
+    if len(wake_j) != len(per_repeat):
+        raise ValueError(f"{len(wake_j)} repeats of wake energies for {len(per_repeat)} repeats")
     runs, nodes = [], []
-    for label in per_repeat[0]:
+    labels = dict.fromkeys(label for repeat in per_repeat for label in repeat)
+    for label in labels:
         sets = [repeat.get(label, frozenset()) for repeat in per_repeat]
         changing = sorted(frozenset.union(*sets) - frozenset.intersection(*sets))
         if not changing:
@@ -97,11 +105,13 @@ def sleeps_text(
             f"{e.value:.0f} [{e.ci95[0]:.0f}, {e.ci95[1]:.0f}]" for e in measured if e is not None
         )
         figures.append(f"{node} {each} J")
-    measured_text = f" ({'; '.join(figures)})" if figures else ""
+    measured_text = f": {'; '.join(figures)}" if figures else ""
     return (
         f"The power manager slept different nodes in different repeats: {'; '.join(runs)}. It "
-        "sleeps a node once it has been empty past its break-even, which rests on the node's "
-        f"wake energy, measured again in each repeat{measured_text}; a node whose break-even "
-        "sits near how long it stays empty sleeps in some repeats and not in others, and its "
-        "run's saving moves with it."
+        "sleeps a node once the node has been empty past its break-even, the energy of a "
+        "sleep and a wake over the idle draw it saves (the wake as each repeat measured "
+        f"it{measured_text}): a node whose "
+        "empty spells and break-even are close sleeps in some repeats and not in others (a "
+        "spell a little longer, or a wake measured a little lower, decides it), and its run's "
+        "saving moves with it."
     )

@@ -4,6 +4,8 @@ its manager slept in some repeats and not in others, with their wake energies as
 
 from __future__ import annotations
 
+import pytest
+
 from eams.calibrate.powerstates.estimate import estimate
 from eams.calibrate.powerstates.record import Estimate
 from eams.calibrate.wallpower.plots import PowerMark
@@ -56,3 +58,11 @@ def test_only_the_sleeps_that_went_through_count() -> None:
         "default": [],
     }
     assert slept(marks) == {"default+pm": frozenset({"mini-3"}), "default": frozenset()}
+
+
+def test_a_run_seen_in_a_later_repeat_only_is_named_and_mismatched_figures_are_refused() -> None:
+    per_repeat = [{"default+pm": MANAGED}, {"default+pm": MANAGED, "eams+pm": MANAGED}]
+    text = sleeps_text(per_repeat, [{}, {}])
+    assert text is not None and "eams+pm slept mini-4 in repeat 2 (not in 1)" in text
+    with pytest.raises(ValueError, match="1 repeats of wake energies for 2 repeats"):
+        sleeps_text(per_repeat, [{}])
