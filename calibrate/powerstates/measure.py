@@ -46,13 +46,14 @@ from eams.calibrate.powerstates.record import MIN_REPEATS, PowerStates, Transiti
 from eams.calibrate.powerstates.trace import PowerTrace
 
 RETAKE_FACTOR = 4.0
-"""A repeat whose transition was timed more than this many times as loosely as the median
-repeat of the same transition (and more loosely than twice the plan's ``sample_s``) stalled:
-the host did not run the probes or the meter's reads for a while (a busy 2-core machine: one
-repeat's boot end timed to ±1.07 s against ±0.1 s, its energy 390 J against the node's 212 J).
-Such a repeat is retaken, up to ``repeats`` times in all, and left out when enough others
-remain. The factor is this project's choice: a probe's spacing varies about twofold with the
-load."""
+"""A repeat whose transition was timed more than this many times as loosely as the median of
+the same transition's repeats not judged stalled already (and more loosely than
+:data:`STALL_FLOOR_S` and twice the plan's ``sample_s``) stalled: the host did not run the
+probes or the meter's reads for a while (a busy 2-core machine: one repeat's boot end timed to
+±1.07 s against ±0.1 s, its energy 390 J against the node's 212 J). Such a repeat is retaken,
+up to ``repeats`` times in all, and left out when enough others remain
+(:class:`StalledRepeats`). The factor is this project's choice: a probe's spacing varies about
+twofold with the load."""
 
 STALL_FLOOR_S = 0.05
 """No repeat timed within this (s) is stalled, whatever the others: the measurement's own

@@ -469,6 +469,8 @@ def check_and_report(
         """What a band's answer is over: every repeat from its first's report, else its own."""
         return repeats_of[band.rho] if band.repeat == 1 else [checks]
 
+    marks = {band.name: power_marks(band, record_root) for band in bands}  # each record once
+
     def sleeps_of(band: Band) -> str | None:
         """On a first repeat's report: the nodes its runs' managers slept in some repeats of
         its offered load and not in others (:func:`sleeps_text`)."""
@@ -476,7 +478,7 @@ def check_and_report(
             return None
         group = [b for b in bands if b.rho == band.rho]
         return sleeps_text(
-            [slept(power_marks(b, record_root)) for b in group],
+            [slept(marks[b.name]) for b in group],
             [wake_energies(b.calibration_dir(calibrations_dir)) for b in group],
         )
 
@@ -558,7 +560,7 @@ def check_and_report(
                 f"{of_repeat(band)}{market_text(extra['market'])} "
                 f"{wakes_text(extra['market_wakes'])}" if i == 0 else None
             ),
-            marks=power_marks(band, record_root),
+            marks=marks[band.name],
             see_also=see_also if i == 0 else back_to_main(band, report_dir, folder),
             extra=extra,
         )  # fmt: skip
