@@ -282,10 +282,11 @@ class Extender:
             self.observe_pending(pending_pod(pod))
 
     def observe_pending(self, pod: PendingPod) -> None:
-        """A pod of this scheduler waits for a node: it joins the pending batch (and the market
-        wakes' pods). A gated one (``gates.py``), with a releaser, joins it with the nodes
-        that admit it as its candidates, or, when the market cannot judge it (or does not
-        batch), is released unpinned at once."""
+        """A pod of this scheduler waits for a node: it joins the pending batch unless the
+        market holds it for a wake (:meth:`_wake_answer`), and the market wakes' pods. A gated
+        one (``gates.py``), with a releaser, joins it with the nodes that admit it as its
+        candidates, or, when the market cannot judge it (or does not batch), is released
+        unpinned at once."""
         releaser = self.releaser
         if pod.gated and releaser is not None:
             if not pod.pinnable or self.batcher is None:
@@ -293,8 +294,8 @@ class Extender:
                 return
             pod = replace(pod, candidates=self.static_candidates.of(pod))
             self.gated_waiting.add(pod.key)
-        if self.batcher is not None:
-            self.batcher.submit(pod)
+        if self.batcher is not None and not self.wakes.holds(pod.key):
+            self.batcher.submit(pod)  # a held pod waits for its wake, not a clearing
         if self.market_wakes:
             self.wakes.remember(pod)
 
@@ -370,10 +371,13 @@ class Extender:
         return low
 
     def announced(self, key: str, uid: str | None) -> bool:
-        """Whether the pod is known without reading it: pending in a batch or cleared (it was
-        read, and checked, when the watch or an earlier request announced it)."""
+        """Whether the pod is known without reading it: pending in a batch, cleared, or held
+        for a market wake (it was read, and checked, when the watch or an earlier request
+        announced it)."""
         b = self.batcher
-        return b is not None and (b.waiting(key) or b.row(key, uid) is not None)
+        if b is None:
+            return False
+        return b.waiting(key) or b.row(key, uid) is not None or self.wakes.holds(key)
 
     def filter_names(
         self, key: str, uid: str | None, names: list[str]
@@ -394,30 +398,54 @@ class Extender:
         self.step_aside_if_blind(names)
         low = self.kept_off(names, key)
         kept = [n for n in names if n not in low] if low else names
-        return self._wake_answer(key, kept, dict.fromkeys(low, FILTER_REASON))
+        offered = self.candidates.as_set(names)
+        return self._wake_answer(key, offered, kept, dict.fromkeys(low, FILTER_REASON))
 
     def _wake_answer(
-        self, key: str, kept: list[str], failed: dict[str, str]
+        self, key: str, offered: frozenset[str], kept: list[str], failed: dict[str, str]
     ) -> tuple[list[str], dict[str, str]]:
-        """``kept`` and ``failed`` after the market wake's say (``wakes.py``): a held pod keeps
-        no node (each :data:`~.wakes.HOLD_REASON`), a pod whose woken node is a candidate keeps
-        only that node.
+        """``kept`` (of kube-scheduler's ``offered``) and ``failed`` after the market wake's
+        say (``wakes.py``): a held pod keeps no node (each :data:`~.wakes.HOLD_REASON`), a pod
+        whose woken node is a candidate keeps only that node.
 
         A held pod's herding reservation ends (``herding.py``): its batch may have cleared it
         onto an awake node, where it will not land while it waits for the wake; left there, the
         reservation would keep that node under the floor and its bids gated for every other
-        pod (which, offered no node, would be held in turn).
+        pod (which, offered no node, would be held in turn). For the same reason it leaves the
+        batch (and :meth:`observe_pending` does not add it again while it is held): the next
+        window, which knows nothing of the floor, cleared it back onto the node just refused
+        to it, with a new reservation. When its hold ends it is cleared again at once
+        (:meth:`_hold_ended`).
         """
         if not self.market_wakes:
             return kept, failed
+        was_held = self.wakes.holds(key)
         answer = self.wakes.decide(key, kept, self.clock())
+        if answer is not None and answer.hold:
+            self.herd.release(key)
+            if self.batcher is not None:
+                self.batcher.forget(key)
+            return [], failed | dict.fromkeys(kept, HOLD_REASON)
+        if was_held:
+            self._hold_ended(key, offered if answer is None else frozenset([answer.node]))
         if answer is None:
             return kept, failed
-        if answer.hold:
-            self.herd.release(key)
-            return [], failed | dict.fromkeys(kept, HOLD_REASON)
         others = [n for n in kept if n != answer.node]
         return [answer.node], failed | dict.fromkeys(others, HOLD_REASON)
+
+    def _hold_ended(self, key: str, candidates: frozenset[str]) -> None:
+        """Pod ``key`` waits for its wake no more: released onto its woken node (``candidates``
+        that node alone), or withdrawn or failed (``candidates`` all kube-scheduler offers).
+        It is cleared now over ``candidates``, not at its ``/prioritize``: with one node left
+        kube-scheduler binds without asking, and the pod would bind with no clearing, so with
+        no record line and no herding reservation where it lands. A woken node the node cache
+        still sees asleep (its watch event not yet read) is not among the clearing's nodes:
+        the pod is then cleared onto none, and said so on the record."""
+        pod = self.wakes.pod(key)
+        if self.batcher is None or pod is None:
+            return
+        self.batcher.submit(replace(pod, candidates=candidates))
+        self._clear_among(key, pod.uid, candidates)
 
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         """Answer ``/filter`` for any request shape (see the module docstring).
@@ -436,7 +464,9 @@ class Extender:
         self.observe_pending(pod)
         low = self.kept_off(names, pod.key)
         passing = [n for n in names if n not in low]
-        _, failed = self._wake_answer(pod.key, passing, dict.fromkeys(low, FILTER_REASON))
+        _, failed = self._wake_answer(
+            pod.key, self.candidates.as_set(names), passing, dict.fromkeys(low, FILTER_REASON)
+        )
         result = ExtenderFilterResult(
             FailedNodes=dict(sorted(failed.items())), FailedAndUnresolvableNodes={}
         )

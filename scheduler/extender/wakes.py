@@ -158,6 +158,14 @@ class WakeMarket:
         """Node → its standing wake request."""
         return dict(self._requests)
 
+    def pod(self, key: str) -> PendingPod | None:
+        """Pending pod ``key`` as last remembered, or ``None``."""
+        return self._pods.get(key)
+
+    def holds(self, key: str) -> bool:
+        """Whether pod ``key`` is held for a wake."""
+        return key in self._standing
+
     def held(self) -> dict[str, str]:
         """Pod key → the node it waits for."""
         return {key: s.node for key, s in self._standing.items()}

@@ -28,7 +28,7 @@ from eams.scheduler.extender.decisions import record_settings
 from eams.scheduler.extender.nodes import NodeCache
 from eams.scheduler.extender.table import NodeTable
 from eams.scheduler.extender.wakes import HOLD_REASON
-from eams.scheduler.record import Query, Wake, read_records
+from eams.scheduler.record import Placement, Query, Wake, read_records
 from eams.scheduler.record.explain import explain_pod, render_pod
 from tests.extender.conftest import (
     args_names,
@@ -343,6 +343,71 @@ async def test_pods_one_window_cleared_onto_a_node_do_not_floor_each_other_there
     assert requests == []
     other = await filter_(client, hour_pod("c"), ["busy", "spare"])
     assert "spare" in other["FailedNodes"]
+
+
+async def test_a_held_pod_is_not_cleared_again_by_the_next_window(
+    make_client, clock, folder
+) -> None:
+    """busy at headroom 0.10: pod a, first seen at its ``/filter``, is held for frugal there
+    (the better price) but stayed in the pending batch, and the window that closed next
+    cleared it onto busy (the clearing knows nothing of the floor), its reservation
+    (0.10 − 0.098 < the floor 0.05) keeping busy off for pod b, which no asleep node admits
+    and which was held in turn (traced in issue 33's band at 1,000 nodes: 2,236 of the
+    reservations flooring the one awake candidate of a pod held for a wake were of pods
+    already held). A held pod waits for its wake, not for a clearing; once its node is
+    offered it is cleared there at its ``/filter``: with one node left kube-scheduler binds it
+    without a ``/prioritize``, and before it would have bound with no clearing (no record
+    line) and no herding reservation on the node it lands on."""
+    record = record_settings(folder.parent / "record")
+    client, requests = await start(
+        make_client, clock, folder, 0.10, asleep("frugal"), window_ms=200, record=record
+    )
+    extender = client.app.state.extender
+    ssd = node_object("busy")
+    ssd["metadata"]["labels"]["disk"] = "ssd"
+    await post_json(client, "/nodes", {"items": [ssd]})
+    assert (await filter_(client, hour_pod("a"), ["busy"]))["NodeNames"] == []
+    assert [r.node for r in requests] == ["frugal"]
+    extender.batcher.clear_pending()  # the window closes
+    assert extender.herd.held_by("default/a") is None
+    picky = hour_pod("b", nodeSelector={"disk": "ssd"})
+    await _cleared(client, picky)
+    answer = await filter_(client, picky, ["busy"])
+    assert answer["NodeNames"] == ["busy"] and answer["FailedNodes"] == {}
+    assert (await filter_(client, hour_pod("a"), ["busy"]))["NodeNames"] == []  # still held
+    clock.now_s += WAKE_TIME_S  # frugal woke: released and offered
+    await post_json(client, "/nodes", {"items": [node_object("frugal")]})
+    woken = await filter_(client, hour_pod("a"), ["busy", "frugal"])
+    assert woken["NodeNames"] == ["frugal"]
+    assert extender.herd.held_by("default/a")[0] == "frugal"
+    extender.decisions.flush()  # the lines its clearings queued
+    extender.decisions.recorder.flush()
+    lines = read_records(folder.parent / "record", Query(pod="default/a")).records
+    assert [r.node for r in lines if isinstance(r, Wake)] == ["frugal"]
+    assert [r.cleared_node for r in lines if isinstance(r, Placement)] == ["frugal"]
+
+
+async def test_a_pod_whose_wake_failed_is_cleared_again_at_its_filter(
+    make_client, clock, folder, tmp_path: Path
+) -> None:
+    """With a window: frugal's wake fails (``asleep-suspect``) and nothing else is asleep, so
+    the pod goes to the awake candidates; it left the batch at its hold, so it is cleared at
+    that ``/filter``, where its one candidate is bound without a ``/prioritize``."""
+    record = record_settings(tmp_path / "record")
+    client, requests = await start(
+        make_client, clock, folder, 0.10, asleep("frugal"), window_ms=200, record=record
+    )
+    extender = client.app.state.extender
+    assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == []
+    assert extender.batcher.pending("default/p") is None
+    await post_json(client, "/nodes", {"items": [asleep("frugal", "asleep-suspect")]})
+    assert (await filter_(client, hour_pod(), ["busy"]))["NodeNames"] == ["busy"]
+    assert [r.pods for r in requests] == [("default/p",), ()]
+    assert extender.herd.held_by("default/p")[0] == "busy"
+    extender.decisions.flush()  # the lines its clearings queued
+    extender.decisions.recorder.flush()
+    lines = read_records(tmp_path / "record", Query(pod="default/p")).records
+    assert [r.cleared_node for r in lines if isinstance(r, Placement)] == ["busy"]
 
 
 async def test_a_window_never_clears_a_pod_onto_an_asleep_node(make_client, clock, folder) -> None:
