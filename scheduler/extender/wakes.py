@@ -47,8 +47,12 @@ its own reservation and those of the pods its clearing put on the same node out 
 valued the node, and the single-pod path, which clears nothing first, prices it), and a
 held pod's reservation ends (``service.Extender._wake_answer``): it lands on no awake node
 while it waits, and the reservation would keep that node under the floor for every other pod.
-The window clears over the awake nodes only (``service.Extender._clear_batch``): the asleep
-ones are priced here alone, with their wake.
+For the same reason a held pod leaves the batch until its hold ends (the next window would clear
+it back onto the awake node just refused to it); then it is cleared again at that ``/filter``,
+over its woken node alone when released (``service.Extender._hold_ended``), so it binds with a
+clearing on record and a reservation where it lands. The window clears over the awake nodes
+only (``service.Extender._clear_batch``): the asleep ones are priced here alone, with their
+wake.
 """
 
 from __future__ import annotations
@@ -162,9 +166,13 @@ class WakeMarket:
         """Pending pod ``key`` as last remembered, or ``None``."""
         return self._pods.get(key)
 
-    def holds(self, key: str) -> bool:
-        """Whether pod ``key`` is held for a wake."""
-        return key in self._standing
+    def holds(self, key: str, uid: str | None = None) -> bool:
+        """Whether pod ``key`` is held for a wake; with ``uid``, not when the pod held under
+        ``key`` is another one of the same name (deleted and created again)."""
+        if key not in self._standing:
+            return False
+        pod = self._pods.get(key)
+        return uid is None or pod is None or pod.uid is None or pod.uid == uid
 
     def held(self) -> dict[str, str]:
         """Pod key → the node it waits for."""
