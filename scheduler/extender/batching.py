@@ -104,9 +104,11 @@ class Batcher:
         """The pod if it waits for a clearing."""
         return self._pending.get(key)
 
-    def waiting(self, key: str) -> bool:
-        """Whether the pod waits for a clearing."""
-        return key in self._pending
+    def waiting(self, key: str, uid: str | None = None) -> bool:
+        """Whether the pod waits for a clearing; with ``uid``, not when the pod pending under
+        ``key`` is another one of the same name (deleted and created again)."""
+        pod = self._pending.get(key)
+        return pod is not None and (uid is None or pod.uid is None or pod.uid == uid)
 
     def forget(self, key: str) -> None:
         """Drop a pod from the pending set and the table (it was bound or deleted)."""

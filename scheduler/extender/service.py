@@ -373,11 +373,11 @@ class Extender:
     def announced(self, key: str, uid: str | None) -> bool:
         """Whether the pod is known without reading it: pending in a batch, cleared, or held
         for a market wake (it was read, and checked, when the watch or an earlier request
-        announced it)."""
+        announced it), and, with ``uid``, that pod and not an older one of the same name."""
         b = self.batcher
         if b is None:
             return False
-        return b.waiting(key) or b.row(key, uid) is not None or self.wakes.holds(key)
+        return b.waiting(key, uid) or b.row(key, uid) is not None or self.wakes.holds(key, uid)
 
     def filter_names(
         self, key: str, uid: str | None, names: list[str]

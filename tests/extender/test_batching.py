@@ -249,6 +249,25 @@ async def test_a_pod_created_again_under_its_name_does_not_inherit_the_old_row(
     assert _metric((await client.get("/metrics")).text, "eams_extender_clearings_total") == 2.0
 
 
+async def test_a_pod_created_again_while_the_old_one_is_pending_is_read_whole(
+    make_client, clock
+) -> None:
+    # The old web-0 was announced (the pod watch) and still waits for its window when the new
+    # one, created again under its name before the watch said the old one was deleted, is
+    # asked about by name: it must not be answered (or cleared) as the old pod.
+    client = await make_client(mode="active", window_ms=1000)
+    extender = client.app.state.extender
+    await _cluster(client, clock)
+    await post_json(client, "/pending", {"items": [pod_object("web-0", cpu="64")]})
+    assert not extender.announced("default/web-0", "uid-web-0-again")
+    assert extender.announced("default/web-0", None)
+    new = pod_object("web-0", cpu="500m")
+    new["metadata"]["uid"] = "uid-web-0-again"
+    scores = (await post_json(client, "/prioritize", args_names(new, NAMES))).json()
+    assert {e["Host"]: e["Score"] for e in scores}["node-a"] == 10
+    assert _metric((await client.get("/metrics")).text, "eams_extender_clearings_total") == 1.0
+
+
 async def test_a_node_whose_reading_turns_stale_is_no_longer_kept_off(make_client, clock) -> None:
     # node-b was under the floor; its agent then stops. A reading older than 15 s never keeps
     # a node off (AR-6): the floor lets it go without any new sample (the taint comes off).
