@@ -161,8 +161,9 @@ def evaluate(results: list[dict], reference: str = "default") -> dict[str, dict]
     not judged), "p95_regression_pct": {ρ: %}, "ar3": bool|None,
     "ar7": bool, "min_jain": float|None, "shape": str, "violations": int, "unschedulable": int,
     "transitions_per_node_hour": float (mean over cells), "p95_wake_wait_s": float|None (worst
-    cell), "failed_wakes": int}; ``ar3`` is ``None`` for the reference itself or when no swept ρ
-    lies in the band.
+    cell), "failed_wakes": int}; ``ar3`` is ``None`` for the reference itself, when no swept ρ
+    lies in the band, or when the results hold no cell of the reference run (a sweep of one
+    scheduler: gains are then empty).
     """
     runs = list(dict.fromkeys(run_of(r) for r in results))
     rhos = sorted({r["rho"] for r in results})
@@ -242,6 +243,8 @@ def comparisons(results: list[dict]) -> dict[str, dict]:
 
 
 def _shape(gain: dict[float, float]) -> str:
+    if not gain:
+        return "undetermined (no cells of the reference run to compare with)"
     mid = [g for r, g in gain.items() if BAND[0] <= r <= BAND[1]]
     low = [g for r, g in gain.items() if r < BAND[0]]
     high = [g for r, g in gain.items() if r > BAND[1]]
@@ -277,8 +280,12 @@ def report_lines(evaluation: dict[str, dict], compared: dict[str, dict] | None =
     interval over the seeds the two runs share."""
     lines = []
     for s, ev in evaluation.items():
-        if ev["ar3"] is None:
-            ar3 = "n/a (reference)" if ev["shape"] == "reference" else "n/a (no ρ in band)"
+        if ev["shape"] == "reference":
+            ar3 = "n/a (reference)"
+        elif not ev["energy_gain_pct"]:
+            ar3 = "n/a (no cells of the reference run to compare with)"
+        elif ev["ar3"] is None:
+            ar3 = "n/a (no ρ in band)"
         else:
             ar3 = "met" if ev["ar3"] else "NOT met"
         band = ", ".join(

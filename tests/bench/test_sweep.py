@@ -154,6 +154,11 @@ def test_paired_differences_carry_a_95_percent_interval_over_seeds() -> None:
     )
     assert "ρ=0.85: +20.0 ± 24.8 % energy (whole run -2.0 ± 0.0 %), +0.0 ± 0.0 % p95" in line
     assert "(3 seeds paired)" in line
+    # no default cells (a sweep of two runs): AR-3 cannot be judged, and it says why, not
+    # that ρ 0.85 lies outside the band
+    (run_line,) = [x for x in report_lines(evaluate(results)) if x.startswith("eams-batch+pm:")]
+    assert "AR-3 n/a (no cells of the reference run to compare with)" in run_line
+    assert "shape undetermined (no cells of the reference run to compare with)" in run_line
 
 
 def test_a_stopped_sweep_compares_runs_over_the_seeds_they_share() -> None:
