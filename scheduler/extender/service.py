@@ -427,7 +427,8 @@ class Extender:
                 self.batcher.forget(key)
             return [], failed | dict.fromkeys(kept, HOLD_REASON)
         if was_held:
-            self._hold_ended(key, offered if answer is None else frozenset([answer.node]))
+            passing = offered if len(kept) == len(offered) else frozenset(kept)
+            self._hold_ended(key, passing if answer is None else frozenset([answer.node]))
         if answer is None:
             return kept, failed
         others = [n for n in kept if n != answer.node]
@@ -435,7 +436,9 @@ class Extender:
 
     def _hold_ended(self, key: str, candidates: frozenset[str]) -> None:
         """Pod ``key`` waits for its wake no more: released onto its woken node (``candidates``
-        that node alone), or withdrawn or failed (``candidates`` all kube-scheduler offers).
+        that node alone), or withdrawn or failed (``candidates`` the nodes ``/filter`` passes:
+        kube-scheduler's less those under the floor, so a clearing does not put it where it
+        cannot bind).
         It is cleared now over ``candidates``, not at its ``/prioritize``: with one node left
         kube-scheduler binds without asking, and the pod would bind with no clearing, so with
         no record line and no herding reservation where it lands. A woken node the node cache

@@ -410,6 +410,40 @@ async def test_a_pod_whose_wake_failed_is_cleared_again_at_its_filter(
     assert [r.cleared_node for r in lines if isinstance(r, Placement)] == ["busy"]
 
 
+async def test_a_pod_whose_wake_failed_is_cleared_over_the_nodes_its_filter_passes(
+    make_client, clock, folder
+) -> None:
+    """kube-scheduler offers busy and ``low``, which is under the headroom floor: ``/filter``
+    passes busy alone, so the pod's clearing where its hold ends is over busy alone (it was
+    over both: a clearing could put it on a node it cannot bind to, its reservation there)."""
+    client, _ = await start(
+        make_client, clock, folder, 0.10, asleep("frugal"), node_object("low"), window_ms=200
+    )
+    extender = client.app.state.extender
+    floored = sample("low", clock() - 1.0, 0.01, power_cap_w=280.0, utilisation=0.9)
+    await post_json(client, "/telemetry", {"samples": [floored]})
+    assert (await filter_(client, hour_pod(), ["busy", "low"]))["NodeNames"] == []
+    await post_json(client, "/nodes", {"items": [asleep("frugal", "asleep-suspect")]})
+    assert (await filter_(client, hour_pod(), ["busy", "low"]))["NodeNames"] == ["busy"]
+    row = extender.batcher.row("default/p")
+    assert row is not None and row.source is not None
+    assert row.source.candidates == frozenset({"busy"})
+
+
+async def test_a_pod_announced_while_held_stays_out_of_the_batch(
+    make_client, clock, folder
+) -> None:
+    """A held pod's watch update (``/pending``) does not put it back in the batch: the next
+    window would clear it onto the awake node just refused to it, with a reservation there."""
+    client, _ = await start(make_client, clock, folder, 0.10, asleep("frugal"), window_ms=200)
+    extender = client.app.state.extender
+    assert (await filter_(client, hour_pod("a"), ["busy"]))["NodeNames"] == []
+    await post_json(client, "/pending", {"items": [hour_pod("a")]})
+    assert extender.batcher.pending("default/a") is None
+    extender.batcher.clear_pending()
+    assert extender.herd.held_by("default/a") is None
+
+
 async def test_a_window_never_clears_a_pod_onto_an_asleep_node(make_client, clock, folder) -> None:
     """busy's gate is nearly shut (headroom 0.05: σ(25·(0.05 − 0.225)) = 0.012, a bid of
     ≈ 0.00044); ``unmeasured`` is asleep and never reported, so on the awake model it is an
