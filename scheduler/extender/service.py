@@ -398,15 +398,14 @@ class Extender:
         self.step_aside_if_blind(names)
         low = self.kept_off(names, key)
         kept = [n for n in names if n not in low] if low else names
-        offered = self.candidates.as_set(names)
-        return self._wake_answer(key, offered, kept, dict.fromkeys(low, FILTER_REASON))
+        return self._wake_answer(key, kept, dict.fromkeys(low, FILTER_REASON))
 
     def _wake_answer(
-        self, key: str, offered: frozenset[str], kept: list[str], failed: dict[str, str]
+        self, key: str, kept: list[str], failed: dict[str, str]
     ) -> tuple[list[str], dict[str, str]]:
-        """``kept`` (of kube-scheduler's ``offered``) and ``failed`` after the market wake's
-        say (``wakes.py``): a held pod keeps no node (each :data:`~.wakes.HOLD_REASON`), a pod
-        whose woken node is a candidate keeps only that node.
+        """``kept`` and ``failed`` after the market wake's say (``wakes.py``): a held pod keeps
+        no node (each :data:`~.wakes.HOLD_REASON`), a pod whose woken node is a candidate keeps
+        only that node.
 
         A held pod's herding reservation ends (``herding.py``): its batch may have cleared it
         onto an awake node, where it will not land while it waits for the wake; left there, the
@@ -427,8 +426,7 @@ class Extender:
                 self.batcher.forget(key)
             return [], failed | dict.fromkeys(kept, HOLD_REASON)
         if was_held:
-            passing = offered if len(kept) == len(offered) else frozenset(kept)
-            self._hold_ended(key, passing if answer is None else frozenset([answer.node]))
+            self._hold_ended(key, frozenset(kept if answer is None else [answer.node]))
         if answer is None:
             return kept, failed
         others = [n for n in kept if n != answer.node]
@@ -467,9 +465,7 @@ class Extender:
         self.observe_pending(pod)
         low = self.kept_off(names, pod.key)
         passing = [n for n in names if n not in low]
-        _, failed = self._wake_answer(
-            pod.key, self.candidates.as_set(names), passing, dict.fromkeys(low, FILTER_REASON)
-        )
+        _, failed = self._wake_answer(pod.key, passing, dict.fromkeys(low, FILTER_REASON))
         result = ExtenderFilterResult(
             FailedNodes=dict(sorted(failed.items())), FailedAndUnresolvableNodes={}
         )
